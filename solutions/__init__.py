@@ -1,0 +1,1 @@
+"""Reference solutions of the self-attention course (hidden from students)."""
