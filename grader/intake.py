@@ -1,0 +1,193 @@
+"""Intake: turn what a student handed in into a private folder holding only the exercise files.
+
+A submission is a folder (the files at its root, in ``exercises/``, or one
+level further down), a ``.zip`` of such a folder, or a notebook. Nothing is
+executed or imported here, the original is never modified, symbolic links are
+never followed, and every size is capped by course.yaml. Problems with single
+files are kept per exercise, so they cost that exercise and nothing else.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from .course import MODULES, Intake
+
+MAX_DEPTH = 3
+
+
+class IntakeError(ValueError):
+    """The submission cannot be graded at all (the message is one line, for the student)."""
+
+
+@dataclass
+class Staged:
+    """The private copy of a submission: ``directory`` holds ``<module>.py`` files only."""
+
+    directory: Path
+    sha256: str
+    problems: dict[str, str] = field(default_factory=dict)  # module -> why its file was not taken
+    notes: list[str] = field(default_factory=list)
+
+    def cleanup(self):
+        shutil.rmtree(self.directory.parent, ignore_errors=True)
+
+
+def _module_of(name: str) -> str | None:
+    stem, dot, suffix = name.rpartition(".")
+    return stem if dot and suffix == "py" and stem in MODULES else None
+
+
+def _choose_folder(folders: dict[str, set[str]]) -> str | None:
+    """Of the folders that hold exercise files, the one holding most (ties: the shallowest, then by name)."""
+    if not folders:
+        return None
+    return min(folders, key=lambda f: (-len(folders[f]), f.count("/"), f))
+
+
+def _check_text(module: str, data: bytes, problems: dict[str, str]) -> bytes | None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        problems[module] = f"{module}.py is not UTF-8 text (byte {data[error.start]:#04x} at offset {error.start}): save it as UTF-8"
+        return None
+    if b"\0" in data:
+        problems[module] = f"{module}.py contains NUL bytes: it looks like a binary file, not Python source"
+        return None
+    return data
+
+
+def _from_folder(root: Path, limits: Intake, problems: dict[str, str], notes: list[str]) -> dict[str, bytes]:
+    folders: dict[str, set[str]] = {}
+    seen = 0
+    for current, dirs, files in os.walk(root, followlinks=False):
+        relative = Path(current).relative_to(root)
+        depth = len(relative.parts)
+        dirs[:] = sorted(d for d in dirs if depth < MAX_DEPTH and not d.startswith((".", "__")))
+        seen += len(files)
+        if seen > limits.max_files:
+            raise IntakeError(f"the submission holds more than {limits.max_files} files; hand in only the exercise files")
+        for name in files:
+            if _module_of(name):
+                folders.setdefault(relative.as_posix() if depth else "", set()).add(name)
+    chosen = _choose_folder(folders)
+    taken: dict[str, bytes] = {}
+    if chosen is None:
+        return taken
+    if chosen:
+        notes.append(f"exercise files taken from {chosen}/")
+    for name in sorted(folders[chosen]):
+        module, path = _module_of(name), root / chosen / name
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            problems[module] = f"{name} is a symbolic link; hand in the file itself"
+        elif not stat.S_ISREG(info.st_mode):
+            problems[module] = f"{name} is not a regular file"
+        elif info.st_size > limits.max_file_mb * 2**20:
+            problems[module] = f"{name} is {info.st_size / 2**20:.1f} MiB, over the {limits.max_file_mb} MiB limit"
+        else:
+            with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NOFOLLOW)) as handle:
+                data = _check_text(module, handle.read(int(limits.max_file_mb * 2**20) + 1), problems)
+            if data is not None:
+                taken[module] = data
+    return taken
+
+
+def _from_zip(path: Path, limits: Intake, problems: dict[str, str], notes: list[str]) -> dict[str, bytes]:
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as error:
+        raise IntakeError(f"{path.name} is not a readable zip file ({error})") from None
+    with archive:
+        members = archive.infolist()
+        if len(members) > limits.max_files:
+            raise IntakeError(f"{path.name} holds {len(members)} entries, over the limit of {limits.max_files}")
+        if sum(m.file_size for m in members) > limits.max_total_mb * 2**20:
+            raise IntakeError(f"{path.name} unpacks to more than {limits.max_total_mb} MiB")
+        folders: dict[str, set[str]] = {}
+        entries: dict[tuple[str, str], zipfile.ZipInfo] = {}
+        for member in members:
+            name = PurePosixPath(member.filename)
+            if member.filename.startswith("/") or ".." in name.parts or ":" in member.filename or "\\" in member.filename:
+                notes.append(f"ignored {member.filename!r}: paths must stay inside the archive")
+                continue
+            if member.is_dir() or not _module_of(name.name) or len(name.parts) > MAX_DEPTH + 1:
+                continue
+            if any(part.startswith((".", "__")) for part in name.parts[:-1]):
+                continue
+            folder = name.parent.as_posix() if name.parent.as_posix() != "." else ""
+            folders.setdefault(folder, set()).add(name.name)
+            entries[folder, name.name] = member
+        chosen = _choose_folder(folders)
+        taken: dict[str, bytes] = {}
+        if chosen is None:
+            return taken
+        if chosen:
+            notes.append(f"exercise files taken from {chosen}/")
+        for name in sorted(folders[chosen]):
+            member, module = entries[chosen, name], _module_of(name)
+            if stat.S_ISLNK(member.external_attr >> 16):
+                problems[module] = f"{name} is a symbolic link; hand in the file itself"
+            elif member.file_size > limits.max_file_mb * 2**20:
+                problems[module] = f"{name} is {member.file_size / 2**20:.1f} MiB, over the {limits.max_file_mb} MiB limit"
+            else:
+                try:
+                    with archive.open(member) as handle:
+                        data = handle.read(int(limits.max_file_mb * 2**20) + 1)
+                except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as error:
+                    problems[module] = f"{name} could not be unpacked ({error})"
+                    continue
+                if len(data) > limits.max_file_mb * 2**20:
+                    problems[module] = f"{name} unpacks to more than its declared size"
+                    continue
+                data = _check_text(module, data, problems)
+                if data is not None:
+                    taken[module] = data
+        return taken
+
+
+def read_submission(path: str | os.PathLike, limits: Intake) -> tuple[dict[str, bytes], dict[str, str], list[str]]:
+    """The exercise files of a submission (module -> source bytes), the per-module problems, and notes."""
+    path = Path(path)
+    problems: dict[str, str] = {}
+    notes: list[str] = []
+    if not os.path.lexists(path):
+        raise IntakeError(f"{path} does not exist")
+    if path.is_symlink():
+        raise IntakeError(f"{path} is a symbolic link; give the submission itself")
+    if path.is_dir():
+        files = _from_folder(path, limits, problems, notes)
+    elif path.suffix.lower() == ".zip":
+        files = _from_zip(path, limits, problems, notes)
+    elif path.suffix.lower() == ".ipynb":
+        from .notebooks import read_notebook
+
+        files = read_notebook(path, problems, notes)
+    else:
+        raise IntakeError(f"{path.name} is not a folder, a .zip or a .ipynb notebook")
+    if not files and not problems:
+        raise IntakeError(f"{path} holds none of the exercise files ({', '.join(m + '.py' for m in MODULES)})")
+    return files, problems, notes
+
+
+def stage(path: str | os.PathLike, limits: Intake) -> Staged:
+    """Copy the exercise files of a submission into a fresh private folder (readable by the sandbox user)."""
+    files, problems, notes = read_submission(path, limits)
+    digest = hashlib.sha256()
+    for module in sorted(files):
+        digest.update(f"{module}.py\0{len(files[module])}\0".encode() + files[module])
+    base = Path(tempfile.mkdtemp(prefix="grader-"))
+    directory = base / "submission"
+    directory.mkdir()
+    for module, data in files.items():
+        (directory / f"{module}.py").write_bytes(data)
+        os.chmod(directory / f"{module}.py", 0o644)
+    os.chmod(base, 0o755)
+    os.chmod(directory, 0o755)
+    return Staged(directory, digest.hexdigest(), problems, notes)

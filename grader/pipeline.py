@@ -1,0 +1,61 @@
+"""The whole path of one submission: intake -> worker session -> suites -> scores -> results."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from .course import Course
+from .intake import stage
+from .remote import Session, SubmissionProblem, Zygote
+from .reports import results
+from .scores import Grade, score
+from .suites import run_suites
+
+SANDBOX_WARNING = "WARNING: no sandbox could be built here ({}); student code ran with resource limits only"
+
+
+class DeviceError(ValueError):
+    """The requested device is not available."""
+
+
+def resolve_device(device: str) -> str:
+    """'auto' becomes 'cuda' when a GPU is present, else 'cpu'; 'cuda' without a GPU is an error."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise DeviceError("--device cuda was asked for, but torch sees no CUDA device here")
+    if device not in ("cpu", "cuda"):
+        raise DeviceError(f"unknown device {device!r}: use cpu, cuda or auto")
+    return device
+
+
+@dataclass
+class Outcome:
+    grade: Grade
+    results: dict
+    isolation: str
+
+
+def grade_submission(path, course: Course, zygote: Zygote, device: str = "cpu", require_sandbox: bool = False,
+                     select: str | None = None) -> Outcome:
+    """Grade one submission; raises IntakeError when it cannot be graded at all."""
+    started = time.monotonic()
+    staged = stage(path, course.grading.intake)
+    session = Session(zygote, str(staged.directory), course.grading.limits, device, require_sandbox)
+    try:
+        for module, problem in staged.problems.items():
+            session.broken[module] = SubmissionProblem("intake", problem)
+        report = run_suites(session, course, device, select=select)
+    finally:
+        session.close()
+        staged.cleanup()
+    problems = {module: str(problem) for module, problem in session.broken.items()}
+    grade = score(report, course, problems)
+    grade.notes.extend(staged.notes)
+    if session.isolation.startswith("rlimits only"):
+        grade.notes.insert(0, SANDBOX_WARNING.format(session.isolation.removeprefix("rlimits only: ")))
+    data = results(grade, execution_time=time.monotonic() - started, device=device, sha256=staged.sha256)
+    return Outcome(grade, data, session.isolation)
+

@@ -1,0 +1,122 @@
+"""Suites: run the hidden pytest suites against one submission, through the worker.
+
+``GradingPlugin`` is a pytest plugin object: it provides the fixtures the
+suites use (``student``, ``device``, ``course``), reads each test's exercise
+marker and ``weight``, turns every failure into feedback that is safe to show
+(never a line of the suites or the references, never a hidden value), and
+keeps pytest-json-report's report free of tracebacks and paths.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from . import ROOT
+from .course import MODULES, Course
+from .remote import Session, StudentError, Student, SubmissionProblem
+
+HIDDEN = ROOT / "tests" / "hidden"
+MAX_FEEDBACK = 600
+
+
+class CheckFailed(AssertionError):
+    """A property of the submission does not hold; the message is written for the student."""
+
+
+def feedback(error: BaseException | None) -> str:
+    """What the student reads about a failure: only messages written for them, never suite code or values."""
+    if error is None:
+        return ""
+    if isinstance(error, (CheckFailed, SubmissionProblem, StudentError)):
+        text = str(error)
+    elif isinstance(error, AssertionError):
+        first = str(error).split("\n", 1)[0]
+        text = "a check of this property failed" if not first or first.startswith("assert ") else first
+    elif isinstance(error, pytest.skip.Exception):
+        text = str(error)
+    else:
+        text = f"{type(error).__name__} while checking your result: {str(error).splitlines()[0] if str(error) else ''}"
+    return text if len(text) <= MAX_FEEDBACK else text[:MAX_FEEDBACK] + "…"
+
+
+def exercise_of(item: pytest.Item) -> str | None:
+    names = [m for m in MODULES if item.get_closest_marker(m)]
+    return names[0] if len(names) == 1 else None
+
+
+class GradingPlugin:
+    """Fixtures and report hooks for grading one submission."""
+
+    def __init__(self, session: Session, course: Course, device: str):
+        self._session, self._course, self._device = session, course, device
+        self.report: dict | None = None
+
+    def pytest_configure(self, config):
+        for module in MODULES:
+            config.addinivalue_line("markers", f"{module}: a test of the {module} exercise")
+        config.addinivalue_line("markers", "weight(n): the test's share of its exercise's points (default 1)")
+        from hypothesis import HealthCheck, settings
+
+        settings.register_profile("grading", derandomize=False, database=None, deadline=None, print_blob=False,
+                                  max_examples=25, suppress_health_check=list(HealthCheck))
+        settings.load_profile("grading")
+
+    def pytest_collection_modifyitems(self, items):
+        for item in items:
+            if exercise_of(item) is None:
+                raise pytest.UsageError(f"{item.nodeid} needs exactly one exercise marker")
+
+    @pytest.fixture(scope="session")
+    def student(self) -> Student:
+        return Student(self._session)
+
+    @pytest.fixture(scope="session")
+    def device(self) -> torch.device:
+        return torch.device(self._device)
+
+    @pytest.fixture(scope="session")
+    def course(self) -> Course:
+        return self._course
+
+    def pytest_json_runtest_metadata(self, item, call):
+        marker = item.get_closest_marker("weight")
+        doc = (item.function.__doc__ or item.name).strip().splitlines()[0] if hasattr(item, "function") else item.name
+        metadata = {"exercise": exercise_of(item), "weight": float(marker.args[0]) if marker else 1.0, "doc": doc}
+        if call.excinfo is not None:
+            metadata[f"feedback_{call.when}"] = feedback(call.excinfo.value)
+        return metadata
+
+    def pytest_json_modifyreport(self, json_report):
+        json_report.pop("root", None)
+        json_report.pop("environment", None)
+        json_report.pop("collectors", None)
+        for test in json_report.get("tests", []):
+            for stage in ("setup", "call", "teardown"):
+                for key in ("longrepr", "crash", "traceback", "stdout", "stderr", "log"):
+                    test.get(stage, {}).pop(key, None)
+        self.report = json_report
+
+
+def run_suites(session: Session, course: Course, device: str, suites: Path = HIDDEN, select: str | None = None) -> dict:
+    """Run the suites against the session's submission; return pytest-json-report's (sanitized) report."""
+    plugin = GradingPlugin(session, course, device)
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))  # the suites import the references from solutions/
+    with tempfile.TemporaryDirectory() as scratch:
+        args = [str(suites), "-p", "pytest_jsonreport", "--json-report", f"--json-report-file={scratch}/report.json",
+                "--json-report-omit", "collectors", "log", "traceback", "streams", "warnings",
+                "--rootdir", str(suites), "-c", str(suites / "pytest.ini"), "-p", "no:cacheprovider",
+                "-qq", "--tb=no", "-p", "no:warnings", f"--hypothesis-seed={course.seed}"]
+        if select:
+            args += ["-k", select]
+        with contextlib.redirect_stdout(io.StringIO()) as output:
+            code = pytest.main(args, plugins=[plugin])
+    if plugin.report is None or code not in (0, 1):
+        raise RuntimeError(f"the hidden suites could not run (pytest exit code {int(code)}): {output.getvalue()[-2000:]}")
+    return plugin.report
