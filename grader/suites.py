@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import random
 import sys
 import tempfile
 from pathlib import Path
@@ -71,6 +72,12 @@ class GradingPlugin:
         for item in items:
             if exercise_of(item) is None:
                 raise pytest.UsageError(f"{item.nodeid} needs exactly one exercise marker")
+
+    @pytest.fixture(autouse=True)
+    def _seeded(self):
+        """Every test starts from the same random state, whatever ran before it (other tests, other submissions)."""
+        torch.manual_seed(self._course.seed)
+        random.seed(self._course.seed)
 
     @pytest.fixture(scope="session")
     def student(self) -> Student:
