@@ -1,0 +1,98 @@
+"""Exercise 7: causal attention (``exercises/causal.py``)."""
+import pytest
+import torch
+from torch import nn
+
+pytestmark = pytest.mark.causal
+
+
+def make(impl, seed=0, **kwargs):
+    """A seeded CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.0) in eval mode."""
+    arguments = dict(d_in=3, d_out=2, context_length=6, dropout=0.0) | kwargs
+    torch.manual_seed(seed)
+    return impl.causal.CausalAttention(**arguments).eval()
+
+
+def test_causal_mask_3(impl):
+    """causal_mask(3) is the bool lower triangle [[T, F, F], [T, T, F], [T, T, T]]."""
+    mask = impl.causal.causal_mask(3)
+    assert mask.dtype == torch.bool and mask.shape == (3, 3)
+    assert torch.equal(mask, torch.tensor([[True, False, False], [True, True, False], [True, True, True]]))
+
+
+def test_causal_mask_6(impl):
+    """causal_mask(6) is True exactly where j <= i."""
+    mask = impl.causal.causal_mask(6)
+    assert mask.dtype == torch.bool and mask.shape == (6, 6)
+    i, j = torch.meshgrid(torch.arange(6), torch.arange(6), indexing="ij")
+    assert torch.equal(mask, j <= i)
+
+
+def test_causal_attention_submodules(impl):
+    """W_query, W_key, W_value are nn.Linear(d_in, d_out) without bias (in that order) and dropout is nn.Dropout."""
+    module = make(impl)
+    names = [name for name, _ in module.named_children()]
+    assert names[:3] == ["W_query", "W_key", "W_value"]
+    for name in names[:3]:
+        layer = getattr(module, name)
+        assert isinstance(layer, nn.Linear) and layer.weight.shape == (2, 3) and layer.bias is None
+    assert isinstance(module.dropout, nn.Dropout)
+    assert make(impl, qkv_bias=True).W_query.bias is not None
+
+
+def test_causal_attention_shape(impl, journey):
+    """A batch (2, 6, 3) gives (2, 6, 2), keeping the dtype."""
+    module = make(impl)
+    out = module(torch.stack([journey, journey]))
+    assert out.shape == (2, 6, 2) and out.dtype == torch.float32
+
+
+def test_causal_attention_first_token_sees_only_itself(impl, journey):
+    """With dropout 0 the first output row equals the value of the first token: its weights are [1, 0, ..., 0]."""
+    module = make(impl)
+    x = journey.unsqueeze(0)
+    out = module(x)
+    torch.testing.assert_close(out[:, 0], module.W_value(x)[:, 0])
+
+
+def test_causal_attention_ignores_the_future(impl, journey):
+    """Changing the last token leaves every earlier output row unchanged."""
+    module = make(impl)
+    x = journey.unsqueeze(0)
+    changed = x.clone()
+    changed[0, -1] = torch.tensor([5.0, -3.0, 2.0])
+    before, after = module(x), module(changed)
+    torch.testing.assert_close(before[:, :-1], after[:, :-1])
+    assert not torch.allclose(before[:, -1], after[:, -1])
+
+
+def test_causal_attention_matches_masked_softmax(impl, journey):
+    """The output is softmax(masked Q K^T / sqrt(d_out)) V, computed here with plain torch."""
+    module = make(impl, seed=1)
+    x = journey.unsqueeze(0)
+    q, k, v = module.W_query(x), module.W_key(x), module.W_value(x)
+    scores = (q @ k.transpose(-2, -1) / 2 ** 0.5).masked_fill(~torch.ones(6, 6, dtype=torch.bool).tril(), float("-inf"))
+    torch.testing.assert_close(module(x), torch.softmax(scores, dim=-1) @ v)
+
+
+def test_causal_attention_shorter_sequence(impl, journey):
+    """A sequence shorter than context_length works: (1, 4, 3) gives (1, 4, 2)."""
+    assert make(impl)(journey[:4].unsqueeze(0)).shape == (1, 4, 2)
+
+
+def test_causal_attention_rejects_long_sequence(impl, journey):
+    """A sequence longer than context_length raises ValueError."""
+    module = make(impl, context_length=4)
+    with pytest.raises(ValueError):
+        module(journey.unsqueeze(0))
+
+
+def test_causal_attention_dropout_only_in_training(impl, journey):
+    """In eval mode dropout is off: dropout=0.5 gives the same output as dropout=0.0 with the same weights."""
+    x = journey.unsqueeze(0)
+    with_dropout = make(impl, dropout=0.5)
+    without = make(impl, dropout=0.0)
+    torch.testing.assert_close(with_dropout(x), without(x))
+    with_dropout.train()
+    torch.manual_seed(3)
+    assert not torch.allclose(with_dropout(x), without(x)), "in training mode dropout should change the output"

@@ -1,0 +1,104 @@
+"""Exercise 6: a dictionary made of attention (``exercises/dictionary.py``)."""
+import pytest
+import torch
+
+pytestmark = pytest.mark.dictionary
+
+TABLE = {0: [2, 3], 1: [5, 7], 2: [3, 2]}  # the lecture's dictionary
+
+
+def dictionary_qkv():
+    """The lecture's dictionary as one query (1, 1, 3), keys (1, 3, 3) and values (1, 3, 2)."""
+    Q = torch.tensor([[[0.0, 1.0, 0.0]]])
+    K = torch.eye(3).unsqueeze(0)
+    V = torch.tensor([[[2.0, 3.0], [5.0, 7.0], [3.0, 2.0]]])
+    return Q, K, V
+
+
+def test_one_hot(impl):
+    """one_hot(1, 3) is the float32 vector [0, 1, 0]."""
+    vector = impl.dictionary.one_hot(1, 3)
+    assert vector.dtype == torch.float32
+    assert torch.equal(vector, torch.tensor([0.0, 1.0, 0.0]))
+
+
+def test_one_hot_vectors_are_orthonormal(impl):
+    """The one-hot vectors of 0..4 stacked are the 5x5 identity."""
+    assert torch.equal(torch.stack([impl.dictionary.one_hot(i, 5) for i in range(5)]), torch.eye(5))
+
+
+@pytest.mark.parametrize("index", [3, -1])
+def test_one_hot_rejects_index_out_of_range(impl, index):
+    """An index outside 0..n-1 raises ValueError."""
+    with pytest.raises(ValueError):
+        impl.dictionary.one_hot(index, 3)
+
+
+def test_lookup_low_temperature_returns_stored_value(impl, close):
+    """lookup(table, 1, temperature=0.01) returns the stored value [5, 7] as float32."""
+    value = impl.dictionary.lookup(TABLE, 1, temperature=0.01)
+    assert value.dtype == torch.float32 and value.shape == (2,)
+    close(value, [5.0, 7.0], atol=1e-4)
+
+
+def test_lookup_every_key(impl, close):
+    """At temperature 0.01 every key returns its own value."""
+    for key, stored in TABLE.items():
+        close(impl.dictionary.lookup(TABLE, key, temperature=0.01), stored, atol=1e-4)
+
+
+def test_lookup_temperature_one_blends(impl, close):
+    """At temperature 1 the lookup of key 1 blends all values: [3.9403, 5.0925]."""
+    close(impl.dictionary.lookup(TABLE, 1, temperature=1.0), [3.9403, 5.0925], atol=1e-4)
+
+
+def test_lookup_string_keys(impl, close):
+    """Keys need not be integers: the dict's order decides the one-hot vectors."""
+    table = {"apple": [1.0, 0.0, 2.0], "pear": [4.0, 4.0, 4.0]}
+    close(impl.dictionary.lookup(table, "pear", temperature=0.01), [4.0, 4.0, 4.0], atol=1e-4)
+
+
+def test_lookup_unknown_key(impl):
+    """A key that is not in the table raises KeyError."""
+    with pytest.raises(KeyError):
+        impl.dictionary.lookup(TABLE, 7, temperature=0.01)
+
+
+def test_attention_quiz_low_temperature(impl, quiz_states, close):
+    """attention of the quiz at temperature 0.01 returns h1 = [0.5539, 0.7239], shape (1, 1, 2)."""
+    s, H = quiz_states
+    result = impl.dictionary.attention(s[None, None], H[None], H[None], temperature=0.01)
+    assert result.shape == (1, 1, 2)
+    close(result, [[[0.5539, 0.7239]]], atol=1e-4)
+
+
+def test_attention_dictionary_example(impl, close):
+    """attention of the dictionary example at temperature 0.01 returns [[[5, 7]]]."""
+    close(impl.dictionary.attention(*dictionary_qkv(), temperature=0.01), [[[5.0, 7.0]]], atol=1e-4)
+
+
+def test_attention_default_temperature_is_one(impl, close):
+    """The default temperature is 1: the dictionary example blends to [3.9403, 5.0925]."""
+    close(impl.dictionary.attention(*dictionary_qkv()), [[[3.9403, 5.0925]]], atol=1e-4)
+
+
+def test_attention_has_no_sqrt_scaling(impl):
+    """attention is softmax(Q K^T / temperature) V, without dividing by sqrt(d_k)."""
+    torch.manual_seed(0)
+    Q, K, V = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
+    result = impl.dictionary.attention(Q, K, V, temperature=0.5)
+    assert result.shape == (2, 3, 6)
+    torch.testing.assert_close(result, torch.softmax(Q @ K.transpose(-2, -1) / 0.5, dim=-1) @ V)
+
+
+@pytest.mark.parametrize("temperature", [0.0, -0.5])
+def test_attention_rejects_non_positive_temperature(impl, temperature):
+    """A temperature <= 0 raises ValueError."""
+    with pytest.raises(ValueError):
+        impl.dictionary.attention(*dictionary_qkv(), temperature=temperature)
+
+
+def test_attention_keeps_float64(impl):
+    """float64 queries, keys and values give a float64 result."""
+    Q, K, V = (t.double() for t in dictionary_qkv())
+    assert impl.dictionary.attention(Q, K, V).dtype == torch.float64

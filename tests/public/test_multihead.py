@@ -1,0 +1,93 @@
+"""Exercise 8: multi-head attention (``exercises/multihead.py``)."""
+import pytest
+import torch
+from torch import nn
+
+pytestmark = pytest.mark.multihead
+
+
+def make(impl, seed=0, **kwargs):
+    """A seeded MultiHeadAttention(d_in=3, d_out=4, context_length=6, dropout=0.0, num_heads=2) in eval mode."""
+    arguments = dict(d_in=3, d_out=4, context_length=6, dropout=0.0, num_heads=2) | kwargs
+    torch.manual_seed(seed)
+    return impl.multihead.MultiHeadAttention(**arguments).eval()
+
+
+def reference(module, x, num_heads):
+    """Multi-head causal attention written out head by head with plain torch (loops are fine in a test)."""
+    T = x.shape[1]
+    q, k, v = module.W_query(x), module.W_key(x), module.W_value(x)
+    head_dim = q.shape[-1] // num_heads
+    allowed = torch.ones(T, T, dtype=torch.bool).tril()
+    heads = []
+    for h in range(num_heads):
+        part = slice(h * head_dim, (h + 1) * head_dim)
+        scores = q[..., part] @ k[..., part].transpose(-2, -1) / head_dim ** 0.5
+        heads.append(torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1) @ v[..., part])
+    return module.out_proj(torch.cat(heads, dim=-1))
+
+
+def test_multihead_output_shape(impl, journey):
+    """A batch (2, 6, 3) gives (2, 6, d_out) = (2, 6, 4)."""
+    out = make(impl)(torch.stack([journey, journey]))
+    assert out.shape == (2, 6, 4) and out.dtype == torch.float32
+
+
+def test_multihead_rejects_indivisible_d_out(impl):
+    """d_out not divisible by num_heads raises ValueError."""
+    with pytest.raises(ValueError):
+        impl.multihead.MultiHeadAttention(d_in=3, d_out=5, context_length=6, dropout=0.0, num_heads=2)
+
+
+def test_multihead_layers(impl):
+    """W_query, W_key, W_value are nn.Linear(d_in, d_out) and out_proj is nn.Linear(d_out, d_out), in that order."""
+    module = make(impl)
+    names = [name for name, _ in module.named_children()]
+    assert names[:4] == ["W_query", "W_key", "W_value", "out_proj"]
+    for name in names[:3]:
+        layer = getattr(module, name)
+        assert isinstance(layer, nn.Linear) and layer.weight.shape == (4, 3) and layer.bias is None
+    assert isinstance(module.out_proj, nn.Linear) and module.out_proj.weight.shape == (4, 4)
+    assert isinstance(module.dropout, nn.Dropout)
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 4])
+def test_multihead_matches_heads_computed_one_by_one(impl, journey, num_heads):
+    """The output equals num_heads causal heads of size d_out // num_heads, concatenated, then out_proj."""
+    module = make(impl, seed=num_heads, num_heads=num_heads)
+    x = torch.stack([journey, journey.flip(0)])
+    torch.testing.assert_close(module(x), reference(module, x, num_heads))
+
+
+def test_multihead_first_token_sees_only_itself(impl, journey):
+    """With dropout 0 the first output row is out_proj of the first token's value."""
+    module = make(impl)
+    x = journey.unsqueeze(0)
+    torch.testing.assert_close(module(x)[:, 0], module.out_proj(module.W_value(x))[:, 0])
+
+
+def test_multihead_ignores_the_future(impl, journey):
+    """Changing the last token leaves every earlier output row unchanged."""
+    module = make(impl)
+    x = journey.unsqueeze(0)
+    changed = x.clone()
+    changed[0, -1] = torch.tensor([5.0, -3.0, 2.0])
+    torch.testing.assert_close(module(x)[:, :-1], module(changed)[:, :-1])
+
+
+def test_multihead_shorter_sequence(impl, journey):
+    """A sequence shorter than context_length works: (1, 4, 3) gives (1, 4, 4)."""
+    assert make(impl)(journey[:4].unsqueeze(0)).shape == (1, 4, 4)
+
+
+def test_multihead_rejects_long_sequence(impl, journey):
+    """A sequence longer than context_length raises ValueError."""
+    module = make(impl, context_length=4)
+    with pytest.raises(ValueError):
+        module(journey.unsqueeze(0))
+
+
+def test_multihead_dropout_only_in_training(impl, journey):
+    """In eval mode dropout is off: dropout=0.5 gives the same output as dropout=0.0 with the same weights."""
+    x = journey.unsqueeze(0)
+    torch.testing.assert_close(make(impl, dropout=0.5)(x), make(impl, dropout=0.0)(x))

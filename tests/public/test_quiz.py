@@ -1,0 +1,62 @@
+"""Exercise 5: the decoder-attention quiz (``exercises/quiz.py``)."""
+import pytest
+import torch
+
+pytestmark = pytest.mark.quiz
+
+
+def test_decoder_attention_quiz_weights(impl, quiz_states, close):
+    """With return_weights=True the quiz gives v = [0.4387, 0.4855] and alphas [0.4643, 0.3126, 0.2231]."""
+    s, H = quiz_states
+    v, alphas = impl.quiz.decoder_attention(s, H, return_weights=True)
+    assert v.shape == (2,) and alphas.shape == (3,)
+    close(alphas, [0.4643, 0.3126, 0.2231], atol=1e-4)
+    close(v, [0.4387, 0.4855], atol=1e-4)
+
+
+def test_decoder_attention_returns_only_v_by_default(impl, quiz_states, close):
+    """Without return_weights the result is the tensor v alone."""
+    s, H = quiz_states
+    v = impl.quiz.decoder_attention(s, H)
+    assert isinstance(v, torch.Tensor), "return_weights=False returns v only, not a tuple"
+    close(v, [0.4387, 0.4855], atol=1e-4)
+
+
+def test_quiz_answer(impl, close):
+    """quiz_answer() is the float32 tensor [0.4387, 0.4855]."""
+    answer = impl.quiz.quiz_answer()
+    assert isinstance(answer, torch.Tensor) and answer.dtype == torch.float32
+    close(answer, [0.4387, 0.4855], atol=1e-4)
+
+
+def test_decoder_attention_batched(impl):
+    """A batch of 4 decoder states (4, d) over (4, n, d) encoder states gives (4, d) and (4, n), one per item."""
+    torch.manual_seed(0)
+    s, H = torch.randn(4, 2), torch.randn(4, 3, 2)
+    v, alphas = impl.quiz.decoder_attention(s, H, return_weights=True)
+    assert v.shape == (4, 2) and alphas.shape == (4, 3)
+    torch.testing.assert_close(alphas.sum(-1), torch.ones(4))
+    for i in range(4):
+        torch.testing.assert_close(v[i], impl.quiz.decoder_attention(s[i], H[i]))
+
+
+def test_decoder_attention_weights_are_softmax_of_dot_products(impl):
+    """alphas = softmax(H s) over the n states and v = sum_i alpha_i h_i."""
+    torch.manual_seed(1)
+    s, H = torch.randn(5), torch.randn(4, 5)
+    v, alphas = impl.quiz.decoder_attention(s, H, return_weights=True)
+    expected = torch.softmax(H @ s, dim=-1)
+    torch.testing.assert_close(alphas, expected)
+    torch.testing.assert_close(v, expected @ H)
+
+
+def test_decoder_attention_keeps_float64(impl, quiz_states):
+    """float64 states give a float64 v."""
+    s, H = quiz_states
+    assert impl.quiz.decoder_attention(s.double(), H.double()).dtype == torch.float64
+
+
+def test_decoder_attention_rejects_different_widths(impl):
+    """A decoder state and encoder states of different widths d raise ValueError."""
+    with pytest.raises(ValueError):
+        impl.quiz.decoder_attention(torch.ones(2), torch.ones(3, 4))
