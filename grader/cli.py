@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import __version__
@@ -52,6 +53,57 @@ def _grade(args) -> int:
     return 0
 
 
+class BatchProgress:
+    """A live progress bar with ETA and running counts, then a final table."""
+
+    def __init__(self, console):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                            TextColumn("{task.description}"), console=console)
+
+    def _describe(self, counts):
+        return ", ".join(f"{n} {what}" for what, n in counts.items())
+
+    def start(self, total, counts):
+        self.bar.start()
+        self.task = self.bar.add_task(self._describe(counts), total=total)
+
+    def advance(self, counts):
+        self.bar.update(self.task, advance=1, description=self._describe(counts))
+
+    def stop(self):
+        self.bar.stop()
+
+
+def _batch(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from .batch import BatchError, run_batch
+    from .course import CourseError
+    from .pipeline import DeviceError, resolve_device
+
+    console = Console(stderr=True)
+    progress = BatchProgress(console)
+    try:
+        rows = run_batch(args.submissions, args.out, course_file=args.course, jobs=args.jobs, device=resolve_device(args.device),
+                         force=args.force, require_sandbox=args.require_sandbox, dask=args.dask, progress=progress)
+    except (BatchError, CourseError, DeviceError) as error:
+        console.print(f"grader: {error}", highlight=False)
+        return 2
+    finally:
+        if hasattr(progress, "task"):
+            progress.stop()
+    table = Table(title=f"{len(rows)} submissions -> {args.out}")
+    for column in ("student", "score", "status"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row["student"], f"{row['score']:g}/{row['max_score']:g}", row.get("status", "graded"))
+    Console().print(table)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grader", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -68,6 +120,18 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to grade with")
     grade.add_argument("--require-sandbox", action="store_true", help="refuse to grade where no sandbox can be built")
     grade.set_defaults(run=_grade)
+
+    batch = commands.add_parser("batch", help="grade a whole class: results, gradebook.csv, feedback and summary.html")
+    batch.add_argument("submissions", help="a folder of submissions (one subfolder, .zip or .ipynb per student), "
+                                           "nbgrader's submitted/ folder, or a text file listing paths")
+    batch.add_argument("--out", required=True, help="output folder")
+    batch.add_argument("--jobs", type=int, default=max(1, len(os.sched_getaffinity(0))), help="parallel gradings (default: CPUs)")
+    batch.add_argument("--device", default="cpu", help="cpu, cuda or auto; default: %(default)s")
+    batch.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to grade with")
+    batch.add_argument("--force", action="store_true", help="regrade even submissions whose results are up to date")
+    batch.add_argument("--require-sandbox", action="store_true", help="refuse to grade where no sandbox can be built")
+    batch.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster: tcp://SCHEDULER:8786, or 'local' for a LocalCluster")
+    batch.set_defaults(run=_batch)
     return parser
 
 

@@ -176,12 +176,17 @@ def read_submission(path: str | os.PathLike, limits: Intake) -> tuple[dict[str, 
     return files, problems, notes
 
 
+def digest(files: dict[str, bytes]) -> str:
+    """The submission's SHA-256: of the exercise files taken, by name and content."""
+    hasher = hashlib.sha256()
+    for module in sorted(files):
+        hasher.update(f"{module}.py\0{len(files[module])}\0".encode() + files[module])
+    return hasher.hexdigest()
+
+
 def stage(path: str | os.PathLike, limits: Intake) -> Staged:
     """Copy the exercise files of a submission into a fresh private folder (readable by the sandbox user)."""
     files, problems, notes = read_submission(path, limits)
-    digest = hashlib.sha256()
-    for module in sorted(files):
-        digest.update(f"{module}.py\0{len(files[module])}\0".encode() + files[module])
     base = Path(tempfile.mkdtemp(prefix="grader-"))
     directory = base / "submission"
     directory.mkdir()
@@ -190,4 +195,4 @@ def stage(path: str | os.PathLike, limits: Intake) -> Staged:
         os.chmod(directory / f"{module}.py", 0o644)
     os.chmod(base, 0o755)
     os.chmod(directory, 0o755)
-    return Staged(directory, digest.hexdigest(), problems, notes)
+    return Staged(directory, digest(files), problems, notes)

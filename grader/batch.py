@@ -1,0 +1,300 @@
+"""Batch: grade a whole class in parallel, resumably, and write the gradebook, feedback pages and class summary.
+
+Every student's results.json is written atomically as soon as it is graded,
+together with a fingerprint of the submission and of the grading material
+(suites, references, course.yaml, grader version); a rerun skips students
+whose fingerprint is unchanged, so a batch killed at any point loses nothing.
+The gradebook and the summary are rebuilt from the results on disk.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import html
+import io
+import json
+import os
+import time
+from collections.abc import Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from multiprocessing import get_context
+from pathlib import Path
+
+from . import ROOT, __version__
+from .course import Course, load_course
+from .intake import IntakeError, digest, read_submission
+from .reports import write_json
+
+SUBMISSION_SUFFIXES = (".zip", ".ipynb")
+MATERIAL = ("course.yaml", "solutions", "tests/hidden")
+
+
+@dataclass(frozen=True)
+class Entry:
+    student: str
+    path: Path
+
+
+class BatchError(ValueError):
+    """The batch's input cannot be read (one line, for the instructor)."""
+
+
+def discover(source: str | os.PathLike) -> list[Entry]:
+    """The submissions of a class: the entries of a folder (subfolders, .zip, .ipynb; the name is the student id),
+    nbgrader's ``submitted/<student>/`` layout (the same rule), or a text file listing one path per line."""
+    source = Path(source)
+    if source.is_file():
+        lines = [line.strip() for line in source.read_text(encoding="utf-8").splitlines()]
+        paths = [source.parent / line for line in lines if line and not line.startswith("#")]
+    elif source.is_dir():
+        paths = sorted(p for p in source.iterdir() if not p.name.startswith(".")
+                       and (p.is_dir() or p.suffix.lower() in SUBMISSION_SUFFIXES))
+    else:
+        raise BatchError(f"{source} does not exist")
+    entries, seen = [], {}
+    for path in paths:
+        student = path.name.removesuffix(path.suffix) if path.suffix.lower() in SUBMISSION_SUFFIXES else path.name
+        if student in seen:
+            raise BatchError(f"two submissions for student {student!r}: {seen[student]} and {path}")
+        seen[student] = path
+        entries.append(Entry(student, path))
+    return entries
+
+
+def material_fingerprint(course_file: Path) -> str:
+    """Changes whenever anything that decides a grade changes: course.yaml, references, suites, grader version."""
+    hasher = hashlib.sha256(__version__.encode())
+    files = [course_file] + sorted(p for d in MATERIAL[1:] for p in (ROOT / d).rglob("*.py"))
+    for path in files:
+        hasher.update(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name).encode())
+        hasher.update(path.read_bytes())
+    return hasher.hexdigest()
+
+
+def submission_fingerprint(entry: Entry, course: Course) -> str | None:
+    try:
+        files, problems, _ = read_submission(entry.path, course.grading.intake)
+    except IntakeError:
+        return None
+    return digest(files) + ("" if not problems else hashlib.sha256(repr(sorted(problems.items())).encode()).hexdigest())
+
+
+# ----------------------------------------------------------------- the job (runs in a pool process or a Dask worker)
+
+_zygote = None
+
+
+def grade_job(student: str, path: str, course_file: str, device: str, require_sandbox: bool) -> dict:
+    """Grade one student; always returns a results dict (an error record when the submission cannot be graded)."""
+    global _zygote
+    from .pipeline import grade_submission
+    from .remote import Zygote
+
+    course = load_course(course_file)
+    try:
+        if _zygote is None:
+            _zygote = Zygote()
+        data = grade_submission(path, course, _zygote, device, require_sandbox).results
+        data["status"] = "graded"
+    except IntakeError as error:
+        data = error_results(course, device, f"cannot grade: {error}")
+    except Exception as error:  # a grader fault must not stop the batch: record it, start afresh
+        if _zygote is not None:
+            _zygote.close()
+        _zygote = None
+        data = error_results(course, device, f"grader error: {type(error).__name__}: {error}")
+    data["student"] = student
+    return data
+
+
+def error_results(course: Course, device: str, message: str) -> dict:
+    return {"score": 0, "max_score": course.total_points, "execution_time": 0, "output": message, "tests": [],
+            "exercises": {e.module: {"score": 0, "max_score": e.points} for e in course.exercises},
+            "grader_version": __version__, "device": device, "submission_sha256": "0" * 64, "status": f"error: {message}"}
+
+
+# ----------------------------------------------------------------- outputs
+
+def write_feedback(data: dict, out: Path) -> None:
+    """Per-student feedback as Markdown and HTML: per exercise, what passed and what to fix."""
+    lines = [f"# Feedback for {data['student']}", "", f"**Score: {data['score']:g} / {data['max_score']:g}**", ""]
+    if data.get("status", "graded") != "graded":
+        lines += [data["output"], ""]
+    by_exercise: dict[str, list[dict]] = {}
+    for test in data["tests"]:
+        by_exercise.setdefault(test["name"].split(":", 1)[0], []).append(test)
+    for module, result in data["exercises"].items():
+        lines += [f"## {module}: {result['score']:g} / {result['max_score']:g}", ""]
+        for test in by_exercise.get(module, []):
+            what = test["name"].split(": ", 1)[-1]
+            lines.append(f"- ✅ {what}" if test["status"] == "passed" else f"- ❌ {what}  \n  {test['output']}")
+        lines.append("")
+    markdown = "\n".join(lines)
+    (out / "feedback").mkdir(parents=True, exist_ok=True)
+    _write_text(out / "feedback" / f"{data['student']}.md", markdown)
+    _write_text(out / "feedback" / f"{data['student']}.html", _page(f"Feedback for {data['student']}", _markdown_html(markdown)))
+
+
+def _markdown_html(markdown: str) -> str:
+    """The small Markdown subset write_feedback produces, as HTML."""
+    parts = []
+    for line in markdown.splitlines():
+        text = html.escape(line.strip())
+        if line.startswith("# "):
+            parts.append(f"<h1>{text[2:]}</h1>")
+        elif line.startswith("## "):
+            parts.append(f"<h2>{text[3:]}</h2>")
+        elif line.startswith("- "):
+            parts.append(f"<p class='test'>{text[2:]}</p>")
+        elif line.startswith("  "):
+            parts.append(f"<p class='hint'>{text}</p>")
+        elif text:
+            parts.append(f"<p>{text.replace('**', '')}</p>")
+    return "\n".join(parts)
+
+
+def _page(title: str, body: str) -> str:
+    style = "body{font-family:sans-serif;max-width:60em;margin:2em auto}.hint{margin-left:2em;color:#a33}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em}"
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{style}</style></head><body>{body}</body></html>\n"
+
+
+def _write_text(path: Path, text: str) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def load_results(out: Path) -> list[dict]:
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out / "results").glob("*.json"))]
+
+
+def write_gradebook(course: Course, out: Path) -> list[dict]:
+    """gradebook.csv from the results on disk (so it always agrees with them)."""
+    rows = load_results(out)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["student", "score", "max_score", *[e.module for e in course.exercises], "status", "graded_at", "submission_sha256"])
+    for data in rows:
+        writer.writerow([data["student"], data["score"], data["max_score"],
+                         *[data["exercises"].get(e.module, {}).get("score", 0) for e in course.exercises],
+                         data.get("status", "graded"), data.get("graded_at", ""), data["submission_sha256"]])
+    _write_text(out / "gradebook.csv", buffer.getvalue())
+    return rows
+
+
+def write_summary(course: Course, out: Path, rows: list[dict]) -> None:
+    """summary.html: score histogram and per-test pass rates (matplotlib PNGs), and per-exercise means."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scores = [r["score"] for r in rows]
+    figure, axes = plt.subplots(figsize=(7, 3.5))
+    axes.hist(scores, bins=20, range=(0, course.total_points), color="#4a7ebb")
+    axes.set(xlabel="score", ylabel="students", title=f"Scores ({len(rows)} submissions)")
+    figure.tight_layout()
+    figure.savefig(out / "score_histogram.png", dpi=100)
+    plt.close(figure)
+
+    passes: dict[str, list[int]] = {}
+    for data in rows:
+        for test in data["tests"]:
+            passes.setdefault(test["name"], []).append(test["status"] == "passed")
+    names = sorted(passes, key=lambda n: sum(passes[n]) / len(passes[n]))
+    figure, axes = plt.subplots(figsize=(9, max(3, 0.22 * len(names))))
+    axes.barh(range(len(names)), [100 * sum(passes[n]) / len(passes[n]) for n in names], color="#c0504d")
+    axes.set_yticks(range(len(names)), [n[:70] for n in names], fontsize=7)
+    axes.set(xlabel="% of submissions passing", xlim=(0, 100), title="Where the class struggles (hardest first)")
+    axes.invert_yaxis()
+    figure.tight_layout()
+    figure.savefig(out / "pass_rates.png", dpi=100)
+    plt.close(figure)
+
+    means = "".join(
+        f"<tr><td>{e.module}</td><td>{e.title}</td><td>{sum(r['exercises'].get(e.module, {}).get('score', 0) for r in rows) / max(len(rows), 1):.1f} / {e.points}</td></tr>"
+        for e in course.exercises)
+    errors = sum(r.get("status", "graded") != "graded" for r in rows)
+    body = (f"<h1>{html.escape(course.title)}: class summary</h1><p>{len(rows)} submissions, {errors} could not be graded; "
+            f"mean score {sum(scores) / max(len(scores), 1):.1f} / {course.total_points}.</p>"
+            f"<table><tr><th>exercise</th><th>title</th><th>mean</th></tr>{means}</table>"
+            "<h2>Scores</h2><img src='score_histogram.png' alt='score histogram'>"
+            "<h2>Pass rate per test</h2><img src='pass_rates.png' alt='pass rate per test'>")
+    _write_text(out / "summary.html", _page("Class summary", body))
+
+
+# ----------------------------------------------------------------- the driver
+
+@contextmanager
+def make_executor(jobs: int, dask: str | None) -> Iterator[Executor]:
+    """A local process pool, or a Dask cluster's executor ('local' starts a LocalCluster of ``jobs`` workers)."""
+    if dask is None:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"), initializer=_single_threaded) as pool:
+            yield pool
+        return
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None) if dask == "local" else None
+    with Client(cluster or dask) as client:
+        yield client.get_executor()
+    if cluster is not None:
+        cluster.close()
+
+
+def _single_threaded():
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "cpu", force: bool = False,
+              require_sandbox: bool = False, dask: str | None = None, progress=None) -> list[dict]:
+    """Grade every submission of ``source`` that is not already graded under the same fingerprint; return all rows."""
+    out = Path(out)
+    course = load_course(course_file)
+    entries = discover(source)
+    material = material_fingerprint(Path(course_file))
+    (out / "results").mkdir(parents=True, exist_ok=True)
+    todo = []
+    for entry in entries:
+        fingerprint = f"{material}:{submission_fingerprint(entry, course)}"
+        previous = out / "results" / f"{entry.student}.json"
+        if not force and previous.exists() and _fingerprint_of(previous) == fingerprint:
+            continue
+        todo.append((entry, fingerprint))
+    counts = {"graded": 0, "errored": 0, "up to date": len(entries) - len(todo)}
+    if progress:
+        progress.start(len(todo), counts)
+    if todo:
+        with make_executor(jobs, dask) as executor:
+            futures = {executor.submit(grade_job, e.student, str(e.path.resolve()), str(Path(course_file).resolve()),
+                                       device, require_sandbox): (e, f) for e, f in todo}
+            for future in as_completed(futures):
+                entry, fingerprint = futures[future]
+                try:
+                    data = future.result()
+                except Exception as error:  # the job's process died: record it, go on
+                    data = {**error_results(course, device, f"grader error: {type(error).__name__}: {error}"), "student": entry.student}
+                data["fingerprint"] = fingerprint
+                data["graded_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                write_json(data, out / "results" / f"{entry.student}.json")
+                write_feedback(data, out)
+                write_gradebook(course, out)
+                counts["graded" if data.get("status") == "graded" else "errored"] += 1
+                if progress:
+                    progress.advance(counts)
+    rows = write_gradebook(course, out)
+    wanted = {e.student for e in entries}
+    rows = [r for r in rows if r["student"] in wanted]
+    write_summary(course, out, rows)
+    return rows
+
+
+def _fingerprint_of(path: Path) -> str | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("fingerprint")
+    except (OSError, ValueError):
+        return None
