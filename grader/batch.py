@@ -96,6 +96,7 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
     course = load_course(course_file)
     try:
         if _zygote is None:
+            _give_this_process_its_own_sandbox_uid()
             _zygote = Zygote()
         data = grade_submission(path, course, _zygote, device, require_sandbox).results
         data["status"] = "graded"
@@ -108,6 +109,15 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
         data = error_results(course, device, f"grader error: {type(error).__name__}: {error}")
     data["student"] = student
     return data
+
+
+def _give_this_process_its_own_sandbox_uid():
+    """Workers of parallel jobs run as different uids, so one student's fork bomb (RLIMIT_NPROC counts per uid)
+    cannot starve another's. Job processes that live at the same time have different pids."""
+    if "GRADER_SANDBOX_UID" not in os.environ:
+        from .sandbox import SANDBOX_UID
+
+        os.environ["GRADER_SANDBOX_UID"] = str(SANDBOX_UID + 1 + os.getpid() % 1000)
 
 
 def error_results(course: Course, device: str, message: str) -> dict:
