@@ -79,7 +79,8 @@ def score(report: dict, course: Course, problems: dict[str, str] | None = None) 
             share = exercise.points * weight / applicable if applicable and status != "skipped" else 0.0
             scored.append(TestScore(exercise.module, test["nodeid"], test["metadata"].get("doc", ""), weight, status,
                                     round(share if status == "passed" else 0.0, 4), round(share, 4), _feedback(test)))
-        earned = round(sum(t.score for t in scored), 4)
-        exercises.append(ExerciseScore(exercise.module, exercise.title, min(earned, exercise.points), exercise.points,
+        passed = sum(t["metadata"]["weight"] for t in tests if _status(t) == "passed")
+        earned = round(exercise.points * passed / applicable, 4) if applicable else 0.0
+        exercises.append(ExerciseScore(exercise.module, exercise.title, earned, exercise.points,
                                        problems.get(exercise.module, ""), scored))
     return Grade(exercises)
