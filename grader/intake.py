@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from .course import MODULES, Intake
 
 MAX_DEPTH = 3
+MAX_NOTES = 5  # notes about ignored archive entries (then one line with the count of the rest)
 
 
 class IntakeError(ValueError):
@@ -39,16 +40,28 @@ class Staged:
         shutil.rmtree(self.directory.parent, ignore_errors=True)
 
 
+def _show(path) -> str:
+    """A path for a one-line message (no control characters, not too long)."""
+    text = "".join(c if c.isprintable() else "?" for c in str(path))
+    return text if len(text) <= 200 else "…" + text[-200:]
+
+
 def _module_of(name: str) -> str | None:
     stem, dot, suffix = name.rpartition(".")
     return stem if dot and suffix == "py" and stem in MODULES else None
 
 
-def _choose_folder(folders: dict[str, set[str]]) -> str | None:
+def _choose_folder(folders: dict[str, set[str]], notes: list[str] | None = None) -> str | None:
     """Of the folders that hold exercise files, the one holding most (ties: the shallowest, then by name)."""
     if not folders:
         return None
-    return min(folders, key=lambda f: (-len(folders[f]), f.count("/"), f))
+    key = lambda f: (-len(folders[f]), f.count("/"), f)  # noqa: E731
+    chosen = min(folders, key=key)
+    rivals = sorted((f for f in folders if f != chosen and key(f)[:2] == key(chosen)[:2]), key=key)
+    if rivals and notes is not None:
+        names = ", ".join(_show(f + "/" if f else "the top folder") for f in [chosen, *rivals][:4])
+        notes.append(f"several folders hold exercise files ({names}): graded {_show(chosen + '/' if chosen else 'the top folder')}")
+    return chosen
 
 
 def _check_text(module: str, data: bytes, problems: dict[str, str]) -> bytes | None:
@@ -64,58 +77,87 @@ def _check_text(module: str, data: bytes, problems: dict[str, str]) -> bytes | N
 
 
 def _from_folder(root: Path, limits: Intake, problems: dict[str, str], notes: list[str]) -> dict[str, bytes]:
+    try:
+        os.scandir(root).close()
+    except OSError as error:
+        raise IntakeError(f"{_show(root)} cannot be read: {error.strerror}") from None
     folders: dict[str, set[str]] = {}
     seen = 0
     for current, dirs, files in os.walk(root, followlinks=False):
         relative = Path(current).relative_to(root)
         depth = len(relative.parts)
-        dirs[:] = sorted(d for d in dirs if depth < MAX_DEPTH and not d.startswith((".", "__")))
-        seen += len(files)
+        seen += len(files) + len(dirs)  # directories count too: a million empty folders is no submission either
         if seen > limits.max_files:
             raise IntakeError(f"the submission holds more than {limits.max_files} files; hand in only the exercise files")
+        dirs[:] = sorted(d for d in dirs if depth < MAX_DEPTH and not d.startswith((".", "__")))
         for name in files:
             if _module_of(name):
                 folders.setdefault(relative.as_posix() if depth else "", set()).add(name)
-    chosen = _choose_folder(folders)
+    chosen = _choose_folder(folders, notes)
     taken: dict[str, bytes] = {}
     if chosen is None:
         return taken
     if chosen:
-        notes.append(f"exercise files taken from {chosen}/")
+        notes.append(f"exercise files taken from {_show(chosen)}/")
+    limit = int(limits.max_file_mb * 2**20)
     for name in sorted(folders[chosen]):
         module, path = _module_of(name), root / chosen / name
-        info = path.lstat()
-        if stat.S_ISLNK(info.st_mode):
-            problems[module] = f"{name} is a symbolic link; hand in the file itself"
-        elif not stat.S_ISREG(info.st_mode):
-            problems[module] = f"{name} is not a regular file"
-        elif info.st_size > limits.max_file_mb * 2**20:
-            problems[module] = f"{name} is {info.st_size / 2**20:.1f} MiB, over the {limits.max_file_mb} MiB limit"
-        else:
-            with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NOFOLLOW)) as handle:
-                data = _check_text(module, handle.read(int(limits.max_file_mb * 2**20) + 1), problems)
-            if data is not None:
-                taken[module] = data
+        try:
+            info = path.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                problems[module] = f"{name} is a symbolic link; hand in the file itself"
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                problems[module] = f"{name} is not a regular file"
+                continue
+            if info.st_size > limit:
+                problems[module] = f"{name} is {info.st_size / 2**20:.1f} MiB, over the {limits.max_file_mb:g} MiB limit"
+                continue
+            # O_NOFOLLOW and O_NONBLOCK: a file swapped for a link or a FIFO since lstat is refused, never waited on
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            with open(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    problems[module] = f"{name} is not a regular file"
+                    continue
+                raw = handle.read(limit + 1)
+        except OSError as error:
+            problems[module] = f"{name} could not be read ({error.strerror or error})"
+            continue
+        if len(raw) > limit:
+            problems[module] = f"{name} is over the {limits.max_file_mb:g} MiB limit"
+            continue
+        data = _check_text(module, raw, problems)
+        if data is not None:
+            taken[module] = data
     return taken
 
 
 def _from_zip(path: Path, limits: Intake, problems: dict[str, str], notes: list[str]) -> dict[str, bytes]:
+    label = _show(path.name)
     try:
+        if not path.is_file():
+            raise IntakeError(f"{label} is not a regular file")
+        size = path.stat().st_size
+        if size > limits.max_total_mb * 2**20:
+            raise IntakeError(f"{label} is {size / 2**20:.1f} MiB, over the {limits.max_total_mb:g} MiB limit of a submission")
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as error:
-        raise IntakeError(f"{path.name} is not a readable zip file ({error})") from None
+    except IntakeError:
+        raise
+    except Exception as error:  # noqa: BLE001 - zipfile raises many kinds on a hostile archive
+        raise IntakeError(f"{label} is not a readable zip file ({_show(error)})") from None
     with archive:
         members = archive.infolist()
         if len(members) > limits.max_files:
-            raise IntakeError(f"{path.name} holds {len(members)} entries, over the limit of {limits.max_files}")
+            raise IntakeError(f"{label} holds {len(members)} entries, over the limit of {limits.max_files}")
         if sum(m.file_size for m in members) > limits.max_total_mb * 2**20:
-            raise IntakeError(f"{path.name} unpacks to more than {limits.max_total_mb} MiB")
+            raise IntakeError(f"{label} unpacks to more than {limits.max_total_mb:g} MiB")
         folders: dict[str, set[str]] = {}
         entries: dict[tuple[str, str], zipfile.ZipInfo] = {}
+        ignored: list[str] = []
         for member in members:
             name = PurePosixPath(member.filename)
             if member.filename.startswith("/") or ".." in name.parts or ":" in member.filename or "\\" in member.filename:
-                notes.append(f"ignored {member.filename!r}: paths must stay inside the archive")
+                ignored.append(member.filename)
                 continue
             if member.is_dir() or not _module_of(name.name) or len(name.parts) > MAX_DEPTH + 1:
                 continue
@@ -124,24 +166,28 @@ def _from_zip(path: Path, limits: Intake, problems: dict[str, str], notes: list[
             folder = name.parent.as_posix() if name.parent.as_posix() != "." else ""
             folders.setdefault(folder, set()).add(name.name)
             entries[folder, name.name] = member
-        chosen = _choose_folder(folders)
+        for filename in ignored[:MAX_NOTES]:
+            notes.append(f"ignored {_show(repr(filename))}: paths must stay inside the archive")
+        if len(ignored) > MAX_NOTES:
+            notes.append(f"ignored {len(ignored) - MAX_NOTES} more entries whose paths leave the archive")
+        chosen = _choose_folder(folders, notes)
         taken: dict[str, bytes] = {}
         if chosen is None:
             return taken
         if chosen:
-            notes.append(f"exercise files taken from {chosen}/")
+            notes.append(f"exercise files taken from {_show(chosen)}/")
         for name in sorted(folders[chosen]):
             member, module = entries[chosen, name], _module_of(name)
             if stat.S_ISLNK(member.external_attr >> 16):
                 problems[module] = f"{name} is a symbolic link; hand in the file itself"
             elif member.file_size > limits.max_file_mb * 2**20:
-                problems[module] = f"{name} is {member.file_size / 2**20:.1f} MiB, over the {limits.max_file_mb} MiB limit"
+                problems[module] = f"{name} is {member.file_size / 2**20:.1f} MiB, over the {limits.max_file_mb:g} MiB limit"
             else:
                 try:
                     with archive.open(member) as handle:
                         data = handle.read(int(limits.max_file_mb * 2**20) + 1)
-                except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as error:
-                    problems[module] = f"{name} could not be unpacked ({error})"
+                except Exception as error:  # noqa: BLE001 - BadZipFile, zlib.error, NotImplementedError, ...
+                    problems[module] = f"{name} could not be unpacked ({_show(error)})"
                     continue
                 if len(data) > limits.max_file_mb * 2**20:
                     problems[module] = f"{name} unpacks to more than its declared size"
@@ -157,22 +203,30 @@ def read_submission(path: str | os.PathLike, limits: Intake) -> tuple[dict[str, 
     path = Path(path)
     problems: dict[str, str] = {}
     notes: list[str] = []
-    if not os.path.lexists(path):
-        raise IntakeError(f"{path} does not exist")
-    if path.is_symlink():
-        raise IntakeError(f"{path} is a symbolic link; give the submission itself")
-    if path.is_dir():
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        raise IntakeError(f"{_show(path)} does not exist") from None
+    except OSError as error:
+        raise IntakeError(f"{_show(path)} cannot be read: {error.strerror}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise IntakeError(f"{_show(path)} is a symbolic link; give the submission itself")
+    if stat.S_ISDIR(info.st_mode):
         files = _from_folder(path, limits, problems, notes)
+        if not files and not problems and any(path.glob("*/*.ipynb")):
+            from .notebooks import modules_from_nbgrader_submission
+
+            files = modules_from_nbgrader_submission(path, problems, notes, limits)
     elif path.suffix.lower() == ".zip":
         files = _from_zip(path, limits, problems, notes)
     elif path.suffix.lower() == ".ipynb":
         from .notebooks import read_notebook
 
-        files = read_notebook(path, problems, notes)
+        files = read_notebook(path, problems, notes, limits)
     else:
-        raise IntakeError(f"{path.name} is not a folder, a .zip or a .ipynb notebook")
+        raise IntakeError(f"{_show(path.name)} is not a folder, a .zip or a .ipynb notebook")
     if not files and not problems:
-        raise IntakeError(f"{path} holds none of the exercise files ({', '.join(m + '.py' for m in MODULES)})")
+        raise IntakeError(f"{_show(path)} holds none of the exercise files ({', '.join(m + '.py' for m in MODULES)})")
     return files, problems, notes
 
 
@@ -187,12 +241,15 @@ def digest(files: dict[str, bytes]) -> str:
 def stage(path: str | os.PathLike, limits: Intake) -> Staged:
     """Copy the exercise files of a submission into a fresh private folder (readable by the sandbox user)."""
     files, problems, notes = read_submission(path, limits)
-    base = Path(tempfile.mkdtemp(prefix="grader-"))
+    base = Path(tempfile.mkdtemp(prefix="grader-"))  # mode 0700: no other user of this machine can read it
     directory = base / "submission"
-    directory.mkdir()
-    for module, data in files.items():
-        (directory / f"{module}.py").write_bytes(data)
-        os.chmod(directory / f"{module}.py", 0o644)
-    os.chmod(base, 0o755)
-    os.chmod(directory, 0o755)
+    try:
+        directory.mkdir()
+        for module, data in files.items():
+            (directory / f"{module}.py").write_bytes(data)
+            os.chmod(directory / f"{module}.py", 0o644)
+        os.chmod(directory, 0o755)  # bind-mounted into the sandbox as /submission: its uid must read it
+    except BaseException:
+        shutil.rmtree(base, ignore_errors=True)
+        raise
     return Staged(directory, digest(files), problems, notes)
