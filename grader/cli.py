@@ -24,6 +24,21 @@ def _stubs(args) -> int:
     return 0
 
 
+def _notebooks(args) -> int:
+    from .notebooks import COURSE_DIR, generate_course, stale_notebooks
+
+    if args.check:
+        stale = stale_notebooks(COURSE_DIR)
+        if stale:
+            print(f"nbgrader/ is out of date with solutions/ ({', '.join(map(str, stale))}): run `python -m grader notebooks`")
+            return 1
+        print("nbgrader/ is up to date")
+        return 0
+    changed = generate_course(COURSE_DIR)
+    print(f"regenerated {len(changed)} file(s) in nbgrader/" if changed else "nbgrader/ already up to date")
+    return 0
+
+
 def _grade(args) -> int:
     from rich.console import Console
 
@@ -104,6 +119,33 @@ def _batch(args) -> int:
     return 0
 
 
+def _release(args) -> int:
+    from .course import CourseError
+    from .release import ReleaseError, build_handout, gradescope_zip
+
+    try:
+        handout = build_handout(args.outdir, course_file=args.course, grader_repository=args.grader_repository,
+                                grader_ref=args.grader_ref, force=args.force)
+    except (ReleaseError, CourseError) as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    for note in handout.notes:
+        print(f"note: {note}")
+    print(f"wrote the handout ({len(handout.files)} files) to {handout.root}; no line of tests/hidden or of the "
+          "solution blocks is in it")
+    if args.gradescope:
+        print(f"wrote the Gradescope autograder to {gradescope_zip(args.gradescope, device=args.device)} "
+              "(instructors only: it holds the hidden suites)")
+    return 0
+
+
+def _ci(args) -> int:
+    from .github import run_ci
+
+    return run_ci(args.path, course_file=args.course, min_score=args.min_score, device=args.device,
+                  results_path=args.results, junit_path=args.junit)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grader", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -112,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     stubs = commands.add_parser("stubs", help="generate exercises/ from solutions/")
     stubs.add_argument("--check", action="store_true", help="only report whether exercises/ is stale")
     stubs.set_defaults(run=_stubs)
+
+    notebooks = commands.add_parser("notebooks", help="generate the nbgrader course (nbgrader/) from solutions/")
+    notebooks.add_argument("--check", action="store_true", help="only report whether nbgrader/ is stale")
+    notebooks.set_defaults(run=_notebooks)
 
     grade = commands.add_parser("grade", help="grade one submission and write its results.json")
     grade.add_argument("submission", help="a folder with the exercise files (at its root or in exercises/), a .zip or a .ipynb")
@@ -132,6 +178,30 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--require-sandbox", action="store_true", help="refuse to grade where no sandbox can be built")
     batch.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster: tcp://SCHEDULER:8786, or 'local' for a LocalCluster")
     batch.set_defaults(run=_batch)
+
+    release = commands.add_parser("release", help="build the students' handout (and, with --gradescope, the autograder zip)")
+    release.add_argument("outdir", help="folder to write the handout to (new or empty)")
+    release.add_argument("--force", action="store_true", help="replace the contents of a non-empty OUTDIR")
+    release.add_argument("--grader-repository", default="ORG/attention-grader", metavar="OWNER/NAME",
+                         help="the instructor's private repository the handout's workflow installs the grader from "
+                              "(default: %(default)s)")
+    release.add_argument("--grader-ref", default="main", help="branch or tag of that repository (default: %(default)s)")
+    release.add_argument("--gradescope", metavar="ZIP", help="also write Gradescope's autograder zip (setup.sh, run_autograder, "
+                                                            "the grader and its hidden suites) to ZIP")
+    release.add_argument("--device", default="cpu", help="device the Gradescope autograder grades on (default: %(default)s)")
+    release.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to describe in the handout")
+    release.set_defaults(run=_release)
+
+    ci = commands.add_parser("ci", help="grade a checkout in GitHub Actions: job summary, annotations, Classroom result, score")
+    ci.add_argument("path", nargs="?", default=".", help="the checkout (its exercises/ folder is graded); default: %(default)s")
+    policy = ci.add_mutually_exclusive_group()
+    policy.add_argument("--min-score", type=float, metavar="X", help="exit with status 1 when the score is below X")
+    policy.add_argument("--never-fail", action="store_true", help="exit with status 0 whatever the score (the default)")
+    ci.add_argument("--device", default="cpu", help="cpu, cuda or auto; default: %(default)s")
+    ci.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to grade with")
+    ci.add_argument("--results", metavar="FILE", help="also write results.json (Gradescope's format) to FILE")
+    ci.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    ci.set_defaults(run=_ci)
     return parser
 
 

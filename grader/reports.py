@@ -1,16 +1,38 @@
-"""Reports: the grade as Gradescope's results.json (plus our fields) and as a terminal summary."""
+"""Reports: one in-memory Grade, written in every format a grading host reads.
+
+* ``results``: Gradescope's results.json (plus a few fields of ours), with each test's
+  visibility from course.yaml's rules (``visibility_of``);
+* ``prairielearn``: PrairieLearn's external-grader results.json (score 0..1);
+* ``junit_xml``: JUnit XML, one testsuite per exercise, for any CI;
+* ``classroom`` / ``classroom_output``: the GitHub Classroom autograding result
+  (the ``result`` output of a runner step, base64 JSON read by the grading reporter);
+* ``markdown_summary`` / ``score_line``: a GitHub job summary and the plain score line;
+* ``print_summary``: the terminal summary.
+
+All take the same ``scores.Grade``; none shows suite code, reference code or hidden values
+(the only text per test is the feedback written for the student).
+"""
 from __future__ import annotations
 
+import base64
+import html
 import json
 import os
+import re
 import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
-from .scores import Grade
+from .scores import ExerciseScore, Grade, TestScore
+
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 # The results.json this grader writes: Gradescope's format plus the fields marked (ours).
 RESULTS_SCHEMA = {
@@ -42,23 +64,317 @@ RESULTS_SCHEMA = {
 }
 
 
-def results(grade: Grade, *, execution_time: float, device: str, sha256: str) -> dict:
-    """Gradescope's results.json for a grade, with ``exercises``, ``grader_version``, ``device`` and ``submission_sha256``."""
+def _node_glob(pattern: str) -> re.Pattern:
+    """A glob over node ids: ``*`` and ``?`` are wildcards, everything else (brackets too) is literal."""
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern))
+
+
+def visibility_of(test: TestScore, rules: Mapping[str, str] | None = None) -> str:
+    """Gradescope's visibility of one test under course.yaml's ``visibility`` rules.
+
+    A rule's key is a glob over the test's node id in the suites (``test_softmax.py::test_large_*``,
+    ``*[float16]``: only ``*`` and ``?`` are wildcards; the first that matches wins), else the test's
+    exercise (``softmax``), else ``default``;
+    without rules every test is ``visible``.
+    """
+    rules = rules or {}
+    for key, value in rules.items():
+        if key != "default" and key != test.exercise and _node_glob(key).fullmatch(test.name):
+            return value
+    return rules.get(test.exercise, rules.get("default", "visible"))
+
+
+def _overview(grade: Grade) -> str:
+    """The notes, then one line per exercise: ``softmax: 7.5/10`` (and why it scored nothing, if so)."""
+    lines = [f"{e.module}: {e.score:g}/{e.max_score:g}" + (f" ({e.problem})" if e.problem else "") for e in grade.exercises]
+    return "\n".join([*grade.notes, *lines])
+
+
+def results(grade: Grade, *, execution_time: float, device: str, sha256: str,
+            visibility: Mapping[str, str] | None = None) -> dict:
+    """Gradescope's results.json for a grade, with ``exercises``, ``grader_version``, ``device`` and ``submission_sha256``.
+
+    ``visibility`` holds course.yaml's visibility rules (see ``visibility_of``); without them every test is visible.
+    """
     tests = []
     for exercise in grade.exercises:
         for test in exercise.tests:
             if test.status == "skipped":
                 continue
             tests.append({"name": f"{exercise.module}: {test.doc}", "score": test.score, "max_score": test.max_score,
-                          "status": test.status, "output": test.feedback, "visibility": "visible",
+                          "status": test.status, "output": test.feedback, "visibility": visibility_of(test, visibility),
                           "tags": [exercise.module]})
-    lines = [f"{e.module}: {e.score:g}/{e.max_score:g}" + (f" ({e.problem})" if e.problem else "") for e in grade.exercises]
     return {
         "score": grade.score, "max_score": grade.max_score, "execution_time": round(execution_time, 3),
-        "output": "\n".join([*grade.notes, *lines]), "visibility": "visible", "tests": tests,
+        "output": _overview(grade), "visibility": "visible", "tests": tests,
         "exercises": {e.module: {"score": e.score, "max_score": e.max_score} for e in grade.exercises},
         "grader_version": __version__, "device": device, "submission_sha256": sha256,
     }
+
+
+# Gradescope's own fields (gradescope-autograders.readthedocs.io, "Autograder Specifications"): results()
+# writes these plus the fields of ours listed in OUR_RESULTS_FIELDS, which Gradescope stores and ignores.
+GRADESCOPE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "number"},
+        "execution_time": {"type": "number"},
+        "output": {"type": "string"},
+        "output_format": {"enum": ["text", "html", "simple_format", "md", "ansi"]},
+        "test_output_format": {"enum": ["text", "html", "simple_format", "md", "ansi"]},
+        "test_name_format": {"enum": ["text", "html", "simple_format", "md", "ansi"]},
+        "visibility": {"enum": list(VISIBILITIES)},
+        "stdout_visibility": {"enum": list(VISIBILITIES)},
+        "extra_data": {"type": "object"},
+        "tests": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "score": {"type": "number"}, "max_score": {"type": "number"},
+                "status": {"enum": ["passed", "failed"]},
+                "name": {"type": "string"}, "name_format": {"type": "string"}, "number": {"type": "string"},
+                "output": {"type": "string"}, "output_format": {"type": "string"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "visibility": {"enum": list(VISIBILITIES)}, "extra_data": {"type": "object"},
+            },
+            "additionalProperties": False}},
+        "leaderboard": {"type": "array"},
+    },
+    "anyOf": [{"required": ["score"]}, {"required": ["tests"]}],
+}
+OUR_RESULTS_FIELDS = ("max_score", "exercises", "grader_version", "device", "submission_sha256")
+
+# PrairieLearn's external grader results (prairielearn.readthedocs.io, "External Grading": "Grading results").
+# ``points`` and ``max_points`` at the top level are extra data, which PrairieLearn allows.
+PRAIRIELEARN_SCHEMA = {
+    "type": "object",
+    "required": ["gradable", "score", "points", "max_points", "message", "output", "tests"],
+    "properties": {
+        "gradable": {"type": "boolean"},
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "points": {"type": "number", "minimum": 0},
+        "max_points": {"type": "number", "minimum": 0},
+        "message": {"type": "string"},
+        "output": {"type": "string"},
+        "format_errors": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+        "images": {"type": "array"},
+        "tests": {"type": "array", "items": {
+            "type": "object",
+            "required": ["name", "description", "points", "max_points", "message", "output"],
+            "properties": {
+                "name": {"type": "string"}, "description": {"type": "string"},
+                "points": {"type": "number", "minimum": 0}, "max_points": {"type": "number", "minimum": 0},
+                "message": {"type": "string"}, "output": {"type": "string"}, "images": {"type": "array"},
+            },
+            "additionalProperties": False}},
+    },
+}
+
+# GitHub Classroom: the JSON a runner step encodes in base64 as its output ``result``, read by
+# classroom-resources/autograding-grading-reporter (the command, io and python graders write the same shape).
+# The reporter sums the tests' ``score`` for the points it sends to Classroom, and fails its step when
+# ``status`` is "fail" or "error".
+CLASSROOM_SCHEMA = {
+    "type": "object",
+    "required": ["version", "status", "max_score", "tests"],
+    "properties": {
+        "version": {"const": 1},
+        "status": {"enum": ["pass", "fail", "error"]},
+        "max_score": {"type": "number", "minimum": 0},
+        "message": {"type": "string"},
+        "tests": {"type": "array", "items": {
+            "type": "object",
+            "required": ["name", "status", "score", "message", "test_code", "filename", "line_no", "duration"],
+            "properties": {
+                "name": {"type": "string"}, "status": {"enum": ["pass", "fail", "error"]},
+                "score": {"type": "number", "minimum": 0}, "message": {"type": "string"},
+                "test_code": {"type": "string"}, "filename": {"type": "string"},
+                "line_no": {"type": "integer", "minimum": 0}, "duration": {"type": "number", "minimum": 0},
+            },
+            "additionalProperties": False}},
+    },
+    "additionalProperties": False,
+}
+
+# Where feedback names a line of the student's files: "softmax.py, line 12" (tracebacks, import and syntax errors).
+FEEDBACK_LINE = re.compile(r"\b(?P<file>\w+\.py), line (?P<line>\d+)")
+# An unfinished stub, anywhere in a feedback: "not implemented yet: softmax.softmax: fill in this stub (see ...)".
+NOT_IMPLEMENTED = re.compile(r"not implemented yet: (?P<target>\w+\.[\w.]+): fill in this stub")
+
+
+def _failures(exercise: ExerciseScore) -> list[TestScore]:
+    return [t for t in exercise.tests if t.status == "failed"]
+
+
+def complete(exercise: ExerciseScore) -> bool:
+    """Every check that applies passed (judged by the checks, not by the rounded points)."""
+    return not exercise.problem and not _failures(exercise)
+
+
+def untouched(exercise: ExerciseScore) -> bool:
+    """True when every failure of the exercise comes from a stub not filled in yet."""
+    failures = _failures(exercise)
+    return bool(failures) and not exercise.problem and all(NOT_IMPLEMENTED.search(t.feedback) for t in failures)
+
+
+def stubs_left(exercise: ExerciseScore) -> list[str]:
+    """The stubs its failures name as not implemented yet (``qkv.project``, ...), in order of appearance."""
+    found = (match["target"] for t in _failures(exercise) for match in NOT_IMPLEMENTED.finditer(t.feedback))
+    return list(dict.fromkeys(found))
+
+
+def _failure(test: TestScore) -> str:
+    """``doc: feedback`` of a failed test (its doc without the closing full stop)."""
+    return f"{test.doc.rstrip('.')}: {test.feedback}" if test.feedback else test.doc
+
+
+def what_to_fix(exercise: ExerciseScore, limit: int = 3) -> str:
+    """One paragraph for the student: the exercise's problem, or its first failures with their feedback."""
+    if exercise.problem:
+        return exercise.problem
+    failures = _failures(exercise)
+    if untouched(exercise):
+        return f"not implemented yet: fill in {', '.join(stubs_left(exercise))}"
+    lines = [_failure(t) for t in failures[:limit]]
+    if len(failures) > limit:
+        lines.append(f"... and {len(failures) - limit} more failed check(s)")
+    return "\n".join(lines)
+
+
+def feedback_line(exercise: ExerciseScore) -> tuple[str, int] | None:
+    """The (file name, line) the exercise's feedback points at, e.g. ("softmax.py", 12), if it names one."""
+    for text in [exercise.problem, *(t.feedback for t in _failures(exercise))]:
+        matches = list(FEEDBACK_LINE.finditer(text or ""))
+        if matches:
+            return matches[-1]["file"], int(matches[-1]["line"])
+    return None
+
+
+def prairielearn(grade: Grade, *, gradable: bool = True, message: str = "") -> dict:
+    """PrairieLearn's results.json: ``score`` in 0..1, one test per hidden test with its points and feedback.
+
+    ``gradable=False`` (the submission could not be graded at all) puts ``message`` in ``format_errors`` too.
+    """
+    tests = [{"name": f"{exercise.module}: {test.doc}", "description": exercise.title, "points": test.score,
+              "max_points": test.max_score, "message": test.feedback, "output": ""}
+             for exercise in grade.exercises for test in exercise.tests if test.status != "skipped"]
+    data = {"gradable": gradable, "score": round(grade.score / grade.max_score, 6) if grade.max_score else 0.0,
+            "points": grade.score, "max_points": grade.max_score,
+            "message": message or score_line(grade), "output": _overview(grade), "tests": tests}
+    if not gradable:
+        data["format_errors"] = [message]
+    return data
+
+
+def junit_xml(grade: Grade, *, name: str = "grade", execution_time: float = 0.0) -> str:
+    """JUnit XML: a testsuite per exercise (its points as properties), a testcase per hidden test.
+
+    A failed test carries its feedback as ``<failure message=...>``; a test that does not apply here is ``<skipped>``.
+    """
+    def count(tests, status):
+        return str(sum(t.status == status for t in tests))
+
+    root = ET.Element("testsuites", name=name, tests=str(len(grade.tests)), failures=count(grade.tests, "failed"),
+                      errors="0", skipped=count(grade.tests, "skipped"), time=f"{execution_time:.3f}")
+    for exercise in grade.exercises:
+        suite = ET.SubElement(root, "testsuite", name=exercise.module, tests=str(len(exercise.tests)),
+                              failures=count(exercise.tests, "failed"), errors="0",
+                              skipped=count(exercise.tests, "skipped"), time="0")
+        properties = ET.SubElement(suite, "properties")
+        for key, value in (("title", exercise.title), ("score", f"{exercise.score:g}"),
+                           ("max_score", f"{exercise.max_score:g}"), ("problem", exercise.problem)):
+            if value:
+                ET.SubElement(properties, "property", name=key, value=value)
+        seen: dict[str, int] = {}
+        for test in exercise.tests:
+            params = test.name[test.name.index("["):] if test.name.endswith("]") and "[" in test.name else ""
+            label = f"{test.doc} {params}".strip()
+            seen[label] = seen.get(label, 0) + 1
+            if seen[label] > 1:
+                label = f"{label} ({seen[label]})"
+            case = ET.SubElement(suite, "testcase", classname=exercise.module, name=label, time="0")
+            case_properties = ET.SubElement(case, "properties")
+            ET.SubElement(case_properties, "property", name="score", value=f"{test.score:g}")
+            ET.SubElement(case_properties, "property", name="max_score", value=f"{test.max_score:g}")
+            if test.status == "failed":
+                failure = ET.SubElement(case, "failure", message=test.feedback or test.doc, type="failed")
+                failure.text = test.feedback
+            elif test.status == "skipped":
+                ET.SubElement(case, "skipped", message=test.feedback or "does not apply here")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def classroom(grade: Grade, *, files: Mapping[str, tuple[str, int]] | None = None, status: str | None = None,
+              message: str = "") -> dict:
+    """GitHub Classroom's autograding result: one test per exercise, scored with its points.
+
+    ``files`` maps an exercise to the (path, line) its feedback points at (default ``exercises/<module>.py``, 0);
+    ``status`` defaults to "pass" when every check passed and "fail" otherwise ("error": it could not be graded).
+    """
+    files = files or {}
+    tests = []
+    for number, exercise in enumerate(grade.exercises, 1):
+        path, line = files.get(exercise.module, (f"exercises/{exercise.module}.py", 0))
+        full = complete(exercise)
+        tests.append({"name": f"{number}. {exercise.title} ({exercise.module})", "status": "pass" if full else "fail",
+                      "score": exercise.score, "message": "" if full else what_to_fix(exercise),
+                      "test_code": "", "filename": path, "line_no": line, "duration": 0})
+    data = {"version": 1, "status": status or ("pass" if all(map(complete, grade.exercises)) else "fail"),
+            "max_score": grade.max_score, "tests": tests}
+    if message:
+        data["message"] = message
+    return data
+
+
+def classroom_output(data: dict) -> str:
+    """The value of the runner step's ``result`` output: base64 of the compact JSON."""
+    return base64.b64encode(json.dumps(data, separators=(",", ":")).encode()).decode("ascii")
+
+
+def score_line(grade: Grade) -> str:
+    """The plain score line: ``Score: 83.5/100``."""
+    return f"Score: {grade.score:g}/{grade.max_score:g}"
+
+
+def _md(text: str) -> str:
+    """Student-controlled text made inert in Markdown: one line, no control characters, HTML escaped, table pipes
+    and backticks neutralized."""
+    return html.escape(" ".join(CONTROL.sub("", text).split("\n")), quote=False).replace("|", "\\|").replace("`", "'")
+
+
+def markdown_summary(grade: Grade, *, title: str = "Grade", files: Mapping[str, tuple[str, int]] | None = None) -> str:
+    """A job summary: a table of exercises and points, then what to fix, exercise by exercise."""
+    files = files or {}
+    out = [f"## {_md(title)}: {grade.score:g} / {grade.max_score:g}", ""]
+    out += [f"> **Note:** {_md(note)}" for note in grade.notes]
+    if grade.notes:
+        out.append("")
+    out += ["| # | exercise | file | points | checks passed |", "|---:|---|---|---:|---:|"]
+    for number, exercise in enumerate(grade.exercises, 1):
+        applicable = [t for t in exercise.tests if t.status != "skipped"]
+        passed = sum(t.status == "passed" for t in applicable)
+        mark = "✅" if complete(exercise) else "❌" if exercise.score == 0 else "⚠️"
+        path = files.get(exercise.module, (f"exercises/{exercise.module}.py", 0))[0]
+        out.append(f"| {number} | {_md(exercise.title)} | `{path}` | {mark} {exercise.score:g} / {exercise.max_score:g} "
+                   f"| {passed} / {len(applicable)} |")
+    out += [f"| | **total** | | **{grade.score:g} / {grade.max_score:g}** | |", ""]
+    todo = [e for e in grade.exercises if not complete(e)]
+    if not todo:
+        out += ["Every check passed: full marks. 🎉", ""]
+        return "\n".join(out)
+    out += ["### What to fix", ""]
+    for number, exercise in enumerate(grade.exercises, 1):
+        if exercise not in todo:
+            continue
+        path, line = files.get(exercise.module, (f"exercises/{exercise.module}.py", 0))
+        where = f"`{path}`" + (f" line {line}" if line else "")
+        out.append(f"**{number}. {_md(exercise.title)}** ({where}): {exercise.score:g} / {exercise.max_score:g}")
+        if exercise.problem or untouched(exercise):
+            out += [f"- {_md(what_to_fix(exercise))}", ""]
+            continue
+        out += [f"- {_md(_failure(test))}" for test in _failures(exercise)]
+        out.append("")
+    return "\n".join(out)
 
 
 def write_json(data: dict, path: str | os.PathLike) -> None:
@@ -84,10 +400,16 @@ def print_summary(grade: Grade, console: Console | None = None) -> None:
         passed = sum(t.status == "passed" for t in applicable)
         style = "green" if exercise.score == exercise.max_score else "red" if exercise.score == 0 else "yellow"
         table.add_row(exercise.module, f"[{style}]{exercise.score:g}/{exercise.max_score:g}[/]",
-                      f"{passed}/{len(applicable)}", exercise.problem)
+                      f"{passed}/{len(applicable)}", _literal(exercise.problem))
     for note in grade.notes:
-        console.print(f"[bold yellow]note:[/] {note}")
+        console.print(f"[bold yellow]note:[/] {_literal(note)}")
     console.print(table)
     for test in grade.tests:
         if test.status == "failed":
-            console.print(f"[red]✗[/] [bold]{test.exercise}[/]: {test.doc}\n    {test.feedback}", highlight=False)
+            console.print(f"[red]✗[/] [bold]{test.exercise}[/]: {_literal(test.doc)}\n    {_literal(test.feedback)}",
+                          highlight=False)
+
+
+def _literal(text: str) -> str:
+    """Text shown as it is by rich: its markup escaped, control characters (terminal escapes) dropped."""
+    return escape(CONTROL.sub("", text))

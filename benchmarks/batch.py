@@ -1,0 +1,106 @@
+"""Benchmark: grade a synthetic class with `grader batch` at --jobs 1 and 2, and the same course with nbgrader autograde.
+
+Prints submissions/second, median and p95 latency per submission, and peak memory; then grades the same
+notebook submissions with `nbgrader autograde` and with our grader side by side, and prints the ratio.
+
+    python benchmarks/batch.py --submissions 200 --nbgrader-students 4
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+from grader import ROOT
+from grader.batch import run_batch
+from grader.course import COURSE_FILE, MODULES
+from grader.notebooks import ASSIGNMENTS, COURSE_DIR
+from grader.stubs import BEGIN, END
+
+CORPUS = ROOT / "tests" / "corpus"
+
+
+def synthetic_class(target: Path, count: int, seed: int = 0) -> None:
+    """``count`` submissions: 35% the references, 35% one correct variant, 25% one bug, 5% one hostile module."""
+    rng = random.Random(seed)
+    variants = {kind: sorted((CORPUS / kind).glob("*/*.py")) for kind in ("correct", "buggy")}
+    variants["hostile"] = sorted(p for p in (ROOT / "tests" / "hostile").glob("*/*.py") if p.stem in MODULES)
+    for n in range(count):
+        folder = target / f"student{n:04d}"
+        folder.mkdir(parents=True)
+        for module in MODULES:
+            shutil.copy(ROOT / "solutions" / f"{module}.py", folder / f"{module}.py")
+        draw = rng.random()
+        kind = None if draw < 0.35 else "correct" if draw < 0.7 else "buggy" if draw < 0.95 else "hostile"
+        if kind and variants[kind]:
+            variant = rng.choice(variants[kind])
+            module = variant.stem if kind == "hostile" else variant.parent.name
+            shutil.copy(variant, folder / f"{module}.py")
+
+
+def measure(label: str, source: Path, out: Path, jobs: int) -> float:
+    started = time.monotonic()
+    rows = run_batch(source, out, course_file=COURSE_FILE, jobs=jobs, force=True)
+    wall = time.monotonic() - started
+    latencies = sorted(r["execution_time"] for r in rows if r.get("status") == "graded")
+    p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))] if latencies else float("nan")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"{label:<28} jobs={jobs}  {len(rows):4d} submissions in {wall:7.1f} s  = {len(rows) / wall:6.2f} subs/s   "
+          f"median {statistics.median(latencies) if latencies else float('nan'):.2f} s  p95 {p95:.2f} s   "
+          f"peak RSS of a process {peak:.0f} MiB", flush=True)
+    return len(rows) / wall
+
+
+def nbgrader_class(root: Path, students: int) -> None:
+    """A copy of the nbgrader course, released, with ``students`` students handing in all eight notebooks."""
+    shutil.copytree(COURSE_DIR, root, ignore=shutil.ignore_patterns("gradebook.db", "release", "submitted", "autograded", "feedback"))
+    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "*", "--force"], cwd=root, check=True, capture_output=True)
+    for n in range(students):
+        for assignment, module in ASSIGNMENTS.items():
+            notebook = nbformat.read(root / "release" / assignment / f"{assignment}.ipynb", as_version=4)
+            code = "".join(line for line in (ROOT / "solutions" / f"{module}.py").read_text().splitlines(keepends=True)
+                           if line.strip() not in (BEGIN, END))
+            for cell in notebook.cells:
+                if cell.metadata.get("nbgrader", {}).get("grade_id") == f"{module}_solution":
+                    cell.source = code
+            path = root / "submitted" / f"student{n:02d}" / assignment / f"{assignment}.ipynb"
+            path.parent.mkdir(parents=True)
+            nbformat.write(notebook, path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--submissions", type=int, default=200)
+    parser.add_argument("--nbgrader-students", type=int, default=4, help="0 skips the nbgrader comparison")
+    args = parser.parse_args()
+    print(f"machine: {platform.platform()}, {len(os.sched_getaffinity(0))} CPUs, Python {platform.python_version()}")
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        synthetic_class(scratch / "class", args.submissions)
+        for jobs in (1, 2):
+            measure("grader batch (synthetic)", scratch / "class", scratch / f"out{jobs}", jobs)
+        if args.nbgrader_students:
+            course = scratch / "nbgrader"
+            nbgrader_class(course, args.nbgrader_students)
+            ours = measure("grader batch (notebooks)", course / "submitted", scratch / "outnb", 2)
+            started = time.monotonic()
+            subprocess.run([sys.executable, "-m", "nbgrader", "autograde", "*"], cwd=course, check=True, capture_output=True)
+            wall = time.monotonic() - started
+            theirs = args.nbgrader_students / wall
+            print(f"{'nbgrader autograde':<28} {args.nbgrader_students:4d} submissions in {wall:7.1f} s  = {theirs:6.2f} subs/s")
+            print(f"ratio (ours, jobs=2, over nbgrader autograde, same notebooks): {ours / theirs:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

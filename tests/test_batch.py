@@ -1,0 +1,143 @@
+"""Batch grading: outputs, resumability, determinism across --jobs and Dask, crash safety."""
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader import ROOT
+from grader.batch import BatchError, discover, run_batch
+from grader.course import COURSE_FILE, MODULES
+
+pytestmark = pytest.mark.slow
+SOLUTIONS = ROOT / "solutions"
+BUGGY_SOFTMAX = '''import torch
+
+
+def softmax(x, dim=-1, temperature=1.0):
+    if temperature <= 0:
+        raise ValueError("temperature must be positive")
+    e = torch.exp(x / temperature)
+    return e / e.sum(dim=0, keepdim=True)
+'''
+
+
+def _copy_solutions(target: Path) -> Path:
+    target.mkdir(parents=True)
+    for module in MODULES:
+        shutil.copy(SOLUTIONS / f"{module}.py", target / f"{module}.py")
+    return target
+
+
+@pytest.fixture
+def klass(tmp_path) -> Path:
+    """A class of three: a correct folder, a buggy zip, an empty folder."""
+    root = tmp_path / "submissions"
+    _copy_solutions(root / "good")
+    buggy = _copy_solutions(tmp_path / "buggy")
+    (buggy / "softmax.py").write_text(BUGGY_SOFTMAX)
+    with zipfile.ZipFile(root / "buggy.zip", "w") as archive:
+        for path in sorted(buggy.iterdir()):
+            archive.write(path, f"exercises/{path.name}")
+    (root / "empty").mkdir()
+    return root
+
+
+class Recorder:
+    """A progress sink that remembers the counts it was given."""
+
+    def start(self, total, counts):
+        self.total, self.counts = total, dict(counts)
+
+    def advance(self, counts):
+        self.counts = dict(counts)
+
+
+def _scores(rows):
+    return {r["student"]: (r["score"], tuple(sorted((m, e["score"]) for m, e in r["exercises"].items()))) for r in rows}
+
+
+def test_batch_writes_results_gradebook_feedback_and_summary(klass, tmp_path):
+    """Every student gets results.json and feedback; the gradebook and summary cover the class; a bad one is an error row."""
+    out = tmp_path / "out"
+    rows = run_batch(klass, out, course_file=COURSE_FILE, jobs=2)
+    by_student = {r["student"]: r for r in rows}
+    assert by_student["good"]["score"] == by_student["good"]["max_score"] == 100
+    assert 0 < by_student["buggy"]["score"] < 100 and by_student["buggy"]["exercises"]["softmax"]["score"] < 10
+    assert all(by_student["buggy"]["exercises"][m]["score"] == by_student["good"]["exercises"][m]["score"] for m in MODULES if m != "softmax")
+    assert by_student["empty"]["status"].startswith("error") and by_student["empty"]["score"] == 0
+    with open(out / "gradebook.csv", newline="") as handle:
+        gradebook = list(csv.DictReader(handle))
+    assert [row["student"] for row in gradebook] == ["buggy", "empty", "good"]
+    assert set(MODULES) <= set(gradebook[0]) and {"status", "graded_at", "submission_sha256"} <= set(gradebook[0])
+    for student in ("good", "buggy", "empty"):
+        assert (out / "results" / f"{student}.json").is_file()
+        assert (out / "feedback" / f"{student}.md").is_file() and (out / "feedback" / f"{student}.html").is_file()
+    assert "❌" in (out / "feedback" / "buggy.md").read_text()
+    summary = (out / "summary.html").read_text()
+    assert "score_histogram.png" in summary and (out / "score_histogram.png").stat().st_size > 0
+    assert (out / "pass_rates.png").stat().st_size > 0
+
+
+def test_rerun_skips_unchanged_and_regrades_changed(klass, tmp_path):
+    """A rerun grades nothing unchanged; a changed submission is regraded; --force regrades all."""
+    out = tmp_path / "out"
+    run_batch(klass, out, course_file=COURSE_FILE, jobs=2)
+    progress = Recorder()
+    run_batch(klass, out, course_file=COURSE_FILE, jobs=2, progress=progress)
+    assert progress.total == 0 and progress.counts["up to date"] == 3
+    (klass / "good" / "softmax.py").write_text(BUGGY_SOFTMAX)
+    rows = run_batch(klass, out, course_file=COURSE_FILE, jobs=2, progress=progress)
+    assert progress.total == 1 and {r["student"]: r["score"] for r in rows}["good"] < 100
+    run_batch(klass, out, course_file=COURSE_FILE, jobs=2, force=True, progress=progress)
+    assert progress.total == 3
+
+
+def test_scores_do_not_depend_on_jobs_or_dask(klass, tmp_path):
+    """--jobs 1, --jobs 2 and a Dask LocalCluster give the same scores."""
+    one = run_batch(klass, tmp_path / "one", course_file=COURSE_FILE, jobs=1)
+    two = run_batch(klass, tmp_path / "two", course_file=COURSE_FILE, jobs=2)
+    dask = run_batch(klass, tmp_path / "dask", course_file=COURSE_FILE, jobs=2, dask="local")
+    assert _scores(one) == _scores(two) == _scores(dask)
+
+
+def test_kill_9_loses_nothing(klass, tmp_path):
+    """A batch killed with SIGKILL resumes: finished students are kept, the rest graded, the gradebook agrees."""
+    for n in range(4):
+        _copy_solutions(klass / f"extra{n}")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "grader", "batch", str(klass), "--out", str(out), "--jobs", "1"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((out / "results").glob("*.json"))) < 2:
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    finished = {p.name: json.loads(p.read_text())["graded_at"] for p in (out / "results").glob("*.json")}
+    assert 2 <= len(finished) < 7, "the batch should have been killed part-way"
+    assert subprocess.run(command, capture_output=True).returncode == 0
+    results = {p.name: json.loads(p.read_text()) for p in (out / "results").glob("*.json")}
+    assert len(results) == 7
+    assert all(results[name]["graded_at"] == graded_at for name, graded_at in finished.items())
+    with open(out / "gradebook.csv", newline="") as handle:
+        assert sorted(row["student"] for row in csv.DictReader(handle)) == sorted(r["student"] for r in results.values())
+
+
+def test_discover_reads_folders_zips_and_lists(klass, tmp_path):
+    """Student ids come from folder and file names; a list file names paths; duplicate ids are refused."""
+    assert [e.student for e in discover(klass)] == ["buggy", "empty", "good"]
+    listing = tmp_path / "class.txt"
+    listing.write_text("# one path per line\nsubmissions/good\n\nsubmissions/buggy.zip\n")
+    assert [(e.student, e.path.name) for e in discover(listing)] == [("good", "good"), ("buggy", "buggy.zip")]
+    (klass / "good.zip").write_bytes((klass / "buggy.zip").read_bytes())
+    with pytest.raises(BatchError, match="two submissions for student 'good'"):
+        discover(klass)
+    with pytest.raises(BatchError, match="does not exist"):
+        discover(tmp_path / "nowhere")
