@@ -44,25 +44,23 @@ def _grade(args) -> int:
 
     from .course import CourseError, load_course
     from .intake import IntakeError
+    from rich.markup import escape
+
     from .pipeline import DeviceError, grade_submission, resolve_device
-    from .remote import Zygote
     from .reports import print_summary, write_json
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)
     try:
         course = load_course(args.course)
         device = resolve_device(args.device)
     except (CourseError, DeviceError) as error:
         console.print(f"grader: {error}", highlight=False)
         return 2
-    zygote = Zygote()
     try:
-        outcome = grade_submission(args.submission, course, zygote, device, args.require_sandbox)
+        outcome = grade_submission(args.submission, course, device=device, require_sandbox=args.require_sandbox)
     except IntakeError as error:
-        console.print(f"grader: cannot grade {args.submission}: {error}", highlight=False)
+        console.print(f"grader: cannot grade {escape(str(args.submission))}: {escape(str(error))}", highlight=False)
         return 2
-    finally:
-        zygote.close()
     write_json(outcome.results, args.out)
     print_summary(outcome.grade, Console())
     return 0
@@ -99,7 +97,7 @@ def _batch(args) -> int:
     from .course import CourseError
     from .pipeline import DeviceError, resolve_device
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)
     progress = BatchProgress(console)
     try:
         rows = run_batch(args.submissions, args.out, course_file=args.course, jobs=args.jobs, device=resolve_device(args.device),

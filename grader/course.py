@@ -13,6 +13,7 @@ from . import ROOT
 COURSE_FILE = ROOT / "course.yaml"
 MODULES = ("scores", "softmax", "context", "qkv", "quiz", "dictionary", "causal", "multihead")
 DTYPES = ("float64", "float32", "float16", "bfloat16")
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
 
 class CourseError(ValueError):
@@ -73,6 +74,7 @@ class Course(Strict):
     exercises: list[Exercise]
     grading: Grading
     banned: dict[str, list[str]]
+    visibility: dict[str, Literal[VISIBILITIES]] = {"default": "visible"}
 
     @model_validator(mode="after")
     def _consistent(self):

@@ -38,11 +38,21 @@ class Outcome:
     isolation: str
 
 
-def grade_submission(path, course: Course, zygote: Zygote, device: str = "cpu", require_sandbox: bool = False,
-                     select: str | None = None) -> Outcome:
-    """Grade one submission; raises IntakeError when it cannot be graded at all."""
+def grade_submission(path, course: Course, zygote: Zygote | None = None, device: str = "cpu",
+                     require_sandbox: bool = False, select: str | None = None) -> Outcome:
+    """Grade one submission; raises IntakeError when it cannot be graded at all.
+
+    Without a ``zygote`` one is started after intake (so a submission that cannot be graded is refused at once)
+    and stopped at the end.
+    """
     started = time.monotonic()
     staged = stage(path, course.grading.intake)
+    own_zygote = zygote is None
+    try:
+        zygote = zygote or Zygote()
+    except BaseException:
+        staged.cleanup()
+        raise
     session = Session(zygote, str(staged.directory), course.grading.limits, device, require_sandbox)
     try:
         for module, problem in staged.problems.items():
@@ -51,11 +61,14 @@ def grade_submission(path, course: Course, zygote: Zygote, device: str = "cpu", 
     finally:
         session.close()
         staged.cleanup()
+        if own_zygote:
+            zygote.close()
     problems = {module: str(problem) for module, problem in session.broken.items()}
     grade = score(report, course, problems)
     grade.notes.extend(staged.notes)
     if session.isolation.startswith("rlimits only"):
         grade.notes.insert(0, SANDBOX_WARNING.format(session.isolation.removeprefix("rlimits only: ")))
-    data = results(grade, execution_time=time.monotonic() - started, device=device, sha256=staged.sha256)
+    data = results(grade, execution_time=time.monotonic() - started, device=device, sha256=staged.sha256,
+                   visibility=course.visibility)
     return Outcome(grade, data, session.isolation)
 

@@ -29,9 +29,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
+from .course import VISIBILITIES
 from .scores import ExerciseScore, Grade, TestScore
 
-VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 # The results.json this grader writes: Gradescope's format plus the fields marked (ours).
@@ -44,14 +44,14 @@ RESULTS_SCHEMA = {
         "max_score": {"type": "number", "minimum": 0},
         "execution_time": {"type": "number", "minimum": 0},
         "output": {"type": "string"},
-        "visibility": {"enum": ["hidden", "after_due_date", "after_published", "visible"]},
+        "visibility": {"enum": list(VISIBILITIES)},
         "tests": {"type": "array", "items": {
             "type": "object",
             "required": ["name", "score", "max_score", "status", "output", "visibility"],
             "properties": {
                 "name": {"type": "string"}, "score": {"type": "number"}, "max_score": {"type": "number"},
                 "status": {"enum": ["passed", "failed"]}, "output": {"type": "string"},
-                "visibility": {"enum": ["hidden", "after_due_date", "after_published", "visible"]},
+                "visibility": {"enum": list(VISIBILITIES)},
                 "tags": {"type": "array", "items": {"type": "string"}},
             }}},
         "exercises": {"type": "object", "additionalProperties": {
