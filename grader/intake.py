@@ -80,7 +80,7 @@ def _from_folder(root: Path, limits: Intake, problems: dict[str, str], notes: li
     try:
         os.scandir(root).close()
     except OSError as error:
-        raise IntakeError(f"{_show(root)} cannot be read: {error.strerror}") from None
+        raise IntakeError(f"{_show(root.name or root)} cannot be read: {error.strerror}") from None
     folders: dict[str, set[str]] = {}
     seen = 0
     for current, dirs, files in os.walk(root, followlinks=False):
@@ -206,11 +206,11 @@ def read_submission(path: str | os.PathLike, limits: Intake) -> tuple[dict[str, 
     try:
         info = path.lstat()
     except FileNotFoundError:
-        raise IntakeError(f"{_show(path)} does not exist") from None
+        raise IntakeError(f"{_show(path.name or path)} does not exist") from None
     except OSError as error:
-        raise IntakeError(f"{_show(path)} cannot be read: {error.strerror}") from None
+        raise IntakeError(f"{_show(path.name or path)} cannot be read: {error.strerror}") from None
     if stat.S_ISLNK(info.st_mode):
-        raise IntakeError(f"{_show(path)} is a symbolic link; give the submission itself")
+        raise IntakeError(f"{_show(path.name or path)} is a symbolic link; give the submission itself")
     if stat.S_ISDIR(info.st_mode):
         files = _from_folder(path, limits, problems, notes)
         if not files and not problems and any(path.glob("*/*.ipynb")):
@@ -226,7 +226,7 @@ def read_submission(path: str | os.PathLike, limits: Intake) -> tuple[dict[str, 
     else:
         raise IntakeError(f"{_show(path.name)} is not a folder, a .zip or a .ipynb notebook")
     if not files and not problems:
-        raise IntakeError(f"{_show(path)} holds none of the exercise files ({', '.join(m + '.py' for m in MODULES)})")
+        raise IntakeError(f"{_show(path.name or path)} holds none of the exercise files ({', '.join(m + '.py' for m in MODULES)})")
     return files, problems, notes
 
 

@@ -10,12 +10,18 @@ from __future__ import annotations
 import ctypes
 import json
 import math
+import re
 import socket
 import struct
+import time
 
 import torch
 
 HEADER = struct.Struct("!IQ")
+MAX_BODY_BYTES = 16 << 20  # the JSON part of a frame (tensor bytes travel in the blob)
+MAX_REPLY_BYTES = 256 << 20  # a whole reply of the worker (the grader refuses larger ones)
+MAX_DIMS = 64
+MAX_DEPTH = 200  # nesting of lists, tuples and dicts
 DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
     torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
@@ -42,10 +48,11 @@ class Encoder:
     (the worker keeps the object) or raises.
     """
 
-    def __init__(self, keep=None):
+    def __init__(self, keep=None, max_bytes: int | None = None):
         self.chunks: list[bytes] = []
         self.size = 0
         self.keep = keep
+        self.max_bytes = max_bytes
 
     def tensor(self, t: torch.Tensor) -> dict:
         with torch._C.DisableTorchFunctionSubclass():
@@ -53,8 +60,11 @@ class Encoder:
             meta = {"$t": None, "dtype": str(plain.dtype).removeprefix("torch."), "shape": list(plain.shape),
                     "device": plain.device.type}
             if plain.device.type != "meta":
+                nbytes = plain.numel() * plain.element_size()
+                if self.max_bytes is not None and self.size + nbytes > self.max_bytes:
+                    raise WireError(f"the result holds {(self.size + nbytes) / 2**20:.0f} MiB of tensor data, over the "
+                                    f"{self.max_bytes / 2**20:.0f} MiB limit of a reply")
                 data = plain.to("cpu").contiguous()
-                nbytes = data.numel() * data.element_size()
                 meta["$t"] = [self.size, nbytes]
                 self.chunks.append(ctypes.string_at(data.data_ptr(), nbytes) if nbytes else b"")
                 self.size += nbytes
@@ -88,93 +98,165 @@ class Encoder:
 
     def frame(self, message: dict) -> bytes:
         body = json.dumps(message, allow_nan=False).encode()
-        return HEADER.pack(len(body), self.size) + body + b"".join(self.chunks)
+        if self.max_bytes is not None and len(body) > min(self.max_bytes, MAX_BODY_BYTES):
+            raise WireError(f"the result is {len(body) / 2**20:.0f} MiB of plain Python values, over the "
+                            f"{min(self.max_bytes, MAX_BODY_BYTES) / 2**20:.0f} MiB limit (return tensors, not lists)")
+        if self.max_bytes is not None and len(body) + self.size > self.max_bytes:
+            raise WireError(f"the result is {(len(body) + self.size) / 2**20:.0f} MiB, over the "
+                            f"{self.max_bytes / 2**20:.0f} MiB limit of a reply")
+        return b"".join([HEADER.pack(len(body), self.size), body, *self.chunks])
 
 
-def encode(message: dict, keep=None) -> bytes:
-    """One frame holding ``message`` (its values encoded, tensors into the blob)."""
-    encoder = Encoder(keep)
+def encode(message: dict, keep=None, max_bytes: int | None = None) -> bytes:
+    """One frame holding ``message`` (its values encoded, tensors into the blob); WireError past ``max_bytes``."""
+    encoder = Encoder(keep, max_bytes)
     return encoder.frame({key: encoder(value) for key, value in message.items()})
 
 
+DEVICE = re.compile(r"(cpu|cuda|meta)(:[0-9]{1,3})?")
+
+
+def _int(value) -> bool:
+    return type(value) is int
+
+
 class Decoder:
-    """Rebuilds values from JSON data and the frame's blob; ``handle`` maps a Handle to a local object."""
+    """Rebuilds values from JSON data and the frame's blob; ``handle`` maps a Handle to a local object.
+
+    The data may come from a hostile peer: whatever it holds, decoding returns plain values or
+    raises WireError (never another exception, never runs code of the peer's choosing).
+    """
 
     def __init__(self, blob: bytes, handle=None, device=None):
         self.blob, self.handle, self.device = blob, handle, device
 
     def tensor(self, data: dict) -> torch.Tensor:
-        dtype = DTYPES.get(data.get("dtype"))
-        shape = data.get("shape")
-        if dtype is None or not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+        dtype = DTYPES.get(data["dtype"]) if type(data.get("dtype")) is str else None
+        shape, where, device = data.get("shape"), data["$t"], data.get("device", "cpu")
+        if (dtype is None or type(shape) is not list or len(shape) > MAX_DIMS
+                or not all(_int(n) and 0 <= n < 2**62 for n in shape)):
             raise WireError(f"bad tensor description {str(data)[:80]}")
-        if data["$t"] is None:
-            return torch.empty(shape, dtype=dtype, device="meta")
-        offset, nbytes = data["$t"]
+        if type(device) is not str or not DEVICE.fullmatch(device):
+            raise WireError(f"a tensor on an unknown device {str(device)[:40]!r}")
+        if where is None:
+            return _meta(shape, dtype)
+        if type(where) is not list or len(where) != 2 or not all(_int(n) for n in where):
+            raise WireError(f"bad tensor description {str(data)[:80]}")
+        offset, nbytes = where
         if nbytes != math.prod(shape) * dtype.itemsize or offset < 0 or offset + nbytes > len(self.blob):
             raise WireError("tensor bytes do not match its shape")
-        flat = torch.frombuffer(bytearray(self.blob[offset:offset + nbytes]), dtype=dtype) if nbytes else torch.empty(0, dtype=dtype)
+        if nbytes:
+            flat = torch.frombuffer(bytearray(memoryview(self.blob)[offset:offset + nbytes]), dtype=dtype)
+        else:
+            flat = torch.empty(0, dtype=dtype)
         tensor = flat.reshape(shape)
-        wanted = self.device if self.device is not None else data.get("device", "cpu")
-        return tensor.to(wanted) if wanted not in ("cpu", "meta") else tensor
+        wanted = self.device if self.device is not None else device
+        if str(wanted).startswith("meta"):
+            return _meta(shape, dtype)
+        if wanted == "cpu":
+            return tensor
+        try:
+            return tensor.to(wanted)
+        except (RuntimeError, AssertionError, ValueError) as error:  # no such device here
+            raise WireError(f"a tensor on {wanted} cannot be placed here: {str(error)[:100]}") from None
 
-    def __call__(self, data):
+    def __call__(self, data, depth: int = 0):
+        if depth > MAX_DEPTH:
+            raise WireError(f"values nested more than {MAX_DEPTH} deep")
         if data is None or isinstance(data, (bool, int, float, str)):
             return data
         if isinstance(data, list):
-            return [self(v) for v in data]
+            return [self(v, depth + 1) for v in data]
         if not isinstance(data, dict):
             raise WireError(f"unexpected {type(data).__name__}")
         if not any(k.startswith("$") for k in data):
-            return {k: self(v) for k, v in data.items()}
+            return {k: self(v, depth + 1) for k, v in data.items()}
         if "$t" in data:
             return self.tensor(data)
-        if "$tuple" in data:
-            return tuple(self(v) for v in data["$tuple"])
-        if "$dict" in data:
-            return {self._key(k): self(v) for k, v in data["$dict"]}
+        if "$tuple" in data and type(data["$tuple"]) is list:
+            return tuple(self(v, depth + 1) for v in data["$tuple"])
+        if "$dict" in data and type(data["$dict"]) is list:
+            items = {}
+            for item in data["$dict"]:
+                if type(item) is not list or len(item) != 2:
+                    raise WireError("bad dict item")
+                key = self(item[0], depth + 1)
+                try:
+                    hash(key)
+                except TypeError:
+                    raise WireError("dict keys must be plain values") from None
+                if isinstance(key, torch.Tensor) or (isinstance(key, tuple) and not _plain(key)):
+                    raise WireError("dict keys must be plain values")
+                items[key] = self(item[1], depth + 1)
+            return items
         if "$f" in data:
             return float(data["$f"]) if data["$f"] in ("nan", "inf", "-inf") else _bad(data)
         if "$dtype" in data:
-            return DTYPES.get(data["$dtype"]) or _bad(data)
+            return (DTYPES.get(data["$dtype"]) if type(data["$dtype"]) is str else None) or _bad(data)
         if "$device" in data:
-            return torch.device(str(data["$device"]))
+            if type(data["$device"]) is not str or not DEVICE.fullmatch(data["$device"]):
+                _bad(data)
+            return torch.device(data["$device"])
         if "$h" in data:
-            handle = Handle(int(data["$h"]), str(data.get("type", "object"))[:100])
+            if not _int(data["$h"]):
+                _bad(data)
+            kind = data.get("type", "object")
+            handle = Handle(data["$h"], kind[:100] if type(kind) is str else "object")
             return self.handle(handle) if self.handle else handle
         raise WireError(f"unknown value {str(data)[:80]}")
 
-    def _key(self, data):
-        key = self(data)
-        if isinstance(key, (list, dict)) or isinstance(key, torch.Tensor):
-            raise WireError("dict keys must be plain values")
-        return key
+
+def _meta(shape: list, dtype: torch.dtype) -> torch.Tensor:
+    try:
+        return torch.empty(shape, dtype=dtype, device="meta")
+    except (RuntimeError, ValueError, OverflowError) as error:
+        raise WireError(f"bad tensor shape: {str(error)[:100]}") from None
+
+
+def _plain(key: tuple) -> bool:
+    return all(v is None or isinstance(v, (bool, int, float, str)) or (isinstance(v, tuple) and _plain(v)) for v in key)
 
 
 def _bad(data):
     raise WireError(f"unknown value {str(data)[:80]}")
 
 
-def read_frame(sock: socket.socket, max_bytes: int) -> tuple[dict, bytes]:
-    """Read one frame; raise EOFError when the peer is gone, WireError when the frame is bad or too large."""
-    header = _read_exactly(sock, HEADER.size)
+def read_frame(sock: socket.socket, max_bytes: int, deadline: float | None = None,
+               max_body: int = MAX_BODY_BYTES) -> tuple[dict, bytes]:
+    """Read one frame of at most ``max_bytes`` (``max_body`` of them JSON); raise EOFError when the peer is gone,
+    WireError when the frame is bad or too large, TimeoutError when ``deadline`` (a time.monotonic() value)
+    passes before the whole frame has arrived."""
+    header = _read_exactly(sock, HEADER.size, deadline)
     body_len, blob_len = HEADER.unpack(header)
     if body_len + blob_len > max_bytes:
         raise WireError(f"a reply of {(body_len + blob_len) / 2**20:.0f} MiB is over the {max_bytes / 2**20:.0f} MiB limit")
+    if body_len > max_body:
+        raise WireError(f"a reply with {body_len / 2**20:.0f} MiB of JSON is over the {max_body / 2**20:.0f} MiB limit")
     try:
-        message = json.loads(_read_exactly(sock, body_len))
-    except (ValueError, UnicodeDecodeError) as error:
-        raise WireError(f"reply is not JSON: {error}") from None
+        message = json.loads(_read_exactly(sock, body_len, deadline))
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
+        raise WireError(f"reply is not JSON: {str(error)[:200]}") from None
     if not isinstance(message, dict):
         raise WireError("reply is not a JSON object")
-    return message, _read_exactly(sock, blob_len)
+    return message, _read_exactly(sock, blob_len, deadline)
 
 
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
+def _read_exactly(sock: socket.socket, n: int, deadline: float | None = None) -> bytes:
     buffer = bytearray(n)
     view, got = memoryview(buffer), 0
     while got < n:
-        count = sock.recv_into(view[got:])
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the rest of the frame did not arrive in time")
+            sock.settimeout(left)
+        try:
+            count = sock.recv_into(view[got:])
+        except socket.timeout:
+            raise TimeoutError("the rest of the frame did not arrive in time") from None
+        finally:
+            if deadline is not None:
+                sock.settimeout(None)
         if count == 0:
             raise EOFError("the worker closed the connection")
         got += count

@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import sys
+import time
 import traceback
 import types
 
@@ -24,7 +25,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import wire
-from .sandbox import Limits, confine
+from .sandbox import Limits, SandboxUnavailable, confine
 
 SUBMISSION = "/submission"
 PACKAGE = "exercises"
@@ -43,7 +44,7 @@ def zygote_main(control_fd: int) -> None:
     _die_with_parent()
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
-    torch.softmax(torch.randn(2, 3) @ torch.randn(3, 2), dim=-1)  # warm lazy initialisation before forking
+    _warm()
     control = socket.socket(fileno=control_fd)
     exited: dict[int, int] = {}
     while True:
@@ -61,6 +62,20 @@ def zygote_main(control_fd: int) -> None:
                 _run_worker(fds[0], request)
             os.close(fds[0])
             control.send(json.dumps({"pid": pid}).encode())
+        elif request["op"] == "wait":  # give a worker that is exiting on its own a moment; None if still running
+            pid, deadline = request["pid"], time.monotonic() + float(request["timeout"])
+            while pid not in exited:
+                try:
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    done, status = pid, 0
+                if done:
+                    exited[pid] = status
+                elif time.monotonic() >= deadline:
+                    break
+                else:
+                    time.sleep(0.005)
+            control.send(json.dumps({"status": exited.pop(pid, None)}).encode())
         elif request["op"] == "reap":
             pid = request["pid"]
             if pid not in exited:
@@ -69,6 +84,21 @@ def zygote_main(control_fd: int) -> None:
                 except ChildProcessError:
                     exited[pid] = 0
             control.send(json.dumps({"status": exited.pop(pid)}).encode())
+
+
+def _warm() -> None:
+    """Do once, before forking, what every worker would otherwise pay for on its first call: torch's lazy
+    imports and initialisation (the first use of a dispatch mode alone imports ~800 modules, about 1 s)."""
+    names = frozenset({"softmax", "matmul"})
+    x = torch.randn(2, 3, 4, requires_grad=True)
+    layer, dropout = torch.nn.Linear(4, 4), torch.nn.Dropout(0.1)
+    with Watch(names), Dispatch(names):
+        scores = (layer(x) @ x.transpose(-2, -1)).masked_fill(torch.ones(3, 3, dtype=torch.bool).tril() == 0, float("-inf"))
+        out = dropout(torch.softmax(scores / 2.0, dim=-1)) @ x
+        out.backward(torch.ones_like(out))
+    with torch.no_grad():
+        torch.empty(2, 3, device="meta") @ torch.empty(3, 2, device="meta")
+        torch.einsum("ij,jk->ik", torch.randn(2, 3), torch.randn(3, 2)).sum().item()
 
 
 def _run_worker(fd: int, request: dict) -> None:
@@ -80,8 +110,13 @@ def _run_worker(fd: int, request: dict) -> None:
         for target in (0, 1, 2):
             os.dup2(devnull, target)
         os.close(devnull)
-        isolation = confine(request["submission"], Limits(**request["limits"]), require=request["require_sandbox"],
-                            expose_cuda=request["device"] == "cuda", keep_fds=[fd])
+        try:
+            isolation = confine(request["submission"], Limits(**request["limits"]), require=request["require_sandbox"],
+                                expose_cuda=request["device"] == "cuda", keep_fds=[fd])
+        except SandboxUnavailable as error:  # no student code has run: tell the grader why, then stop
+            socket.socket(fileno=fd).sendall(wire.encode({"ok": False, "failure": {
+                "kind": "sandbox", "message": f"the sandbox could not be set up: {error}"}}))
+            raise
         serve(socket.socket(fileno=fd), isolation)
     except BaseException:
         code = 70
@@ -292,20 +327,29 @@ def _is_float(value) -> bool:
 
 def serve(sock: socket.socket, isolation: str) -> None:
     """Answer requests on ``sock`` until it closes."""
+    global SUBMISSION
+    if isolation != "namespaces":  # rlimits only: there is no /submission, confine chdir'ed into the folder itself
+        SUBMISSION = os.getcwd()
     worker = Worker()
     sock.sendall(wire.encode({"ok": True, "isolation": isolation}))
     while True:
         try:
-            message, blob = wire.read_frame(sock, MAX_REQUEST_BYTES)
+            message, blob = wire.read_frame(sock, MAX_REQUEST_BYTES, max_body=MAX_REQUEST_BYTES)
         except EOFError:
             return
         reply = worker.handle(message, blob)
         try:
-            frame = wire.encode(reply, keep=worker.keep)
+            frame = wire.encode(reply, keep=worker.keep, max_bytes=wire.MAX_REPLY_BYTES)
+        except wire.WireError as error:
+            frame = wire.encode({"ok": False, "failure": {"kind": "reply", "message": f"your result cannot be sent back: {error}"}})
         except BaseException as error:
             frame = wire.encode({"ok": False, "error": describe_exception(error)})
         sock.sendall(frame)
 
 
 if __name__ == "__main__":
+    if "--no-namespaces" in sys.argv[2:]:  # Zygote(namespaces=False): test the degraded path
+        from . import sandbox
+
+        sandbox._probe_result = (False, "namespaces turned off for this zygote (Zygote(namespaces=False))")
     zygote_main(int(sys.argv[1]))
