@@ -14,7 +14,8 @@ import html
 import io
 import json
 import os
-import time
+import shutil
+import tempfile
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -87,9 +88,16 @@ def submission_fingerprint(entry: Entry, course: Course) -> str | None:
 _zygote = None
 
 
-def grade_job(student: str, path: str, course_file: str, device: str, require_sandbox: bool) -> dict:
-    """Grade one student; always returns a results dict (an error record when the submission cannot be graded)."""
+def grade_job(student: str, path: str, course_file: str, device: str, require_sandbox: bool,
+              staging: str | None = None) -> dict:
+    """Grade one student; always returns a results dict (an error record when the submission cannot be graded).
+
+    ``staging`` is where private copies of submissions go (the batch wipes it at start, so copies left by a
+    killed batch do not pile up); None keeps the system's temporary folder (remote Dask workers).
+    """
     global _zygote
+    if staging:
+        tempfile.tempdir = staging
     from .pipeline import grade_submission
     from .remote import Zygote
 
@@ -268,6 +276,9 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     entries = discover(source)
     material = material_fingerprint(Path(course_file))
     (out / "results").mkdir(parents=True, exist_ok=True)
+    staging = out / ".staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(mode=0o700)
     todo = []
     for entry in entries:
         fingerprint = f"{material}:{submission_fingerprint(entry, course)}"
@@ -281,7 +292,8 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     if todo:
         with make_executor(jobs, dask) as executor:
             futures = {executor.submit(grade_job, e.student, str(e.path.resolve()), str(Path(course_file).resolve()),
-                                       device, require_sandbox): (e, f) for e, f in todo}
+                                       device, require_sandbox, None if dask else str(staging.resolve())): (e, f)
+                       for e, f in todo}
             for future in as_completed(futures):
                 entry, fingerprint = futures[future]
                 try:
@@ -296,6 +308,7 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
                 counts["graded" if data.get("status") == "graded" else "errored"] += 1
                 if progress:
                     progress.advance(counts)
+    shutil.rmtree(staging, ignore_errors=True)
     rows = write_gradebook(course, out)
     wanted = {e.student for e in entries}
     rows = [r for r in rows if r["student"] in wanted]

@@ -47,6 +47,7 @@ def _grade(args) -> int:
     from rich.markup import escape
 
     from .pipeline import DeviceError, grade_submission, resolve_device
+    from .remote import GraderFault
     from .reports import print_summary, write_json
 
     console = Console(stderr=True, soft_wrap=True)
@@ -58,10 +59,13 @@ def _grade(args) -> int:
         return 2
     try:
         outcome = grade_submission(args.submission, course, device=device, require_sandbox=args.require_sandbox)
-    except IntakeError as error:
+        write_json(outcome.results, args.out)
+    except (IntakeError, GraderFault) as error:
         console.print(f"grader: cannot grade {escape(str(args.submission))}: {escape(str(error))}", highlight=False)
         return 2
-    write_json(outcome.results, args.out)
+    except OSError as error:
+        console.print(f"grader: cannot write {escape(str(args.out))}: {escape(error.strerror or str(error))}", highlight=False)
+        return 2
     print_summary(outcome.grade, Console())
     return 0
 

@@ -59,11 +59,16 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
             session.broken[module] = SubmissionProblem("intake", problem)
         report = run_suites(session, course, device, select=select)
     finally:
-        session.close()
-        staged.cleanup()
-        if own_zygote:
-            zygote.close()
+        try:
+            session.close()
+        finally:
+            staged.cleanup()
+            if own_zygote:
+                zygote.close()
     problems = {module: str(problem) for module, problem in session.broken.items()}
+    if select:  # only the exercises the selection reached are scored
+        graded = {test.get("metadata", {}).get("exercise") for test in report.get("tests", [])}
+        course = course.model_copy(update={"exercises": [e for e in course.exercises if e.module in graded]})
     grade = score(report, course, problems)
     grade.notes.extend(staged.notes)
     if session.isolation.startswith("rlimits only"):

@@ -64,7 +64,7 @@ class GradingPlugin:
         config.addinivalue_line("markers", "weight(n): the test's share of its exercise's points (default 1)")
         from hypothesis import HealthCheck, settings
 
-        settings.register_profile("grading", derandomize=False, database=None, deadline=None, print_blob=False,
+        settings.register_profile("grading", derandomize=False, database=None, deadline=None, print_blob=False, report_multiple_bugs=False,
                                   max_examples=25, suppress_health_check=list(HealthCheck))
         settings.load_profile("grading")
 
