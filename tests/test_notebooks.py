@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from grader import notebooks  # noqa: E402
+from grader import cli, notebooks  # noqa: E402
 from grader.course import MODULES, course  # noqa: E402
 from grader.intake import IntakeError, read_submission  # noqa: E402
 from grader.notebooks import (ASSIGNMENTS, CODE_STUB, COURSE_DIR, assignment_name, generate_course,  # noqa: E402
@@ -99,10 +99,14 @@ def test_generator_writes_finds_and_repairs_stale_files(tmp_path):
     stray.parent.mkdir()
     stray.write_text("{}", encoding="utf-8")
     assert stale_notebooks(tmp_path) == ["source/05_quiz/05_quiz.ipynb", "source/09_extra/09_extra.ipynb"]
-    assert notebooks.main(["--check", "--target", str(tmp_path)]) == 1
     generate_course(tmp_path)
     assert stale_notebooks(tmp_path) == [] and not stray.exists()
-    assert notebooks.main(["--check", "--target", str(tmp_path)]) == 0
+
+
+def test_cli_check_reports_the_course_up_to_date(capsys):
+    """`grader notebooks --check` exits 0 and says so when nbgrader/ matches solutions/."""
+    assert cli.main(["notebooks", "--check"]) == 0
+    assert "up to date" in capsys.readouterr().out
 
 
 def test_one_assignment_per_exercise_in_syllabus_order():
