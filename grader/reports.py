@@ -388,7 +388,7 @@ def write_json(data: dict, path: str | os.PathLike) -> None:
 
 
 def print_summary(grade: Grade, console: Console | None = None) -> None:
-    """A table per exercise, then each failure's message."""
+    """A table per exercise, then each failure's message (an exercise that could not run at all: once, in the table)."""
     console = console or Console()
     table = Table(title="Grade", show_footer=True)
     table.add_column("exercise", footer="total")
@@ -404,8 +404,9 @@ def print_summary(grade: Grade, console: Console | None = None) -> None:
     for note in grade.notes:
         console.print(f"[bold yellow]note:[/] {_literal(note)}")
     console.print(table)
+    broken = {e.module for e in grade.exercises if e.problem}
     for test in grade.tests:
-        if test.status == "failed":
+        if test.status == "failed" and test.exercise not in broken:
             console.print(f"[red]✗[/] [bold]{test.exercise}[/]: {_literal(test.doc)}\n    {_literal(test.feedback)}",
                           highlight=False)
 
