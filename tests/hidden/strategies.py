@@ -1,0 +1,172 @@
+"""Hypothesis strategies shared by the hidden suites: shapes, seeds and the inputs made from them.
+
+Hypothesis draws the *structure* of an input (how many batch dims, every size,
+a seed, a scale); the values themselves come from a seeded ``torch.Generator``,
+which is fast and spreads values well. Every size in one drawn case differs
+from every other (B, Tq, Tk, d_in, d_k, d_v, heads, ...): square or repeated
+sizes hide transposition and broadcasting bugs. Sizes start at 2 for the same
+reason (a dimension of size 1 broadcasts and transposes silently).
+
+The plugin loads the seeded "grading" profile; ``examples(n)`` pins what every
+test needs regardless of the profile: a small ``max_examples`` (one submission
+is graded in a second or two), no shrinking (failures are reported by shape
+class, never by value, so a minimal example buys nothing but time), no deadline
+and no database.
+"""
+from __future__ import annotations
+
+import torch
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+
+LO, HI = 2, 9  # sizes are drawn from LO..HI
+SEEDS = st.integers(min_value=0, max_value=2**31 - 1)
+
+
+def examples(n: int) -> settings:
+    """Settings for a test that tries ``n`` generated cases."""
+    return settings(max_examples=n, phases=[Phase.explicit, Phase.generate], deadline=None, database=None,
+                    derandomize=False, print_blob=False, report_multiple_bugs=False,
+                    suppress_health_check=list(HealthCheck))
+
+
+class Case:
+    """One drawn case: named sizes, leading batch dims, a seed and a scale; makes its tensors.
+
+    ``case.T``, ``case.d`` ... are the named sizes; ``case.batch`` the tuple of
+    leading dims (possibly empty). ``case.randn(*shape)`` draws a float64
+    normal tensor (times ``case.scale``) from the case's own generator, so a
+    replayed case gives the same tensors.
+    """
+
+    def __init__(self, sizes: dict[str, int], batch: tuple[int, ...] = (), seed: int = 0, scale: float = 1.0, **extra):
+        self.sizes, self.batch, self.seed, self.scale = dict(sizes), tuple(batch), seed, scale
+        self.extra = extra
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __getattr__(self, name):
+        sizes = self.__dict__.get("sizes", {})
+        if name in sizes:
+            return sizes[name]
+        extra = self.__dict__.get("extra", {})
+        if name in extra:
+            return extra[name]
+        raise AttributeError(name)
+
+    def randn(self, *shape, dtype=torch.float64, device="cpu", scale: float | None = None) -> torch.Tensor:
+        t = torch.randn(tuple(shape), generator=self.generator, dtype=torch.float64)
+        return (t * (self.scale if scale is None else scale)).to(dtype=dtype, device=device)
+
+    def rand(self, *shape, dtype=torch.float64, device="cpu") -> torch.Tensor:
+        return torch.rand(tuple(shape), generator=self.generator, dtype=torch.float64).to(dtype=dtype, device=device)
+
+    def __repr__(self):  # what hypothesis would print; it never reaches a student
+        return f"Case({self.sizes}, batch={self.batch}, seed={self.seed}, scale={self.scale}, {self.extra})"
+
+
+@st.composite
+def cases(draw, names: tuple[str, ...], batch: tuple[int, int] = (0, 2), lo: int = LO, hi: int = HI,
+          scales=(1.0,), **extra_strategies) -> Case:
+    """Distinct sizes for ``names`` plus 0..2 (``batch``) leading dims, all different from each other."""
+    n_batch = draw(st.integers(*batch))
+    count = len(names) + n_batch
+    values = draw(st.lists(st.integers(lo, max(hi, lo + count - 1)), min_size=count, max_size=count, unique=True))
+    extra = {key: draw(strategy) for key, strategy in extra_strategies.items()}
+    return Case(dict(zip(names, values[n_batch:])), tuple(values[:n_batch]), draw(SEEDS), draw(st.sampled_from(scales)),
+                **extra)
+
+
+# -- per-exercise shapes
+
+def vectors() -> st.SearchStrategy[Case]:
+    """1-D length d (dot)."""
+    return cases(("d",), batch=(0, 0), lo=1, hi=12)
+
+
+def sequences(batch=(0, 2), scales=(1.0, 0.5, 2.0)) -> st.SearchStrategy[Case]:
+    """(..., T, d) with T != d."""
+    return cases(("T", "d"), batch=batch, scales=scales)
+
+
+def query_key_pairs(batch=(0, 2)) -> st.SearchStrategy[Case]:
+    """(..., Tq, d) and (..., Tk, d)."""
+    return cases(("Tq", "Tk", "d"), batch=batch, scales=(1.0, 0.5, 2.0))
+
+
+def qkv_triples(batch=(0, 2)) -> st.SearchStrategy[Case]:
+    """(..., Tq, d_k), (..., Tk, d_k), (..., Tk, d_v)."""
+    return cases(("Tq", "Tk", "d_k", "d_v"), batch=batch, scales=(1.0, 0.5, 2.0))
+
+
+def projections(batch=(0, 2)) -> st.SearchStrategy[Case]:
+    """x (..., T, d_in), W_query/W_key (d_in, d_k), W_value (d_in, d_v)."""
+    return cases(("T", "d_in", "d_k", "d_v"), batch=batch)
+
+
+def modules(batch=(0, 2)) -> st.SearchStrategy[Case]:
+    """x (..., T, d_in) for a module d_in -> d_out."""
+    return cases(("T", "d_in", "d_out"), batch=batch, scales=(1.0, 2.0))
+
+
+def causal_cases() -> st.SearchStrategy[Case]:
+    """x (B, T, d_in), d_out, context_length >= T (sometimes equal, sometimes longer)."""
+    return cases(("B", "T", "d_in", "d_out"), batch=(0, 0), hi=8, scales=(1.0, 2.0),
+                 extra_context=st.sampled_from([0, 0, 1, 3]), qkv_bias=st.booleans())
+
+
+@st.composite
+def multihead_cases(draw, heads=(2, 4)) -> Case:
+    """x (B, T, d_in), num_heads >= 2 and head_dim >= 2, all different, d_out = heads * head_dim (also different)."""
+    n_heads = draw(st.integers(*heads))
+    others = [v for v in range(LO, 8) if v != n_heads]
+    B, T, d_in, head_dim = draw(st.permutations(others))[:4]
+    d_out = n_heads * head_dim
+    if d_out in (B, T, d_in):
+        d_in = next(v for v in range(LO, 12) if v not in (B, T, n_heads, head_dim, d_out))
+    return Case(dict(B=B, T=T, d_in=d_in, heads=n_heads, head_dim=head_dim, d_out=d_out), (), draw(SEEDS),
+                draw(st.sampled_from([1.0, 2.0])), extra_context=draw(st.sampled_from([0, 0, 2])),
+                qkv_bias=draw(st.booleans()))
+
+
+def decoder_cases() -> st.SearchStrategy[Case]:
+    """s (..., d), H (..., n, d) with n != d."""
+    return cases(("n", "d"), batch=(0, 2), scales=(1.0, 0.5, 2.0))
+
+
+def dictionary_cases() -> st.SearchStrategy[Case]:
+    """Q (..., nq, dk), K (..., nk, dk), V (..., nk, dv) and a temperature."""
+    return cases(("nq", "nk", "dk", "dv"), batch=(0, 2), scales=(1.0, 0.5),
+                 temperature=st.sampled_from([1.0, 0.5, 2.0, 0.1, 3.0]))
+
+
+def softmax_cases(max_rank: int = 4) -> st.SearchStrategy[Case]:
+    """Any shape of rank 1..max_rank (sizes all different), a dim (either sign) and a temperature."""
+    @st.composite
+    def build(draw):
+        rank = draw(st.integers(1, max_rank))
+        sizes = draw(st.lists(st.integers(LO, HI), min_size=rank, max_size=rank, unique=True))
+        dim = draw(st.integers(-rank, rank - 1))
+        temperature = draw(st.sampled_from([1.0, 0.5, 2.0, 0.25, 3.0]))
+        return Case({}, (), draw(SEEDS), draw(st.sampled_from([1.0, 3.0])), shape=tuple(sizes), dim=dim,
+                    temperature=temperature)
+    return build()
+
+
+TABLE_KEYS = ("apple", "pear", "fig", "kiwi", "lime", "plum", "date")
+
+
+@st.composite
+def tables(draw) -> tuple[dict, object]:
+    """A dict of 2..6 keys (strings or ints, never in sorted order) to equal-length lists of numbers, and a key of it."""
+    n = draw(st.integers(2, 6))
+    dv = draw(st.integers(1, 5))
+    if draw(st.booleans()):
+        keys = draw(st.permutations(TABLE_KEYS))[:n]
+    else:
+        keys = draw(st.lists(st.integers(-20, 40), min_size=n, max_size=n, unique=True))
+    if list(keys) == sorted(keys):
+        keys = list(reversed(keys))
+    values = draw(st.lists(st.lists(st.integers(-9, 9), min_size=dv, max_size=dv), min_size=n, max_size=n))
+    floats = draw(st.booleans())  # tables of ints only, or of ints and floats mixed
+    table = {k: [float(v) if floats and i % 2 else v for i, v in enumerate(row)] for k, row in zip(keys, values)}
+    return table, draw(st.sampled_from(list(keys)))
