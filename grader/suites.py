@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import random
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -30,19 +31,31 @@ class CheckFailed(AssertionError):
     """A property of the submission does not hold; the message is written for the student."""
 
 
+PRINTED_TENSOR = re.compile(r"tensor\((?:.|\n)*?\)")
+DECIMAL = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?:[eE][-+]?\d+)?|(?<![\w.])[-+]?\d+[eE][-+]?\d+")
+
+
+def redact(text: str) -> str:
+    """Text that came from student code, with anything that could show a hidden input cut out:
+    printed tensors and decimal numbers (shapes, line numbers and other integers stay)."""
+    return DECIMAL.sub("…", PRINTED_TENSOR.sub("tensor(...)", text))
+
+
 def feedback(error: BaseException | None) -> str:
     """What the student reads about a failure: only messages written for them, never suite code or values."""
     if error is None:
         return ""
-    if isinstance(error, (CheckFailed, SubmissionProblem, StudentError)):
+    if isinstance(error, (CheckFailed, SubmissionProblem)):
         text = str(error)
+    elif isinstance(error, StudentError):
+        text = redact(str(error))
     elif isinstance(error, AssertionError):
         first = str(error).split("\n", 1)[0]
         text = "a check of this property failed" if not first or first.startswith("assert ") else first
     elif isinstance(error, pytest.skip.Exception):
         text = str(error)
     else:
-        text = f"{type(error).__name__} while checking your result: {str(error).splitlines()[0] if str(error) else ''}"
+        text = f"{type(error).__name__} while checking your result: {redact(str(error).splitlines()[0]) if str(error) else ''}"
     return text if len(text) <= MAX_FEEDBACK else text[:MAX_FEEDBACK] + "…"
 
 
@@ -76,7 +89,9 @@ class GradingPlugin:
     @pytest.fixture(autouse=True)
     def _seeded(self):
         """Every test starts from the same random state, whatever ran before it (other tests, other submissions)."""
-        torch.manual_seed(self._course.seed)
+        torch.default_generator.manual_seed(self._course.seed)  # torch.manual_seed would also queue lazy CUDA seeding
+        if torch.cuda.is_initialized():
+            torch.cuda.manual_seed_all(self._course.seed)
         random.seed(self._course.seed)
 
     @pytest.fixture(scope="session")

@@ -21,14 +21,13 @@ for the plugin.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 import torch
 
 from grader.remote import CallResult, StudentError
-from grader.suites import CheckFailed
+from grader.suites import CheckFailed, redact
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 STUDENT_TEXT = 320  # at most this much of the student's own error message goes into ours
@@ -78,12 +77,9 @@ def _hint(text: str | None) -> str:
     return f" Hint: {text}" + ("" if text.rstrip().endswith((".", "?", "!", ")")) else ".")
 
 
-PRINTED_TENSOR = re.compile(r"tensor\((?:.|\n)*?\)")
-
-
 def _student_text(error: BaseException) -> str:
-    """The student's exception as text, with any printed tensor (it would show hidden inputs) cut out."""
-    text = PRINTED_TENSOR.sub("tensor(...)", str(error))
+    """The student's exception as text, with anything that could show hidden inputs cut out."""
+    text = redact(str(error))
     return text if len(text) <= STUDENT_TEXT else text[:STUDENT_TEXT] + "…"
 
 

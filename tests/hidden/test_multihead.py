@@ -1,5 +1,4 @@
 """Hidden suite, exercise 8: multi-head causal attention (MultiHeadAttention)."""
-import math
 
 import pytest
 import torch
