@@ -28,25 +28,27 @@ from grader.course import COURSE_FILE, MODULES
 from grader.notebooks import ASSIGNMENTS, COURSE_DIR
 from grader.stubs import BEGIN, END
 
-CORPUS = ROOT / "tests" / "corpus"
+sys.path.insert(0, str(ROOT / "tests" / "corpus"))
+from variants import VARIANTS  # noqa: E402
 
 
 def synthetic_class(target: Path, count: int, seed: int = 0) -> None:
     """``count`` submissions: 35% the references, 35% one correct variant, 25% one bug, 5% one hostile module."""
     rng = random.Random(seed)
-    variants = {kind: sorted((CORPUS / kind).glob("*/*.py")) for kind in ("correct", "buggy")}
-    variants["hostile"] = sorted(p for p in (ROOT / "tests" / "hostile").glob("*/*.py") if p.stem in MODULES)
+    variants = {kind: [v for v in VARIANTS if v.kind == kind] for kind in ("correct", "buggy")}
+    hostile = sorted(p for p in (ROOT / "tests" / "hostile").glob("*/*.py") if p.stem in MODULES)
     for n in range(count):
         folder = target / f"student{n:04d}"
         folder.mkdir(parents=True)
         for module in MODULES:
             shutil.copy(ROOT / "solutions" / f"{module}.py", folder / f"{module}.py")
         draw = rng.random()
-        kind = None if draw < 0.35 else "correct" if draw < 0.7 else "buggy" if draw < 0.95 else "hostile"
-        if kind and variants[kind]:
-            variant = rng.choice(variants[kind])
-            module = variant.stem if kind == "hostile" else variant.parent.name
-            shutil.copy(variant, folder / f"{module}.py")
+        if draw >= 0.95 and hostile:
+            trick = rng.choice(hostile)
+            shutil.copy(trick, folder / trick.name)
+        elif draw >= 0.35:
+            variant = rng.choice(variants["correct" if draw < 0.7 else "buggy"])
+            (folder / f"{variant.module}.py").write_text(variant.source(), encoding="utf-8")
 
 
 def measure(label: str, source: Path, out: Path, jobs: int) -> float:

@@ -1,9 +1,9 @@
 """The hidden suites against a corpus of variants of the references (tests/corpus): proof that they grade right.
 
-Every file ``tests/corpus/<kind>/<module>/<variant>.py`` is a complete
-replacement of one exercise file, whose module docstring's first line names
-what it is. A submission is built as a copy of solutions/ with that one file
-replaced, graded once with one shared worker zygote, and checked:
+Every variant of ``tests/corpus/variants.py`` is one exercise file of
+solutions/ with a few edits and a title naming what it is. A submission is
+built as a copy of solutions/ with that one file replaced, graded once with
+one shared worker zygote, and checked:
 
 - ``buggy/``: one real bug each; the exercise loses points, every other
   exercise keeps full marks, and each failed check says something specific
@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,30 +31,23 @@ from grader.course import MODULES, course
 from grader.remote import Zygote
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT / "tests" / "corpus"
-KINDS = ("buggy", "correct", "partial")
-VARIANTS = sorted(CORPUS.glob("*/*/*.py"))
+sys.path.insert(0, str(ROOT / "tests" / "corpus"))
+from variants import KINDS, VARIANTS, Variant  # noqa: E402
 # the checks a loop-based or built-in-using answer may fail, and how much of its exercise it must keep
 SMALL_SHARE_TESTS = ("test_vectorized", "test_own_implementation", "test_dot_own_implementation")
 PARTIAL_KEEPS = 0.8
 GENERIC_FEEDBACK = "a check of this property failed"
 VALUES = re.compile(r"tensor\(\s*\[*\s*-?(\d|nan|inf)")  # a printed tensor in a message would show hidden values
 
-_grades: dict[Path, object] = {}
+_grades: dict[str, object] = {}
 
 
-def variant_id(path: Path) -> str:
-    return f"{path.parent.parent.name}/{path.parent.name}/{path.stem}"
+def variant_id(variant: Variant) -> str:
+    return variant.id
 
 
-def title(path: Path) -> str:
-    """The first line of the variant's module docstring: what it is."""
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    return doc.splitlines()[0] if doc else ""
-
-
-def of_kind(kind: str) -> list[Path]:
-    return [p for p in VARIANTS if p.parent.parent.name == kind]
+def of_kind(kind: str) -> list[Variant]:
+    return [v for v in VARIANTS if v.kind == kind]
 
 
 @pytest.fixture(scope="module")
@@ -66,12 +60,12 @@ def zygote():
 @pytest.fixture(scope="module")
 def build(tmp_path_factory):
     """build(variant or None) -> a submission folder: solutions/ with the variant's file swapped in."""
-    def make(variant: Path | None, base: Path = ROOT / "solutions") -> Path:
+    def make(variant: Variant | None, base: Path = ROOT / "solutions") -> Path:
         folder = tmp_path_factory.mktemp("submission")
         for module in MODULES:
             shutil.copy(base / f"{module}.py", folder / f"{module}.py")
         if variant is not None:
-            shutil.copy(variant, folder / f"{variant.parent.name}.py")
+            (folder / f"{variant.module}.py").write_text(variant.source(), encoding="utf-8")
         return folder
     return make
 
@@ -81,10 +75,10 @@ def grade(zygote, build):
     """grade(variant) -> the grader.scores.Grade of its submission, computed once per variant."""
     from grader.pipeline import grade_submission
 
-    def run(variant: Path):
-        if variant not in _grades:
-            _grades[variant] = grade_submission(build(variant), course(), zygote).grade
-        return _grades[variant]
+    def run(variant: Variant):
+        if variant.id not in _grades:
+            _grades[variant.id] = grade_submission(build(variant), course(), zygote).grade
+        return _grades[variant.id]
     return run
 
 
@@ -109,16 +103,19 @@ def test_corpus_layout():
     """At least 40 buggy variants over all eight exercises, 6 correct ones, partial ones, each titled and changed."""
     buggy = of_kind("buggy")
     assert len(buggy) >= 40, len(buggy)
-    assert {p.parent.name for p in buggy} == set(MODULES)
+    assert {v.module for v in buggy} == set(MODULES)
     assert len(of_kind("correct")) >= 6
     assert of_kind("partial")
-    assert {p.parent.parent.name for p in VARIANTS} <= set(KINDS)
+    assert {v.kind for v in VARIANTS} <= set(KINDS)
+    assert len({v.id for v in VARIANTS}) == len(VARIANTS)
     prefixes = {"buggy": "Bug: ", "correct": "Correct: ", "partial": "Partial: "}
-    for path in VARIANTS:
-        assert path.parent.name in MODULES, path
-        assert title(path).startswith(prefixes[path.parent.parent.name]), f"{path}: {title(path)!r}"
-        reference = (ROOT / "solutions" / f"{path.parent.name}.py").read_text(encoding="utf-8")
-        assert ast.dump(ast.parse(path.read_text(encoding="utf-8"))) != ast.dump(ast.parse(reference)), path
+    for variant in VARIANTS:
+        assert variant.module in MODULES, variant.id
+        assert variant.title.startswith(prefixes[variant.kind]), f"{variant.id}: {variant.title!r}"
+        reference = (ROOT / "solutions" / f"{variant.module}.py").read_text(encoding="utf-8")
+        changed = ast.parse(variant.source())  # also: every edit still applies exactly once
+        code = [ast.dump(node) for node in changed.body[1:]]  # past the docstring
+        assert code != [ast.dump(node) for node in ast.parse(reference).body[1:]], variant.id
 
 
 # ---------------------------------------------------------------- grading the corpus (slow)
@@ -153,11 +150,11 @@ def test_stubs_get_nothing(zygote):
 @pytest.mark.parametrize("variant", of_kind("buggy"), ids=variant_id)
 def test_buggy_variant_loses_points_in_its_own_exercise(grade, variant):
     """A buggy variant loses points in its own exercise, keeps every other exercise, and gets specific feedback."""
-    module = variant.parent.name
+    module = variant.module
     result = grade(variant)
     score, maximum = scores_by_module(result)[module]
-    assert score < maximum, f"not caught: {title(variant)}"
-    assert not others_full(result, module), f"{title(variant)} also costs: {others_full(result, module)}"
+    assert score < maximum, f"not caught: {variant.title}"
+    assert not others_full(result, module), f"{variant.title} also costs: {others_full(result, module)}"
     for test in failures(result, module):
         assert test.feedback and test.feedback != GENERIC_FEEDBACK, f"{test.name} gives no specific feedback"
         assert not VALUES.search(test.feedback), f"{test.name} shows values: {test.feedback}"
@@ -175,14 +172,14 @@ def test_correct_variant_gets_full_marks(grade, variant):
 @pytest.mark.parametrize("variant", of_kind("partial"), ids=variant_id)
 def test_partial_variant_loses_only_the_small_share(grade, variant):
     """A loop-based or built-in-using variant fails only the vectorization or own-implementation check."""
-    module = variant.parent.name
+    module = variant.module
     result = grade(variant)
     score, maximum = scores_by_module(result)[module]
     failed = [t.name.split("::")[-1].split("[")[0] for t in failures(result, module)]
-    assert failed, f"not caught: {title(variant)}"
-    assert set(failed) <= set(SMALL_SHARE_TESTS), f"{title(variant)} fails {failed}: " + "; ".join(
+    assert failed, f"not caught: {variant.title}"
+    assert set(failed) <= set(SMALL_SHARE_TESTS), f"{variant.title} fails {failed}: " + "; ".join(
         t.feedback for t in failures(result, module))
-    assert score >= PARTIAL_KEEPS * maximum, f"{title(variant)} keeps only {score}/{maximum}"
+    assert score >= PARTIAL_KEEPS * maximum, f"{variant.title} keeps only {score}/{maximum}"
     assert not others_full(result, module)
 
 
@@ -192,9 +189,9 @@ def test_mutation_score(grade, capsys):
     buggy = of_kind("buggy")
     missed = []
     for variant in buggy:
-        score, maximum = scores_by_module(grade(variant))[variant.parent.name]
+        score, maximum = scores_by_module(grade(variant))[variant.module]
         if score >= maximum:
-            missed.append(f"{variant_id(variant)} ({title(variant)})")
+            missed.append(f"{variant_id(variant)} ({variant.title})")
     caught = len(buggy) - len(missed)
     with capsys.disabled():
         print(f"\nmutation score: {caught}/{len(buggy)} buggy variants caught ({100 * caught / len(buggy):.0f}%)")

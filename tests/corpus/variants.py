@@ -1,57 +1,59 @@
-"""Regenerates tests/corpus/{buggy,correct,partial}/<module>/<variant>.py from solutions/.
+"""The corpus that proves the hidden suites: variants of the references, each one exercise file with a few edits.
 
-Each variant is the reference file with a few exact text edits (one bug, one other style, or one loop or
-built-in), its module docstring's first line naming what it is. Run ``python tests/corpus/generate.py``
-after changing solutions/; an edit whose text no longer occurs in the reference stops the script.
-tests/test_mutants.py grades every variant.
+Every variant is solutions/<module>.py with a few exact text edits (one real bug, another correct style, or
+one Python loop or built-in), and a title naming what it is. tests/test_mutants.py builds a submission from
+each (solutions/ with that one file replaced) and grades it; benchmarks/batch.py draws its class from them.
+An edit whose text no longer occurs exactly once in the reference fails the corpus test.
 """
-import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-OUT = ROOT / "tests" / "corpus"
-SRC = {p.stem: p.read_text(encoding="utf-8") for p in (ROOT / "solutions").glob("*.py") if p.stem != "__init__"}
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+KINDS = ("buggy", "correct", "partial")
 
 
-def variant(kind: str, module: str, name: str, title: str, *edits: tuple[str, str]) -> Path:
-    """Write <kind>/<module>/<name>.py: the reference with ``edits`` applied and ``title`` as docstring line 1."""
-    text = SRC[module]
-    for old, new in edits:
-        count = text.count(old)
-        assert count == 1, f"{kind}/{module}/{name}: {old!r} occurs {count} times in solutions/{module}.py"
-        text = text.replace(old, new)
-    first, rest = text.split("\n", 1)
-    assert first.startswith('"""') and first.endswith('"""') and len(first) > 6, f"{module}: one-line docstring expected"
-    body = (f'"""{title}\n\nA grader corpus variant of exercise {module} (tests/test_mutants.py): the reference '
-            f'with one change.\n"""\n' + rest)
-    body = "\n".join(line for line in body.splitlines() if line.strip() not in MARKERS) + "\n"
-    compile(body, name, "exec")
-    path = OUT / kind / module / f"{name}.py"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(body, encoding="utf-8")
-    return path
+@dataclass(frozen=True)
+class Variant:
+    kind: str  # buggy, correct or partial
+    module: str
+    name: str
+    title: str  # "Bug: ...", "Correct: ..." or "Partial: ..."
+    edits: tuple[tuple[str, str], ...]
+
+    @property
+    def id(self) -> str:
+        return f"{self.kind}/{self.module}/{self.name}"
+
+    def source(self) -> str:
+        """The reference with the edits applied, the title as its docstring's first line, markers removed."""
+        text = (ROOT / "solutions" / f"{self.module}.py").read_text(encoding="utf-8")
+        for old, new in self.edits:
+            count = text.count(old)
+            if count != 1:
+                raise ValueError(f"{self.id}: {old!r} occurs {count} times in solutions/{self.module}.py")
+            text = text.replace(old, new)
+        rest = text.split("\n", 1)[1]
+        body = f'"""{self.title}\n\nA corpus variant of exercise {self.module}: the reference with one change.\n"""\n' + rest
+        return "\n".join(line for line in body.splitlines() if line.strip() not in MARKERS) + "\n"
 
 
-B, C, P = "buggy", "correct", "partial"
-for kind in (B, C, P):
-    shutil.rmtree(OUT / kind, ignore_errors=True)
-V: list[Path] = []
+VARIANTS: list[Variant] = []
 
 
 def bug(module, name, title, *edits):
     """One real bug: the exercise must lose points, and no other exercise."""
-    V.append(variant(B, module, name, "Bug: " + title, *edits))
+    VARIANTS.append(Variant("buggy", module, name, "Bug: " + title, edits))
 
 
 def ok(module, name, title, *edits):
     """Another correct style: full marks."""
-    V.append(variant(C, module, name, "Correct: " + title, *edits))
+    VARIANTS.append(Variant("correct", module, name, "Correct: " + title, edits))
 
 
 def part(module, name, title, *edits):
     """Right values but a Python loop or a banned built-in: only the small share is lost."""
-    V.append(variant(P, module, name, "Partial: " + title, *edits))
+    VARIANTS.append(Variant("partial", module, name, "Partial: " + title, edits))
 
 
 # ------------------------------------------------------------------ scores
@@ -360,5 +362,3 @@ part("multihead", "head_loop", "MultiHeadAttention computes the scores of each h
 ok("multihead", "contiguous_view", "multihead with unflatten/permute to split and contiguous().view to merge",
    (SPLIT, "return t.unflatten(-1, (self.num_heads, self.head_dim)).permute(0, 2, 1, 3)"),
    (MERGE, "context = (weights @ values).transpose(1, 2).contiguous().view(B, T, self.num_heads * self.head_dim)"))
-
-print(f"{len(V)} variants written under {OUT}")
