@@ -649,3 +649,20 @@ def module_reference(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
     if x.dtype == torch.float64:
         return module(x).detach()
     return wide(module)(x.double()).detach().to(x.dtype)
+
+
+def earlier_outputs_unchanged(call: Callable, x: torch.Tensor, changed: torch.Tensor, t: int, *, what: str, on: str,
+                              expected: str, hint: str) -> None:
+    """Changing the tokens from position ``t`` on leaves every output before ``t`` as it was (no peeking)."""
+    a = expect_tensor(attempt(lambda: call(x), what, on), what, on)
+    b = expect_tensor(attempt(lambda: call(changed), what, on), what, on)
+    if a.shape != b.shape or a.shape[:2] != x.shape[:2]:
+        raise CheckFailed(f"{what} returned shape {shape(a)} on {on}; expected {expected}.")
+    if not bool(torch.isfinite(a).all()):
+        raise CheckFailed(f"{what}: NaN or inf on {on}. Hint: every row must keep at least its diagonal entry, and "
+                          f"masked scores get -inf before a (stable) softmax.")
+    moved = ~((a[:, :t] - b[:, :t]).abs() <= 1e-9 + 1e-7 * a[:, :t].abs())
+    if bool(moved.any()):
+        position = int(moved.nonzero()[0][1])
+        raise CheckFailed(f"changing the tokens from position {t} on changes the output at position {position} ({on}). "
+                          f"Hint: a later position changes an earlier output: {hint}")

@@ -137,20 +137,9 @@ def test_no_peeking(student, course, device, case, data):
     changed = x.clone()
     changed[:, t:] = case.randn(case.B, case.T - t, case.d_in, dtype=torch.float64, device=device) * 3
     on = _on(x, case.T + case.extra_context)
-    a = C.expect_tensor(C.attempt(lambda: module(x), WHAT, on), WHAT, on)
-    b = C.expect_tensor(C.attempt(lambda: module(changed), WHAT, on), WHAT, on)
-    if a.shape != b.shape or a.shape[:2] != x.shape[:2]:
-        raise C.CheckFailed(f"{WHAT} returned shape {C.shape(a)} on {on}; expected ({case.B}, {case.T}, {case.d_out}).")
-    if not bool(torch.isfinite(a).all()):
-        raise C.CheckFailed(f"{WHAT}: NaN or inf on {on}. Hint: every row must keep at least its diagonal entry, and "
-                            f"masked scores get -inf before a (stable) softmax.")
-    moved = ~((a[:, :t] - b[:, :t]).abs() <= 1e-9 + 1e-7 * a[:, :t].abs())
-    if bool(moved.any()):
-        position = int(moved.nonzero()[0][1])
-        raise C.CheckFailed(f"changing the tokens from position {t} on changes the output at position {position} "
-                            f"({on}): a position sees later ones. Hint: a later position changes an earlier output: "
-                            f"check which triangle your mask keeps (True on and below the diagonal may attend) and "
-                            f"that it is applied with -inf before the softmax.")
+    C.earlier_outputs_unchanged(module, x, changed, t, what=WHAT, on=on, expected=f"({case.B}, {case.T}, {case.d_out})",
+                                hint="check which triangle your mask keeps (True on and below the diagonal may attend) "
+                                     "and that it is applied with -inf before the softmax.")
 
 
 @pytest.mark.weight(2)

@@ -127,20 +127,9 @@ def test_no_peeking(student, course, device, case, data):
     changed = x.clone()
     changed[:, t:] = case.randn(case.B, case.T - t, case.d_in, dtype=torch.float64, device=device) * 3
     on = _on(x, case.heads, case.T + case.extra_context)
-    a = C.expect_tensor(C.attempt(lambda: module(x), WHAT, on), WHAT, on)
-    b = C.expect_tensor(C.attempt(lambda: module(changed), WHAT, on), WHAT, on)
-    if a.shape != b.shape or a.shape[:2] != x.shape[:2]:
-        raise C.CheckFailed(f"{WHAT} returned shape {C.shape(a)} on {on}; expected ({case.B}, {case.T}, {case.d_out}).")
-    if not bool(torch.isfinite(a).all()):
-        raise C.CheckFailed(f"{WHAT}: NaN or inf on {on}. Hint: every row must keep at least its diagonal entry, and "
-                            f"masked scores get -inf before a (stable) softmax.")
-    moved = ~((a[:, :t] - b[:, :t]).abs() <= 1e-9 + 1e-7 * a[:, :t].abs())
-    if bool(moved.any()):
-        position = int(moved.nonzero()[0][1])
-        raise C.CheckFailed(f"changing the tokens from position {t} on changes the output at position {position} ({on}). "
-                            f"Hint: a later position changes an earlier output: check which triangle your mask keeps, "
-                            f"that it is applied with -inf before the softmax, and that the heads are split with "
-                            f"view(B, T, num_heads, head_dim).transpose(1, 2) (a direct view mixes tokens).")
+    C.earlier_outputs_unchanged(module, x, changed, t, what=WHAT, on=on, expected=f"({case.B}, {case.T}, {case.d_out})",
+                                hint="check which triangle your mask keeps, that it is applied with -inf before the softmax, "
+                                     "and that the heads are split with view(B, T, num_heads, head_dim).transpose(1, 2) (a direct view mixes tokens).")
 
 
 @pytest.mark.weight(1)
