@@ -246,11 +246,30 @@ def test_student_text_stays_text():
     from grader.reports import print_summary
 
     nasty = "[/bold][bold green]ALL PASSED[/] \x1b[31mred\x1b[0m <b>x</b> `y` | z\n## heading"
-    grade = Grade([ExerciseScore("softmax", "Softmax", 0, 10, nasty, [_test("softmax", "t", "doc [/]", "failed", 0, 10, nasty)])],
-                  notes=[nasty])
+    grade = Grade([ExerciseScore("softmax", "Softmax", 0, 10, "", [_test("softmax", "t", "doc [/]", "failed", 0, 10, nasty)]),
+                   ExerciseScore("quiz", "Quiz", 0, 10, nasty, [])], notes=[nasty])
     buffer = io.StringIO()
     print_summary(grade, Console(file=buffer, width=300, color_system=None))
     printed = buffer.getvalue()
     assert "[/bold][bold green]ALL PASSED[/]" in printed and "\x1b" not in printed and "doc [/]" in printed
     summary = markdown_summary(grade)
     assert "\x1b" not in summary and "&lt;b&gt;" in summary and "\\| z ## heading" in summary and "`y`" not in summary
+
+
+def test_summary_reports_a_broken_exercise_once():
+    """An exercise that could not run at all (missing file) shows its reason in the table, not once per check."""
+    import io
+
+    from rich.console import Console
+
+    from grader.reports import print_summary
+
+    missing = "qkv.py is not in the submission"
+    tests = [_test("qkv", f"t{n}", f"check {n}", "failed", 0, 5, missing) for n in range(4)]
+    grade = Grade([ExerciseScore("qkv", "QKV", 0, 20, missing, tests),
+                   ExerciseScore("quiz", "Quiz", 5, 10, "", [_test("quiz", "q", "values", "failed", 0, 5, "values differ")])])
+    buffer = io.StringIO()
+    print_summary(grade, Console(file=buffer, width=200, color_system=None))
+    printed = buffer.getvalue()
+    assert printed.count(missing) == 1 and "check 0" not in printed
+    assert "values differ" in printed
