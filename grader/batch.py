@@ -185,13 +185,21 @@ def _write_text(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def load_results(out: Path) -> list[dict]:
-    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out / "results").glob("*.json"))]
+def load_results(out: Path) -> dict[str, dict]:
+    """Student -> results of every readable results file in ``out`` (an unreadable one is as good as missing)."""
+    rows = {}
+    for path in sorted((out / "results").glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("student") == path.stem:
+            rows[path.stem] = data
+    return rows
 
 
-def write_gradebook(course: Course, out: Path) -> list[dict]:
-    """gradebook.csv from the results on disk (so it always agrees with them)."""
-    rows = load_results(out)
+def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
+    """gradebook.csv from ``rows``, which mirror the results files on disk."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["student", "score", "max_score", *[e.module for e in course.exercises], "status", "graded_at", "submission_sha256"])
@@ -200,7 +208,6 @@ def write_gradebook(course: Course, out: Path) -> list[dict]:
                          *[data["exercises"].get(e.module, {}).get("score", 0) for e in course.exercises],
                          data.get("status", "graded"), data.get("graded_at", ""), data["submission_sha256"]])
     _write_text(out / "gradebook.csv", buffer.getvalue())
-    return rows
 
 
 def write_summary(course: Course, out: Path, rows: list[dict]) -> None:
@@ -279,13 +286,12 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     staging = out / ".staging"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(mode=0o700)
+    results = load_results(out)
     todo = []
     for entry in entries:
         fingerprint = f"{material}:{submission_fingerprint(entry, course)}"
-        previous = out / "results" / f"{entry.student}.json"
-        if not force and previous.exists() and _fingerprint_of(previous) == fingerprint:
-            continue
-        todo.append((entry, fingerprint))
+        if force or results.get(entry.student, {}).get("fingerprint") != fingerprint:
+            todo.append((entry, fingerprint))
     counts = {"graded": 0, "errored": 0, "up to date": len(entries) - len(todo)}
     if progress:
         progress.start(len(todo), counts)
@@ -303,21 +309,15 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
                 data["fingerprint"] = fingerprint
                 data["graded_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
                 write_json(data, out / "results" / f"{entry.student}.json")
+                results[entry.student] = data
                 write_feedback(data, out)
-                write_gradebook(course, out)
+                write_gradebook(course, out, [results[name] for name in sorted(results)])
                 counts["graded" if data.get("status") == "graded" else "errored"] += 1
                 if progress:
                     progress.advance(counts)
     shutil.rmtree(staging, ignore_errors=True)
-    rows = write_gradebook(course, out)
-    wanted = {e.student for e in entries}
-    rows = [r for r in rows if r["student"] in wanted]
+    write_gradebook(course, out, [results[name] for name in sorted(results)])
+    rows = [results[e.student] for e in sorted(entries, key=lambda e: e.student) if e.student in results]
     write_summary(course, out, rows)
     return rows
 
-
-def _fingerprint_of(path: Path) -> str | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8")).get("fingerprint")
-    except (OSError, ValueError):
-        return None
