@@ -51,16 +51,19 @@ def _module_of(name: str) -> str | None:
     return stem if dot and suffix == "py" and stem in MODULES else None
 
 
-def _choose_folder(folders: dict[str, set[str]], notes: list[str] | None = None) -> str | None:
-    """Of the folders that hold exercise files, the one holding most (ties: the shallowest, then by name)."""
+def _choose_folder(folders: dict[str, set[str]], notes: list[str]) -> str | None:
+    """Of the folders that hold exercise files, the one holding most (ties: the shallowest, then by name);
+    ``notes`` learns which one was taken when it is not the top folder."""
     if not folders:
         return None
     key = lambda f: (-len(folders[f]), f.count("/"), f)  # noqa: E731
     chosen = min(folders, key=key)
     rivals = sorted((f for f in folders if f != chosen and key(f)[:2] == key(chosen)[:2]), key=key)
-    if rivals and notes is not None:
+    if rivals:
         names = ", ".join(_show(f + "/" if f else "the top folder") for f in [chosen, *rivals][:4])
         notes.append(f"several folders hold exercise files ({names}): graded {_show(chosen + '/' if chosen else 'the top folder')}")
+    if chosen:
+        notes.append(f"exercise files taken from {_show(chosen)}/")
     return chosen
 
 
@@ -97,8 +100,6 @@ def _from_folder(root: Path, limits: Intake, problems: dict[str, str], notes: li
     taken: dict[str, bytes] = {}
     if chosen is None:
         return taken
-    if chosen:
-        notes.append(f"exercise files taken from {_show(chosen)}/")
     limit = int(limits.max_file_mb * 2**20)
     for name in sorted(folders[chosen]):
         module, path = _module_of(name), root / chosen / name
@@ -174,8 +175,6 @@ def _from_zip(path: Path, limits: Intake, problems: dict[str, str], notes: list[
         taken: dict[str, bytes] = {}
         if chosen is None:
             return taken
-        if chosen:
-            notes.append(f"exercise files taken from {_show(chosen)}/")
         for name in sorted(folders[chosen]):
             member, module = entries[chosen, name], _module_of(name)
             if stat.S_ISLNK(member.external_attr >> 16):
