@@ -56,6 +56,8 @@ def measure(label: str, source: Path, out: Path, jobs: int) -> float:
     rows = run_batch(source, out, course_file=COURSE_FILE, jobs=jobs, force=True)
     wall = time.monotonic() - started
     latencies = sorted(r["execution_time"] for r in rows if r.get("status") == "graded")
+    if len(latencies) < len(rows):
+        print(f"{label}: {len(rows) - len(latencies)} of {len(rows)} submissions could not be graded", flush=True)
     p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))] if latencies else float("nan")
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"{label:<28} jobs={jobs}  {len(rows):4d} submissions in {wall:7.1f} s  = {len(rows) / wall:6.2f} subs/s   "

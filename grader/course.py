@@ -37,6 +37,7 @@ class Tolerance(Strict):
 
 class Limits(Strict):
     call_seconds: PositiveFloat
+    import_seconds: PositiveFloat
     submission_seconds: PositiveFloat
     memory_mb: PositiveInt
     cpu_seconds: PositiveInt

@@ -32,6 +32,7 @@ MAX_REPLY_BYTES = wire.MAX_REPLY_BYTES
 HELLO_SECONDS = 60
 EXIT_GRACE_SECONDS = 2.0  # a worker that closed its socket gets this long to exit before it is killed
 CRASHES_PER_FUNCTION = 3  # a function that crashed the worker this often is not called again
+OUT_OF_MEMORY = ("MemoryError", "OutOfMemoryError")  # a function that raised one of these is not called again
 MAX_TEXT = 2000
 CHECK = "during this check"
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
@@ -338,7 +339,7 @@ class Session:
         if module is not None and module not in self.imported:
             try:
                 reply = self._exchange(wire.encode({"op": "import", "module": module}),
-                                       min(self.limits.call_seconds, self._remaining()), f"while importing {module}.py")
+                                       min(self.limits.import_seconds, self._remaining()), f"while importing {module}.py")
                 if not reply.get("ok"):
                     raise self._problem(reply)
             except (SubmissionProblem, StudentError) as problem:
@@ -361,8 +362,8 @@ class Session:
     def run_many(self, calls: list[tuple[dict, tuple, dict | None, dict]]) -> list[CallResult]:
         """Several calls in one round trip; raises the first failure.
 
-        A function whose call timed out (or that crashed the worker CRASHES_PER_FUNCTION times) is not
-        called again: later calls fail at once with the same problem, so one endless loop costs one
+        A function whose call timed out or ran out of memory (or that crashed the worker CRASHES_PER_FUNCTION
+        times) is not called again: later calls fail at once with the same problem, so one endless loop costs one
         ``call_seconds`` and not one per check (nor the other exercises their share of the time).
         """
         labels = [_label(c[0]) for c in calls]
@@ -387,9 +388,14 @@ class Session:
             self.stop()
             raise SubmissionProblem("reply", "the reply of your code could not be read: it does not answer the calls made")
         results = []
-        for item in replies:
+        for label, item in zip(labels, replies):
             if not item.get("ok"):
-                raise self._problem(item)
+                problem = self._problem(item)
+                if isinstance(problem, StudentError) and problem.info["type"] in OUT_OF_MEMORY:
+                    self.abandoned[label] = SubmissionProblem(
+                        "memory", f"{label} is not called again: in an earlier check it ran out of memory "
+                                  f"({problem.info['type']}; a worker may use {self.limits.memory_mb} MB)")
+                raise problem
             called, ops = item.get("called", []), item.get("ops")
             results.append(CallResult(value=decode(item.get("value")), arg_grads=decode(item.get("arg_grads")),
                                       param_grads=decode(item.get("param_grads")),

@@ -22,6 +22,7 @@ import torch
 from . import ROOT
 from .course import MODULES, Course
 from .remote import Session, StudentError, Student, SubmissionProblem
+from .worker import seed_torch
 
 HIDDEN = ROOT / "tests" / "hidden"
 MAX_FEEDBACK = 600
@@ -59,6 +60,12 @@ def feedback(error: BaseException | None) -> str:
     return text if len(text) <= MAX_FEEDBACK else text[:MAX_FEEDBACK] + "…"
 
 
+def _failure_text(excinfo: pytest.ExceptionInfo, style=None) -> str:
+    """An item's failure repr (pytest's report and hypothesis' record of a failing example): the feedback alone.
+    Only ``feedback`` reaches the results, and pytest's traceback formatting costs milliseconds per failure."""
+    return feedback(excinfo.value)
+
+
 def exercise_of(item: pytest.Item) -> str | None:
     names = [m for m in MODULES if item.get_closest_marker(m)]
     return names[0] if len(names) == 1 else None
@@ -85,13 +92,20 @@ class GradingPlugin:
         for item in items:
             if exercise_of(item) is None:
                 raise pytest.UsageError(f"{item.nodeid} needs exactly one exercise marker")
+            item.repr_failure = _failure_text
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        """A test of an exercise whose module is already known to be broken (missing, failed import) fails at once
+        with that problem, without generating examples for calls that cannot be made."""
+        problem = self._session.broken.get(exercise_of(pyfuncitem))
+        if problem is not None:
+            raise SubmissionProblem(problem.kind, str(problem))
 
     @pytest.fixture(autouse=True)
     def _seeded(self):
         """Every test starts from the same random state, whatever ran before it (other tests, other submissions)."""
-        torch.default_generator.manual_seed(self._course.seed)  # torch.manual_seed would also queue lazy CUDA seeding
-        if torch.cuda.is_initialized():
-            torch.cuda.manual_seed_all(self._course.seed)
+        seed_torch(self._course.seed)
         random.seed(self._course.seed)
 
     @pytest.fixture(scope="session")

@@ -101,6 +101,14 @@ def _warm() -> None:
         torch.einsum("ij,jk->ik", torch.randn(2, 3), torch.randn(3, 2)).sum().item()
 
 
+def seed_torch(n: int) -> None:
+    """torch.manual_seed(n) for the CPU and, once initialized, CUDA; without the lazy seeding that
+    torch.manual_seed queues (formatting a stack trace, about a millisecond) while CUDA is not initialized."""
+    torch.default_generator.manual_seed(n)
+    if torch.cuda.is_initialized():
+        torch.cuda.manual_seed_all(n)
+
+
 def _run_worker(fd: int, request: dict) -> None:
     """In the forked child: silence output, enter the sandbox, serve; never returns."""
     code = 0
@@ -113,9 +121,11 @@ def _run_worker(fd: int, request: dict) -> None:
         try:
             isolation = confine(request["submission"], Limits(**request["limits"]), require=request["require_sandbox"],
                                 expose_cuda=request["device"] == "cuda", keep_fds=[fd])
-        except SandboxUnavailable as error:  # no student code has run: tell the grader why, then stop
-            socket.socket(fileno=fd).sendall(wire.encode({"ok": False, "failure": {
-                "kind": "sandbox", "message": f"the sandbox could not be set up: {error}"}}))
+            if request["device"] == "cuda":  # CUDA's context and cuBLAS start here, not in the student's first call
+                torch.ones(2, 2, device="cuda").matmul(torch.ones(2, 2, device="cuda")).sum().item()
+        except (SandboxUnavailable, RuntimeError) as error:  # no student code has run: tell the grader why, then stop
+            what = "the sandbox could not be set up" if isinstance(error, SandboxUnavailable) else "CUDA did not start"
+            socket.socket(fileno=fd).sendall(wire.encode({"ok": False, "failure": {"kind": "sandbox", "message": f"{what}: {error}"}}))
             raise
         serve(socket.socket(fileno=fd), isolation)
     except BaseException:
@@ -289,7 +299,7 @@ class Worker:
             if module is not None:
                 module.zero_grad(set_to_none=True)
         if message.get("seed") is not None:
-            torch.manual_seed(int(message["seed"]))
+            seed_torch(int(message["seed"]))
         names = frozenset(message.get("watch", []))
         watch, dispatch = Watch(names), Dispatch(names)
         if message.get("instrument"):
@@ -331,6 +341,7 @@ def serve(sock: socket.socket, isolation: str) -> None:
     if isolation != "namespaces":  # rlimits only: there is no /submission, confine chdir'ed into the folder itself
         SUBMISSION = os.getcwd()
     worker = Worker()
+    server = os.getpid()
     sock.sendall(wire.encode({"ok": True, "isolation": isolation}))
     while True:
         try:
@@ -338,6 +349,8 @@ def serve(sock: socket.socket, isolation: str) -> None:
         except EOFError:
             return
         reply = worker.handle(message, blob)
+        if os.getpid() != server:  # a child the student's code forked came back here: it must not answer too
+            os._exit(0)
         try:
             frame = wire.encode(reply, keep=worker.keep, max_bytes=wire.MAX_REPLY_BYTES)
         except wire.WireError as error:

@@ -245,6 +245,18 @@ def test_an_endless_loop_loses_only_its_exercise_within_the_limits(tmp_path, zyg
     assert elapsed < quick_course.grading.limits.submission_seconds
 
 
+def test_a_function_out_of_memory_is_not_called_again(tmp_path, zygote, course):
+    """softmax raising MemoryError (a terabyte asked for): softmax scores 0, the first failing check names the
+    MemoryError, every later one says softmax is not called again, and the rest is unharmed."""
+    source = "def softmax(x, dim=-1, temperature=1.0):\n    return bytearray(1 << 40)\n"
+    results = grade(submission(tmp_path, softmax=source), course, zygote)
+    assert_only(results, "softmax")
+    outputs = [t["output"] for t in results["tests"] if "softmax" in t["tags"] and t["status"] == "failed"]
+    assert "MemoryError" in outputs[0], outputs[0]
+    assert len(outputs) > 2 and all("softmax.softmax is not called again: in an earlier check it ran out of memory "
+                                    "(MemoryError; a worker may use 4096 MB)" in o for o in outputs[1:]), outputs
+
+
 def test_a_segfault_loses_only_its_exercise(tmp_path, zygote, quick_course):
     """Segfaults in dictionary.py: dictionary scores 0 with "crashed (segmentation fault)", the rest is unharmed."""
     results = grade(submission(tmp_path, dictionary=SEGFAULTING_DICTIONARY), quick_course, zygote)

@@ -54,6 +54,7 @@ HOSTILE = ROOT / "tests" / "hostile"
 SECRET_NAME = "GRADER_TEST_SECRET"
 SECRET = "grader-secret-" + secrets.token_hex(12)
 CALL_SECONDS = 2
+IMPORT_SECONDS = 3
 SUBMISSION_SECONDS = 90
 # A whole grading of a case must end within this (the course's own bound is SUBMISSION_SECONDS).
 WALL_BOUND = 60
@@ -94,14 +95,15 @@ def zygote(secret_env, private_tmp):
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    """course.yaml with call_seconds: 2 (and a shorter submission budget), loaded with load_course."""
+    """course.yaml with call_seconds: 2, import_seconds: 3 (and a shorter submission budget), loaded with load_course."""
     text = COURSE_FILE.read_text(encoding="utf-8")
     text = re.sub(r"(?m)^(\s*call_seconds:)\s*[0-9.]+", rf"\g<1> {CALL_SECONDS}", text)
+    text = re.sub(r"(?m)^(\s*import_seconds:)\s*[0-9.]+", rf"\g<1> {IMPORT_SECONDS}", text)
     text = re.sub(r"(?m)^(\s*submission_seconds:)\s*[0-9.]+", rf"\g<1> {SUBMISSION_SECONDS}", text)
     path = tmp_path_factory.mktemp("course") / "course.yaml"
     path.write_text(text, encoding="utf-8")
     loaded = load_course(path)
-    assert loaded.grading.limits.call_seconds == CALL_SECONDS
+    assert (loaded.grading.limits.call_seconds, loaded.grading.limits.import_seconds) == (CALL_SECONDS, IMPORT_SECONDS)
     return loaded
 
 
@@ -339,13 +341,13 @@ def test_endless_loop_and_ignored_sigterm_are_stopped(tmp_path, zygote, course):
 
 
 def test_sleep_at_import_is_stopped(tmp_path, zygote, course):
-    """Sleeping at import (SIGTERM ignored) costs call_seconds once and marks the exercise as not importable."""
+    """Sleeping at import (SIGTERM ignored) costs import_seconds once and marks the exercise as not importable."""
     started = time.monotonic()
     results = grade(hostile_submission(tmp_path, "sleep_at_import"), course, zygote, "quiz")
     assert_trick_earns_nothing(results)
     text = outputs(results)
-    assert "ran for more than" in text and "while importing quiz.py" in text, text
-    assert time.monotonic() - started < CALL_SECONDS + 15
+    assert f"ran for more than {IMPORT_SECONDS} s while importing quiz.py" in text, text
+    assert time.monotonic() - started < IMPORT_SECONDS + 15
 
 
 def test_segfault_and_abort_are_reported(tmp_path, zygote, course):
@@ -360,11 +362,15 @@ def test_segfault_and_abort_are_reported(tmp_path, zygote, course):
 
 
 def test_memory_bomb_is_refused(tmp_path, zygote, course):
-    """Allocating without end (and filling /tmp) meets the address-space limit: a MemoryError, nothing more."""
+    """Allocating without end (and filling /tmp) meets the address-space limit (a MemoryError) or the time limit,
+    after which the function is not called again (each attempt would fill gigabytes once more)."""
+    started = time.monotonic()
     results = grade(hostile_submission(tmp_path, "memory_bomb"), course, zygote, "quiz")
     assert_trick_earns_nothing(results)
     text = outputs(results)
-    assert "MemoryError" in text or "RuntimeError" in text, text
+    assert "MemoryError" in text or f"ran for more than {CALL_SECONDS} s" in text, text
+    assert "quiz.decoder_attention is not called again: in an earlier check" in text, text
+    assert time.monotonic() - started < 2 * CALL_SECONDS + 15
 
 
 def test_fork_bomb_is_capped_and_killed(tmp_path, zygote, course, token):
@@ -380,6 +386,16 @@ def test_daemons_do_not_outlive_the_grading(tmp_path, zygote, course, token, bas
     autouse fixture: no process carries the case's token afterwards)."""
     results = grade(hostile_submission(tmp_path, "daemon", token=token), course, zygote)
     assert_trick_earns_nothing(results, everything=True, baseline=baseline)
+
+
+def test_forked_children_never_answer(tmp_path, zygote, course, baseline):
+    """A child forked in a call that returns into the worker (instead of exiting) never answers in its place:
+    the grade is the parent's, and the same on every run."""
+    folders = [tmp_path / str(n) for n in range(2)]
+    runs = [grade(hostile_submission(f, "fork_returns"), course, zygote, "quiz") for f in folders if not f.mkdir()]
+    assert_trick_earns_nothing(runs[0], baseline=baseline)
+    assert [[(t["name"], t["status"], t["output"]) for t in r["tests"]] for r in runs] == \
+        [[(t["name"], t["status"], t["output"]) for t in runs[0]["tests"]]] * 2
 
 
 def test_output_flood_goes_nowhere(tmp_path, zygote, course, capfd, baseline):

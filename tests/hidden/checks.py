@@ -163,8 +163,8 @@ def _same(got: torch.Tensor, alt, rtol: float, atol: float) -> bool:
     return bool((torch.isclose(a, b, rtol=rtol, atol=atol) | both_nan | (a == b)).all())
 
 
-def _matching_hint(got, hints: Iterable[Hint], rtol: float, atol: float) -> str | None:
-    for hint in hints:
+def _matching_hint(got, hints: Iterable[Hint] | Callable[[], Iterable[Hint]], rtol: float, atol: float) -> str | None:
+    for hint in hints() if callable(hints) else hints:
         try:
             alternative = hint.alternative()
         except Exception:  # a mistake that cannot even be computed on this input is not the one made
@@ -211,15 +211,17 @@ def expect_tensor(got, what: str, on: str, like: torch.Tensor | None = None) -> 
 
 
 def close(got, want: torch.Tensor, *, what: str, on: str, course=None, rtol: float | None = None, atol: float | None = None,
-          hints: Iterable[Hint] = (), diagnose: Iterable[Callable] = (), nonfinite: str | None = None,
+          hints: Iterable[Hint] | Callable[[], Iterable[Hint]] = (), diagnose: Iterable[Callable] = (), nonfinite: str | None = None,
           generic: str | None = None, check_dtype: bool = True, dtype_note: str | None = None):
-    """The student's ``got`` must be a tensor like ``want`` (shape, dtype, device) with close values."""
+    """The student's ``got`` must be a tensor like ``want`` (shape, dtype, device) with close values.
+
+    ``hints`` may be a function returning them, for hints that cost something to prepare: it runs on a failure only.
+    """
     got = expect_tensor(got, what, on, want)
     if not want.is_floating_point():
         rtol, atol = 0.0, 0.0
     elif rtol is None or atol is None:
         rtol, atol = tolerance(course, want.dtype)
-    hints = list(hints)
     if tuple(got.shape) != tuple(want.shape):
         found = _matching_hint(got, hints, rtol, atol) if want.device.type != "meta" else None
         if found is None and sorted(got.shape) == sorted(want.shape):
@@ -619,7 +621,7 @@ def same_params(got: dict, want: dict, what: str, on: str, how: str):
 def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, device=None, **kwargs):
     """The student's module built with ``args``, holding the reference's parameters (copied by name)."""
     module = attempt(lambda: constructor(*args, **kwargs), what, "construction")
-    if dtype is not None or device is not None:
+    if dtype is not None or (device is not None and torch.device(device).type != "cpu"):  # modules start on the CPU
         attempt(lambda: module.to(**{k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}),
                 f"{what}.to(...)", "construction")
     params = detached(reference)

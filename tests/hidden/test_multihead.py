@@ -34,9 +34,8 @@ def _on(x, heads, context_length):
 def _check(student, course, module, reference, x, heads, context_length, what=WHAT, generic=None):
     on = _on(x, heads, context_length)
     got = C.attempt(lambda: module(x), what, on, SLICE_HINT if context_length > x.shape[-2] else None)
-    wide = C.wide(reference) if x.dtype != torch.float64 else reference
     C.close(got, C.module_reference(reference.eval(), x), what=what, on=on, course=course,
-            hints=C.multihead_hints(wide.eval(), x.double()),
+            hints=lambda: C.multihead_hints(C.wide(reference).eval(), x.double()),
             nonfinite="a row became NaN: fill the masked scores with -inf before a (stable) softmax, and keep the diagonal.",
             generic=generic or "project once, view(B, T, num_heads, head_dim).transpose(1, 2), scores / sqrt(head_dim), "
                                "-inf above the diagonal, softmax, dropout, @ values, transpose(1, 2) back, reshape to "
@@ -44,7 +43,7 @@ def _check(student, course, module, reference, x, heads, context_length, what=WH
 
 
 @pytest.mark.weight(1)
-@S.examples(3)
+@S.examples(2)
 @given(case=S.multihead_cases())
 def test_seeded_init(student, course, case):
     """MultiHeadAttention creates W_query, W_key, W_value (nn.Linear(d_in, d_out)), then out_proj, in that order."""
@@ -61,7 +60,7 @@ def test_seeded_init(student, course, case):
 
 
 @pytest.mark.weight(5)
-@S.examples(12)
+@S.examples(6)
 @given(case=S.multihead_cases())
 def test_values(student, course, device, case):
     """MultiHeadAttention(x) equals the reference with the same weights: 2-4 heads of size >= 2, T > 1, all sizes different."""
@@ -115,7 +114,7 @@ def test_head_scaling(student, course, device):
 
 
 @pytest.mark.weight(1)
-@S.examples(6)
+@S.examples(4)
 @given(case=S.multihead_cases(), data=st.data())
 def test_no_peeking(student, course, device, case, data):
     """Changing later tokens leaves every earlier output unchanged, in every head."""
@@ -133,7 +132,7 @@ def test_no_peeking(student, course, device, case, data):
 
 
 @pytest.mark.weight(1)
-@S.examples(4)
+@S.examples(3)
 @given(case=S.multihead_cases())
 def test_dropout_training(student, course, device, case):
     """In training mode, dropout acts on the attention weights (same seed: same result as the reference)."""
