@@ -360,7 +360,11 @@ class Session:
         return self.run_many([(target, args, kwargs, options)])[0]
 
     def run_many(self, calls: list[tuple[dict, tuple, dict | None, dict]]) -> list[CallResult]:
-        """Several calls in one round trip; raises the first failure.
+        """Several calls in one round trip, run in order; raises the first failure, with its index in ``step``.
+
+        A call's target may be ``{"earlier": i, "type": name}``: the value returned by call ``i`` of the same
+        batch (build a module, then call its methods, in one round trip); ``load_params_step`` makes a call that
+        copies parameters into such a module.
 
         A function whose call timed out or ran out of memory (or that crashed the worker CRASHES_PER_FUNCTION
         times) is not called again: later calls fail at once with the same problem, so one endless loop costs one
@@ -388,13 +392,14 @@ class Session:
             self.stop()
             raise SubmissionProblem("reply", "the reply of your code could not be read: it does not answer the calls made")
         results = []
-        for label, item in zip(labels, replies):
+        for step, (label, item) in enumerate(zip(labels, replies)):
             if not item.get("ok"):
                 problem = self._problem(item)
                 if isinstance(problem, StudentError) and problem.info["type"] in OUT_OF_MEMORY:
                     self.abandoned[label] = SubmissionProblem(
                         "memory", f"{label} is not called again: in an earlier check it ran out of memory "
                                   f"({problem.info['type']}; a worker may use {self.limits.memory_mb} MB)")
+                problem.step = step
                 raise problem
             called, ops = item.get("called", []), item.get("ops")
             results.append(CallResult(value=decode(item.get("value")), arg_grads=decode(item.get("arg_grads")),
@@ -430,6 +435,11 @@ class Session:
         self.stop()
         if self.fault:
             raise GraderFault(self.fault)
+
+
+def load_params_step(target: dict, params: dict) -> tuple[dict, tuple, None, dict]:
+    """A call for ``Session.run_many`` that copies ``params`` (tensors by name) into the module ``target`` names."""
+    return target, (), None, {"op": "load_params", "params": params}
 
 
 def _label(target: dict) -> str:

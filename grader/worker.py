@@ -241,10 +241,16 @@ class Worker:
                 raise StudentFailure("import", f"{name}.py does not import: {detail['type']}: {detail['message']}{where}") from None
         return self.modules[name]
 
-    def resolve(self, target: dict):
-        """The object a request names: a module or a handle, then a chain of attributes."""
+    def resolve(self, target: dict, earlier: list[dict]):
+        """The object a request names: a module, a handle or the value of an ``earlier`` request of the same batch,
+        then a chain of attributes."""
         if "module" in target:
             obj, label = self.module(str(target["module"])), str(target["module"])
+        elif "earlier" in target:
+            index = int(target["earlier"])
+            if not 0 <= index < len(earlier) or not earlier[index].get("ok"):
+                raise StudentFailure("skipped", "not run: the step it builds on failed")
+            obj, label = earlier[index].get("value"), f"the {target.get('type', 'object')}"
         else:
             obj, label = self.handles[int(target["handle"])], f"the {target.get('type', 'object')}"
         for name in target.get("path", []):
@@ -253,23 +259,27 @@ class Worker:
             obj, label = getattr(obj, name), f"{label}.{name}"
         return obj
 
-    def handle(self, message: dict, blob: bytes) -> dict:
+    def handle(self, message: dict, blob: bytes, earlier: list[dict] | None = None) -> dict:
+        """One request's reply; the requests of a batch run in order, each seeing the replies before it."""
         decode = wire.Decoder(blob, handle=lambda h: self.handles[h.id])
-        op = message.get("op")
+        op, earlier = message.get("op"), earlier if earlier is not None else []
         try:
             if op == "batch":
-                return {"ok": True, "replies": [self.handle(m, blob) for m in message["requests"]]}
+                replies = []
+                for request in message["requests"]:
+                    replies.append(self.handle(request, blob, replies))
+                return {"ok": True, "replies": replies}
             if op == "import":
                 self.module(str(message["module"]))
                 return {"ok": True}
             if op == "get":
-                return {"ok": True, "value": self.resolve(message["target"])}
+                return {"ok": True, "value": self.resolve(message["target"], earlier)}
             if op == "params":
-                return {"ok": True, "value": dict(self.resolve(message["target"]).named_parameters())}
+                return {"ok": True, "value": dict(self.resolve(message["target"], earlier).named_parameters())}
             if op == "load_params":
-                return self.load_params(self.resolve(message["target"]), decode(message["params"]))
+                return self.load_params(self.resolve(message["target"], earlier), decode(message["params"]))
             if op == "call":
-                return self.call(message, decode)
+                return self.call(message, decode, earlier)
             return {"ok": False, "failure": {"kind": "protocol", "message": f"unknown request {op!r}"}}
         except StudentFailure as failure:
             return {"ok": False, "failure": {"kind": failure.kind, "message": str(failure)}}
@@ -288,8 +298,8 @@ class Worker:
                 own[name].copy_(value)
         return {"ok": True}
 
-    def call(self, message: dict, decode) -> dict:
-        function = self.resolve(message["target"])
+    def call(self, message: dict, decode, earlier: list[dict]) -> dict:
+        function = self.resolve(message["target"], earlier)
         args, kwargs = decode(message.get("args", [])), decode(message.get("kwargs", {}))
         grad_output = decode(message.get("grad_output"))
         owner = getattr(function, "__self__", function)

@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Sequence
 
 import torch
 
-from grader.remote import CallResult, StudentError
+from grader.remote import CallResult, StudentError, load_params_step
 from grader.suites import CheckFailed, redact
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
@@ -100,13 +100,18 @@ def attempt(thunk: Callable, what: str, on: str, hint: str | None = None):
     try:
         return thunk()
     except StudentError as error:
-        text = str(error)
-        if error.info.get("type") == "NotImplementedError":
-            hint = None  # a stub: the message says what to do
-        elif hint is None:
-            hint = next((h for pattern, h in KNOWN_ERRORS if pattern in text), None)
-        message = f"{what} failed on {on}: {_student_text(error)}"
-        raise CheckFailed(message.rstrip(".") + "." + _hint(hint)) from None
+        raise failed(error, what, on, hint) from None
+
+
+def failed(error: StudentError, what: str, on: str, hint: str | None = None) -> CheckFailed:
+    """The CheckFailed for the student's exception ``error`` raised by ``what`` on inputs of class ``on``."""
+    text = str(error)
+    if error.info.get("type") == "NotImplementedError":
+        hint = None  # a stub: the message says what to do
+    elif hint is None:
+        hint = next((h for pattern, h in KNOWN_ERRORS if pattern in text), None)
+    message = f"{what} failed on {on}: {_student_text(error)}"
+    return CheckFailed(message.rstrip(".") + "." + _hint(hint))
 
 
 def expect_raises(exception: type, thunk: Callable, what: str, when: str, hint: str, need_message: bool = True):
@@ -618,17 +623,25 @@ def same_params(got: dict, want: dict, what: str, on: str, how: str):
                               f"differs from the expected one ({on}): {reason}. Hint: {how}")
 
 
-def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, device=None, **kwargs):
-    """The student's module built with ``args``, holding the reference's parameters (copied by name)."""
-    module = attempt(lambda: constructor(*args, **kwargs), what, "construction")
-    if dtype is not None or (device is not None and torch.device(device).type != "cpu"):  # modules start on the CPU
-        attempt(lambda: module.to(**{k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}),
-                f"{what}.to(...)", "construction")
+def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, device=None, mode: str | None = None,
+         **kwargs):
+    """The student's module built with ``args``, moved to ``dtype``/``device``, holding the reference's parameters
+    (copied by name) and put in ``mode`` ('eval' or 'train') if given: one round trip to the worker."""
     params = detached(reference)
     if dtype is not None:
         params = {k: v.to(dtype) for k, v in params.items()}
-    module.load_params(params)
-    return module
+    built = {"earlier": 0, "type": what}
+    steps = [((constructor._target, args, kwargs, {}), what)]
+    if dtype is not None or (device is not None and torch.device(device).type != "cpu"):  # modules start on the CPU
+        moved = {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
+        steps.append((({**built, "path": ["to"]}, (), moved, {}), f"{what}.to(...)"))
+    steps.append((load_params_step(built, params), f"copying the parameters into the {what}"))
+    if mode is not None:
+        steps.append((({**built, "path": [mode]}, (), None, {}), f"{what}.{mode}()"))
+    try:
+        return constructor._session.run_many([call for call, _ in steps])[0].value
+    except StudentError as error:
+        raise failed(error, steps[error.step][1], "construction") from None
 
 
 def wide(module: torch.nn.Module) -> torch.nn.Module:
@@ -653,11 +666,13 @@ def module_reference(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
     return wide(module)(x.double()).detach().to(x.dtype)
 
 
-def earlier_outputs_unchanged(call: Callable, x: torch.Tensor, changed: torch.Tensor, t: int, *, what: str, on: str,
+def earlier_outputs_unchanged(call, x: torch.Tensor, changed: torch.Tensor, t: int, *, what: str, on: str,
                               expected: str, hint: str) -> None:
-    """Changing the tokens from position ``t`` on leaves every output before ``t`` as it was (no peeking)."""
-    a = expect_tensor(attempt(lambda: call(x), what, on), what, on)
-    b = expect_tensor(attempt(lambda: call(changed), what, on), what, on)
+    """Changing the tokens from position ``t`` on leaves every output before ``t`` as it was (no peeking).
+    ``call`` is the student's function or module (both inputs go in one round trip)."""
+    both = attempt(lambda: call._session.run_many([(call._target, (x,), None, {}), (call._target, (changed,), None, {})]),
+                   what, on)
+    a, b = (expect_tensor(result.value, what, on) for result in both)
     if a.shape != b.shape or a.shape[:2] != x.shape[:2]:
         raise CheckFailed(f"{what} returned shape {shape(a)} on {on}; expected {expected}.")
     if not bool(torch.isfinite(a).all()):

@@ -19,9 +19,10 @@ def _reference(case, device, dropout=0.0):
     return ref.CausalAttention(case.d_in, case.d_out, case.T + case.extra_context, dropout, case.qkv_bias).to(device)
 
 
-def _student(student, reference, case, device, dtype=None, dropout=0.0):
+def _student(student, reference, case, device, dtype=None, dropout=0.0, mode="eval"):
     return C.twin(student.causal.CausalAttention, reference, case.d_in, case.d_out, case.T + case.extra_context,
-                  dropout, case.qkv_bias, what="CausalAttention", device=device, dtype=dtype)
+                  dropout, case.qkv_bias, what="CausalAttention", device=device, dtype=dtype,
+                  mode=mode)
 
 
 def _on(x, context_length):
@@ -107,7 +108,6 @@ def test_values(student, course, device, case):
     """CausalAttention(x) equals the reference with the same weights, for T <= context_length, with and without bias."""
     reference = _reference(case, device)
     module = _student(student, reference, case, device)
-    C.attempt(module.eval, "CausalAttention.eval()", "construction")
     x = case.randn(case.B, case.T, case.d_in, dtype=torch.float32, device=device)
     _check(student, course, module, reference, x, case.T + case.extra_context)
 
@@ -129,10 +129,8 @@ def test_shorter_than_context(student, course, device):
 def test_no_peeking(student, course, device, case, data):
     """Changing later tokens leaves every earlier output unchanged."""
     reference = _reference(case, device)
-    module = _student(student, reference, case, device)
-    C.attempt(module.eval, "CausalAttention.eval()", "construction")
+    module = _student(student, reference, case, device, dtype=torch.float64)
     x = case.randn(case.B, case.T, case.d_in, dtype=torch.float64, device=device)
-    module.to(dtype=torch.float64)
     t = data.draw(st.integers(1, case.T - 1))
     changed = x.clone()
     changed[:, t:] = case.randn(case.B, case.T - t, case.d_in, dtype=torch.float64, device=device) * 3
@@ -148,8 +146,7 @@ def test_no_peeking(student, course, device, case, data):
 def test_dropout_training(student, course, device, case):
     """In training mode, dropout acts on the attention weights (same seed: same result as the reference)."""
     reference = _reference(case, device, dropout=0.5).double()
-    module = _student(student, reference, case, device, dtype=torch.float64, dropout=0.5)
-    C.attempt(module.train, "CausalAttention.train()", "construction")
+    module = _student(student, reference, case, device, dtype=torch.float64, dropout=0.5, mode="train")
     x = case.randn(case.B, case.T, case.d_in, dtype=torch.float64, device=device)
     on = _on(x, case.T + case.extra_context) + ", training mode, dropout 0.5"
     got = C.attempt(lambda: module.run(args=(x,), seed=case.seed).value, WHAT, on)
@@ -170,8 +167,8 @@ def test_dropout_eval(student, course, device):
     """In eval mode, dropout does nothing: the result is deterministic and equals the reference."""
     C.seed(course.seed)
     reference = ref.CausalAttention(5, 3, 6, 0.5).to(device)
-    module = C.twin(student.causal.CausalAttention, reference, 5, 3, 6, 0.5, what="CausalAttention", device=device)
-    C.attempt(module.eval, "CausalAttention.eval()", "construction")
+    module = C.twin(student.causal.CausalAttention, reference, 5, 3, 6, 0.5, what="CausalAttention", device=device,
+                    mode="eval")
     x = torch.randn(2, 6, 5, generator=torch.Generator().manual_seed(course.seed)).to(device)
     on = _on(x, 6) + ", eval mode, dropout 0.5"
     for seed in (1, 2):
@@ -197,7 +194,7 @@ def _fixed_module(student, device, dtype, seed, bias=True):
     C.seed(seed)
     reference = ref.CausalAttention(5, 3, 7, 0.0, bias).to(device, dtype)
     module = C.twin(student.causal.CausalAttention, reference, 5, 3, 7, 0.0, bias, what="CausalAttention",
-                    device=device, dtype=dtype)
+                    device=device, dtype=dtype, mode="eval")
     x = torch.randn(2, 6, 5, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).to(device, dtype)
     return reference.eval(), module, x
 
@@ -206,7 +203,6 @@ def _fixed_module(student, device, dtype, seed, bias=True):
 def test_float64_kept(student, course, device):
     """A float64 module and input give a float64 result at float64 precision."""
     reference, module, x = _fixed_module(student, device, torch.float64, course.seed)
-    C.attempt(module.eval, "CausalAttention.eval()", "construction")
     _check(student, course, module, reference, x, 7)
 
 
@@ -226,7 +222,6 @@ def test_device_kept(student, course, device):
 def test_autograd(student, course, device):
     """Gradients flow to x and to every parameter, equal to the reference's (float64)."""
     reference, module, x = _fixed_module(student, device, torch.float64, course.seed)
-    C.attempt(module.eval, "CausalAttention.eval()", "construction")
     grad_output = torch.randn(2, 6, 3, generator=torch.Generator().manual_seed(course.seed + 1),
                               dtype=torch.float64).to(device)
     want, want_params = C.reference_grads(reference, (x,), grad_output, module=reference)
@@ -274,5 +269,4 @@ def test_half_precision(student, course, device, dtype):
     """A float16 or bfloat16 module and input (CUDA) give a result of the same dtype within its tolerance."""
     C.skip_unless_cuda(device, dtype)
     reference, module, x = _fixed_module(student, device, dtype, course.seed)
-    C.attempt(module.eval, "CausalAttention.eval()", "construction")
     _check(student, course, module, reference, x * 0.5, 7)

@@ -21,9 +21,10 @@ def _reference(case, device, dropout=0.0):
                                   case.qkv_bias).to(device)
 
 
-def _student(student, reference, case, device, dtype=None, dropout=0.0):
+def _student(student, reference, case, device, dtype=None, dropout=0.0, mode="eval"):
     return C.twin(student.multihead.MultiHeadAttention, reference, case.d_in, case.d_out, case.T + case.extra_context,
-                  dropout, case.heads, case.qkv_bias, what="MultiHeadAttention", device=device, dtype=dtype)
+                  dropout, case.heads, case.qkv_bias, what="MultiHeadAttention", device=device, dtype=dtype,
+                  mode=mode)
 
 
 def _on(x, heads, context_length):
@@ -66,7 +67,6 @@ def test_values(student, course, device, case):
     """MultiHeadAttention(x) equals the reference with the same weights: 2-4 heads of size >= 2, T > 1, all sizes different."""
     reference = _reference(case, device)
     module = _student(student, reference, case, device)
-    C.attempt(module.eval, "MultiHeadAttention.eval()", "construction")
     x = case.randn(case.B, case.T, case.d_in, dtype=torch.float32, device=device)
     _check(student, course, module, reference, x, case.heads, case.T + case.extra_context)
 
@@ -120,7 +120,6 @@ def test_no_peeking(student, course, device, case, data):
     """Changing later tokens leaves every earlier output unchanged, in every head."""
     reference = _reference(case, device)
     module = _student(student, reference, case, device, dtype=torch.float64)
-    C.attempt(module.eval, "MultiHeadAttention.eval()", "construction")
     x = case.randn(case.B, case.T, case.d_in, dtype=torch.float64, device=device)
     t = data.draw(st.integers(1, case.T - 1))
     changed = x.clone()
@@ -137,8 +136,7 @@ def test_no_peeking(student, course, device, case, data):
 def test_dropout_training(student, course, device, case):
     """In training mode, dropout acts on the attention weights (same seed: same result as the reference)."""
     reference = _reference(case, device, dropout=0.5).double()
-    module = _student(student, reference, case, device, dtype=torch.float64, dropout=0.5)
-    C.attempt(module.train, "MultiHeadAttention.train()", "construction")
+    module = _student(student, reference, case, device, dtype=torch.float64, dropout=0.5, mode="train")
     x = case.randn(case.B, case.T, case.d_in, dtype=torch.float64, device=device)
     on = _on(x, case.heads, case.T + case.extra_context) + ", training mode, dropout 0.5"
     got = C.attempt(lambda: module.run(args=(x,), seed=case.seed).value, WHAT, on)
@@ -160,8 +158,7 @@ def test_dropout_eval(student, course, device):
     C.seed(course.seed)
     reference = ref.MultiHeadAttention(3, 6, 5, 0.5, 3).to(device)
     module = C.twin(student.multihead.MultiHeadAttention, reference, 3, 6, 5, 0.5, 3, what="MultiHeadAttention",
-                    device=device)
-    C.attempt(module.eval, "MultiHeadAttention.eval()", "construction")
+                    device=device, mode="eval")
     x = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(course.seed)).to(device)
     on = _on(x, 3, 5) + ", eval mode, dropout 0.5"
     for seed in (1, 2):
@@ -192,7 +189,7 @@ def _fixed_module(student, device, dtype, seed, heads=2, bias=True):
     C.seed(seed)
     reference = ref.MultiHeadAttention(5, 6, 7, 0.0, heads, bias).to(device, dtype)
     module = C.twin(student.multihead.MultiHeadAttention, reference, 5, 6, 7, 0.0, heads, bias,
-                    what="MultiHeadAttention", device=device, dtype=dtype)
+                    what="MultiHeadAttention", device=device, dtype=dtype, mode="eval")
     x = torch.randn(2, 4, 5, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).to(device, dtype)
     return reference.eval(), module, x
 
@@ -201,7 +198,6 @@ def _fixed_module(student, device, dtype, seed, heads=2, bias=True):
 def test_float64_kept(student, course, device):
     """A float64 module and input give a float64 result at float64 precision."""
     reference, module, x = _fixed_module(student, device, torch.float64, course.seed, heads=3)
-    C.attempt(module.eval, "MultiHeadAttention.eval()", "construction")
     _check(student, course, module, reference, x, 3, 7)
 
 
@@ -222,7 +218,6 @@ def test_device_kept(student, course, device):
 def test_autograd(student, course, device):
     """Gradients flow to x and to every parameter (out_proj included), equal to the reference's (float64)."""
     reference, module, x = _fixed_module(student, device, torch.float64, course.seed, heads=3)
-    C.attempt(module.eval, "MultiHeadAttention.eval()", "construction")
     grad_output = torch.randn(2, 4, 6, generator=torch.Generator().manual_seed(course.seed + 1),
                               dtype=torch.float64).to(device)
     want, want_params = C.reference_grads(reference, (x,), grad_output, module=reference)
@@ -274,5 +269,4 @@ def test_half_precision(student, course, device, dtype):
     """A float16 or bfloat16 module and input (CUDA) give a result of the same dtype within its tolerance."""
     C.skip_unless_cuda(device, dtype)
     reference, module, x = _fixed_module(student, device, dtype, course.seed)
-    C.attempt(module.eval, "MultiHeadAttention.eval()", "construction")
     _check(student, course, module, reference, x * 0.5, 2, 7)
