@@ -21,11 +21,13 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+import torch
 
 from grader import ROOT
 from grader.course import COURSE_FILE, MODULES, load_course
 from grader.pipeline import grade_submission
-from grader.remote import GraderFault, Zygote
+from grader.intake import stage
+from grader.remote import CHECK, GraderFault, Session, StudentError, SubmissionProblem, Zygote, load_params_step
 from grader.reports import RESULTS_SCHEMA
 
 pytestmark = pytest.mark.slow
@@ -311,6 +313,39 @@ def test_a_symlink_to_the_reference_is_not_graded(tmp_path, zygote, course):
     results = grade(folder, course, zygote, "softmax")
     assert results["exercises"]["softmax"]["score"] == 0
     assert "symbolic link" in feedback(results, "softmax")
+
+
+def test_a_batch_of_calls_builds_on_earlier_results(zygote, course):
+    """One round trip builds a module, loads parameters into it and calls it; a failing call names its index in
+    ``step``, and the calls that build on it are not run."""
+    from solutions import qkv
+
+    staged = stage(SOLUTIONS, course.grading.intake)
+    session = Session(zygote, str(staged.directory), course.grading.limits)
+    exchanges = []
+    session._exchange = lambda *args, exchange=session._exchange: exchanges.append(args[2]) or exchange(*args)
+    try:
+        torch.manual_seed(1)
+        reference = qkv.SelfAttention(3, 2)
+        params = {name: p.detach() for name, p in reference.named_parameters()}
+        x = torch.randn(4, 3)
+        built = {"earlier": 0, "type": "SelfAttention"}
+        made, loaded, out = session.run_many([({"module": "qkv", "path": ["SelfAttention"]}, (3, 2), None, {}),
+                                              load_params_step(built, params), (built, (x,), None, {})])
+        assert exchanges.count(CHECK) == 1, exchanges
+        assert made.value.type_name == "SelfAttention" and loaded.value is None
+        assert torch.allclose(out.value, reference(x).detach())
+        with pytest.raises(StudentError) as failure:
+            session.run_many([({"module": "qkv", "path": ["SelfAttention"]}, ("three", 2), None, {}),
+                              load_params_step(built, params)])
+        assert failure.value.step == 0 and isinstance(failure.value, TypeError)
+        with pytest.raises(SubmissionProblem, match="has shape") as failure:
+            session.run_many([({"module": "qkv", "path": ["SelfAttention"]}, (5, 2), None, {}),
+                              load_params_step(built, params), (built, (x,), None, {})])
+        assert failure.value.step == 1
+    finally:
+        session.close()
+        staged.cleanup()
 
 
 # ---------------------------------------------------------------- isolation of the grading process
