@@ -11,9 +11,3 @@ def _one_thread():
     yield
     torch.set_num_threads(threads)
 
-
-def pytest_runtest_makereport(item, call):
-    """Hypothesis's pytest plugin turns each failing example into an ``@example`` patch (importing libcst and
-    parsing the suite's source, about half a second per grading process): nobody reads it here, so drop the
-    failing examples before its report hook looks at them."""
-    item.__dict__.pop("_hypothesis_failing_examples", None)

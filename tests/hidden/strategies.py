@@ -7,27 +7,67 @@ from every other (B, Tq, Tk, d_in, d_k, d_v, heads, ...): square or repeated
 sizes hide transposition and broadcasting bugs. Sizes start at 2 for the same
 reason (a dimension of size 1 broadcasts and transposes silently).
 
-The plugin loads the seeded "grading" profile; ``examples(n)`` pins what every
-test needs regardless of the profile: a small ``max_examples`` (one submission
-is graded in a second or two), no shrinking (failures are reported by shape
-class, never by value, so a minimal example buys nothing but time), no deadline
-and no database.
+``examples(n)`` turns an ``@given`` test into one that runs ``n`` cases drawn
+once per grading process and replayed, in the same order, for every
+submission: hypothesis draws them (seeded from course.yaml's seed and the
+test's name, so they never depend on which submissions were graded before,
+nor on the submission), and the test stops at its first failing case, as
+hypothesis does without shrinking (failures are reported by shape class, never
+by value, so a minimal example would buy nothing but time). Replaying skips
+hypothesis' engine for each submission, its costliest part here. Cases are
+drawn up front, never inside the test (no ``st.data()``), so a replay is exact.
 """
 from __future__ import annotations
 
+import copy
+import functools
+import inspect
+import zlib
+
 import torch
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
 
 LO, HI = 2, 9  # sizes are drawn from LO..HI
 SEEDS = st.integers(min_value=0, max_value=2**31 - 1)
 
 
-def examples(n: int) -> settings:
-    """Settings for a test that tries ``n`` generated cases."""
-    return settings(max_examples=n, phases=[Phase.explicit, Phase.generate], deadline=None, database=None,
-                    derandomize=False, print_blob=False, report_multiple_bugs=False,
-                    suppress_health_check=list(HealthCheck))
+_drawn: dict[tuple[str, int, int], list[dict]] = {}
+
+
+def examples(n: int):
+    """Run the decorated ``@given`` test on ``n`` drawn cases, the same for every submission (see above)."""
+    def decorate(test):
+        @functools.wraps(test, updated=())
+        def replay(**kwargs):
+            for case in replay.cases(kwargs["course"].seed):
+                test.hypothesis.inner_test(**kwargs, **copy.deepcopy(case))
+
+        del replay.__wrapped__  # pytest must see the test's own arguments (fixtures), not hypothesis' wrapper
+        replay.__signature__ = inspect.signature(test)  # hypothesis hides the drawn arguments there
+        replay.cases = functools.partial(drawn, test, n)  # course seed -> the cases
+        return replay
+    return decorate
+
+
+def drawn(test, n: int, course_seed: int) -> list[dict]:
+    """The ``n`` cases (keyword arguments) hypothesis draws for ``test`` under ``course_seed``; drawn once per process."""
+    name = f"{test.__module__}.{test.__qualname__}"
+    key = (name, n, course_seed)
+    if key not in _drawn:
+        cases, inner = [], test.hypothesis.inner_test
+        fixtures = list(inspect.signature(test).parameters)
+        test.hypothesis.inner_test = lambda **kwargs: cases.append({k: v for k, v in kwargs.items() if k not in fixtures})
+        try:
+            run = settings(max_examples=n, phases=[Phase.explicit, Phase.generate], deadline=None, database=None,
+                           derandomize=False, print_blob=False, suppress_health_check=list(HealthCheck))(test)
+            seed(zlib.crc32(name.encode()) ^ course_seed)(run)(**dict.fromkeys(fixtures))
+        finally:
+            test.hypothesis.inner_test = inner
+        if any(isinstance(v, st.DataObject) for case in cases for v in case.values()):
+            raise TypeError(f"{name} draws inside the test (st.data()): draw in its strategy, so cases can be replayed")
+        _drawn[key] = cases
+    return _drawn[key]
 
 
 class Case:
@@ -59,6 +99,10 @@ class Case:
 
     def rand(self, *shape, dtype=torch.float64, device="cpu") -> torch.Tensor:
         return torch.rand(tuple(shape), generator=self.generator, dtype=torch.float64).to(dtype=dtype, device=device)
+
+    def __deepcopy__(self, memo) -> "Case":
+        """A fresh copy: its generator starts again from the seed, so a replayed case makes the same tensors."""
+        return Case(self.sizes, self.batch, self.seed, self.scale, **copy.deepcopy(self.extra, memo))
 
     def __repr__(self):  # what hypothesis would print; it never reaches a student
         return f"Case({self.sizes}, batch={self.batch}, seed={self.seed}, scale={self.scale}, {self.extra})"
@@ -150,6 +194,16 @@ def softmax_cases(max_rank: int = 4) -> st.SearchStrategy[Case]:
         return Case({}, (), draw(SEEDS), draw(st.sampled_from([1.0, 3.0])), shape=tuple(sizes), dim=dim,
                     temperature=temperature)
     return build()
+
+
+def with_split(strategy: st.SearchStrategy[Case]) -> st.SearchStrategy[tuple[Case, int]]:
+    """A case of ``strategy`` and a position 1..T-1 where its sequence is split (tokens before it, tokens from it on)."""
+    return strategy.flatmap(lambda case: st.tuples(st.just(case), st.integers(1, case.T - 1)))
+
+
+def one_hot_cases() -> st.SearchStrategy[tuple[int, int]]:
+    """(index, n) with 0 <= index < n <= 12."""
+    return st.integers(1, 12).flatmap(lambda n: st.tuples(st.integers(0, n - 1), st.just(n)))
 
 
 TABLE_KEYS = ("apple", "pear", "fig", "kiwi", "lime", "plum", "date")

@@ -17,10 +17,10 @@ ATTENTION = "attention(Q, K, V, temperature)"
 
 @pytest.mark.weight(3)
 @S.examples(6)
-@given(n=st.integers(1, 12), data=st.data())
-def test_one_hot_values(student, course, n, data):
+@given(drawn=S.one_hot_cases())
+def test_one_hot_values(student, course, drawn):
     """one_hot(index, n) is a float32 vector of length n with a single 1 at index."""
-    index = data.draw(st.integers(0, n - 1))
+    index, n = drawn
     on = f"index {'0' if index == 0 else ('n - 1' if index == n - 1 else 'inside 0..n-1')}, n={n}"
     got = C.attempt(lambda: student.dictionary.one_hot(index, n), "one_hot(index, n)", on)
     C.close(got, ref.one_hot(index, n), what="one_hot(index, n)", on=on, course=course,
