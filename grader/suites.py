@@ -13,7 +13,6 @@ import io
 import random
 import re
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,13 @@ from .worker import seed_torch
 
 HIDDEN = ROOT / "tests" / "hidden"
 MAX_FEEDBACK = 600
+# Only the plugins grading needs are loaded: a plugin installed beside the grader (pytest-randomly reorders and
+# reseeds, hypothesis' own plugin, ...) never changes a grade, and every plugin costs hook calls on each item.
+PLUGINS = ("pytest_metadata.plugin", "pytest_jsonreport.plugin")
+# pytest's own plugins that grading never uses (unraisableexception would also run gc.collect() five times a run).
+UNUSED_BUILTIN_PLUGINS = ("cacheprovider", "warnings", "logging", "capture", "faulthandler", "doctest", "junitxml",
+                          "pastebin", "tmpdir", "monkeypatch", "recwarn", "setuponly", "setupplan", "stepwise",
+                          "unittest", "debugging", "unraisableexception", "threadexception")
 
 
 class CheckFailed(AssertionError):
@@ -61,7 +67,7 @@ def feedback(error: BaseException | None) -> str:
 
 
 def _failure_text(excinfo: pytest.ExceptionInfo, style=None) -> str:
-    """An item's failure repr (pytest's report and hypothesis' record of a failing example): the feedback alone.
+    """An item's failure repr in pytest's report: the feedback alone.
     Only ``feedback`` reaches the results, and pytest's traceback formatting costs milliseconds per failure."""
     return feedback(excinfo.value)
 
@@ -76,29 +82,29 @@ class GradingPlugin:
 
     def __init__(self, session: Session, course: Course, device: str):
         self._session, self._course, self._device = session, course, device
+        self._about: dict[str, dict] = {}  # node id -> the test's exercise, weight and docstring line
         self.report: dict | None = None
 
     def pytest_configure(self, config):
         for module in MODULES:
             config.addinivalue_line("markers", f"{module}: a test of the {module} exercise")
         config.addinivalue_line("markers", "weight(n): the test's share of its exercise's points (default 1)")
-        from hypothesis import HealthCheck, settings
-
-        settings.register_profile("grading", derandomize=False, database=None, deadline=None, print_blob=False, report_multiple_bugs=False,
-                                  max_examples=25, suppress_health_check=list(HealthCheck))
-        settings.load_profile("grading")
 
     def pytest_collection_modifyitems(self, items):
         for item in items:
-            if exercise_of(item) is None:
+            exercise = exercise_of(item)
+            if exercise is None:
                 raise pytest.UsageError(f"{item.nodeid} needs exactly one exercise marker")
             item.repr_failure = _failure_text
+            weight = item.get_closest_marker("weight")
+            doc = (item.function.__doc__ or item.name).strip().splitlines()[0] if hasattr(item, "function") else item.name
+            self._about[item.nodeid] = {"exercise": exercise, "weight": float(weight.args[0]) if weight else 1.0, "doc": doc}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem):
         """A test of an exercise whose module is already known to be broken (missing, failed import) fails at once
         with that problem, without generating examples for calls that cannot be made."""
-        problem = self._session.broken.get(exercise_of(pyfuncitem))
+        problem = self._session.broken.get(self._about[pyfuncitem.nodeid]["exercise"])
         if problem is not None:
             raise SubmissionProblem(problem.kind, str(problem))
 
@@ -121,9 +127,7 @@ class GradingPlugin:
         return self._course
 
     def pytest_json_runtest_metadata(self, item, call):
-        marker = item.get_closest_marker("weight")
-        doc = (item.function.__doc__ or item.name).strip().splitlines()[0] if hasattr(item, "function") else item.name
-        metadata = {"exercise": exercise_of(item), "weight": float(marker.args[0]) if marker else 1.0, "doc": doc}
+        metadata = dict(self._about[item.nodeid])
         if call.excinfo is not None:
             metadata[f"feedback_{call.when}"] = feedback(call.excinfo.value)
         return metadata
@@ -144,15 +148,14 @@ def run_suites(session: Session, course: Course, device: str, suites: Path = HID
     plugin = GradingPlugin(session, course, device)
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))  # the suites import the references from solutions/
-    with tempfile.TemporaryDirectory() as scratch:
-        args = [str(suites), "-p", "pytest_jsonreport", "--json-report", f"--json-report-file={scratch}/report.json",
-                "--json-report-omit", "collectors", "log", "traceback", "streams", "warnings",
-                "--rootdir", str(suites), "-c", str(suites / "pytest.ini"), "-p", "no:cacheprovider",
-                "-qq", "--tb=no", "-p", "no:warnings", f"--hypothesis-seed={course.seed}"]
-        if select:
-            args += ["-k", select]
-        with contextlib.redirect_stdout(io.StringIO()) as output:
-            code = pytest.main(args, plugins=[plugin])
+    args = [str(suites), "--disable-plugin-autoload", *(arg for name in PLUGINS for arg in ("-p", name)),
+            *(arg for name in UNUSED_BUILTIN_PLUGINS for arg in ("-p", f"no:{name}")),
+            "--json-report", "--json-report-file=none", "--json-report-omit", "collectors", "log", "traceback",
+            "streams", "warnings", "--rootdir", str(suites), "-c", str(suites / "pytest.ini"), "-qq", "--tb=no"]
+    if select:
+        args += ["-k", select]
+    with contextlib.redirect_stdout(io.StringIO()) as output:
+        code = pytest.main(args, plugins=[plugin])
     if plugin.report is None or code not in (0, 1):
         raise RuntimeError(f"the hidden suites could not run (pytest exit code {int(code)}): {output.getvalue()[-2000:]}")
     return plugin.report
