@@ -379,6 +379,37 @@ def test_grading_is_deterministic(buggy, zygote, course):
     assert summary(first) == summary(second)
 
 
+DRAW_CASES = """
+import copy
+import sys
+sys.path[:0] = [{root!r}, {hidden!r}]
+import torch
+import test_causal, test_dictionary, test_softmax
+for test in (test_softmax.test_values, test_causal.test_no_peeking, test_dictionary.test_lookup_values):
+    print(test.__name__, len(test.cases({seed})), repr(test.cases({seed})))
+case = test_softmax.test_values.cases({seed})[0]["case"]
+replays = [copy.deepcopy(case).randn(*case.shape) for _ in range(2)]
+print(torch.equal(*replays), torch.equal(case.randn(*case.shape), case.randn(*case.shape)))
+"""
+
+
+def _drawn_in_a_new_process(seed: int) -> str:
+    script = DRAW_CASES.format(root=str(ROOT), hidden=str(ROOT / "tests" / "hidden"), seed=seed)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+
+
+def test_property_tests_replay_the_same_cases_in_every_process():
+    """The cases a property test replays depend on course.yaml's seed and the test alone, in any process;
+    each replay of a case starts its generator afresh."""
+    first, again, other_seed = _drawn_in_a_new_process(7), _drawn_in_a_new_process(7), _drawn_in_a_new_process(8)
+    assert first == again
+    assert first != other_seed
+    lines = first.splitlines()
+    assert [line.split()[:2] for line in lines[:3]] == [["test_values", "14"], ["test_no_peeking", "4"],
+                                                         ["test_lookup_values", "8"]]
+    assert lines[3] == "True False"  # each replay makes the same tensors; the case object itself draws on
+
+
 def test_without_namespaces_grading_still_works_with_a_warning_and_require_sandbox_refuses(private_tmp, course):
     """Where no namespace sandbox can be built (forced here with Zygote(namespaces=False)), workers get rlimits
     only: the submission is still graded, with a warning in the output; with require_sandbox=True the grader
@@ -402,9 +433,9 @@ def test_without_namespaces_grading_still_works_with_a_warning_and_require_sandb
 # ---------------------------------------------------------------- the command line
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def run_cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "grader", "grade", *args], capture_output=True, text=True,
-                          timeout=300, cwd=cwd, env={**os.environ, "TMPDIR": str(cwd)})
+                          timeout=300, cwd=cwd, env={**os.environ, "TMPDIR": str(cwd), **(env or {})})
 
 
 def test_cli_grades_and_writes_valid_results(tmp_path):
@@ -417,6 +448,34 @@ def test_cli_grades_and_writes_valid_results(tmp_path):
     jsonschema.validate(results, RESULTS_SCHEMA)
     assert results["score"] == pytest.approx(results["max_score"], abs=0.01)
     assert not list(tmp_path.glob("grader-*"))
+
+
+FAILING_PLUGIN = """
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    raise AssertionError("failed by an installed plugin")
+"""
+
+
+def test_an_installed_pytest_plugin_never_changes_a_grade(tmp_path):
+    """A pytest plugin installed beside the grader (here one that fails every test) is not loaded when grading."""
+    site = tmp_path / "site"
+    (site / "failing_plugin-1.0.dist-info").mkdir(parents=True)
+    (site / "failing_plugin-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: failing-plugin\nVersion: 1.0\n")
+    (site / "failing_plugin-1.0.dist-info" / "entry_points.txt").write_text("[pytest11]\nfailing = failing_plugin\n")
+    (site / "failing_plugin.py").write_text(FAILING_PLUGIN)
+    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    (tmp_path / "test_anything.py").write_text("def test_anything():\n    pass\n")
+    plain = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_anything.py"],
+                           capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, **env})
+    assert "failed by an installed plugin" in plain.stdout  # the plugin is live for pytest itself
+    out = tmp_path / "results.json"
+    process = run_cli(str(SOLUTIONS), "--out", str(out), cwd=tmp_path, env=env)
+    assert process.returncode == 0, (process.stdout + process.stderr)[-3000:]
+    assert json.loads(out.read_text())["score"] == pytest.approx(100, abs=0.01)
 
 
 @pytest.mark.parametrize("case", ["nonexistent", "corrupt.zip", "empty-folder", "not-a-submission.txt"])
