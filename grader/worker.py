@@ -9,6 +9,7 @@ calls on its own socket, one frame in, one frame out.
 from __future__ import annotations
 
 import ctypes
+import gc
 import importlib
 import importlib.util
 import json
@@ -46,6 +47,7 @@ def zygote_main(control_fd: int) -> None:
     torch.set_num_interop_threads(1)
     _warm()
     probe()  # once, here: every worker inherits the answer instead of building a throwaway sandbox of its own
+    gc.freeze()  # a worker's collector never walks, so never copies on write, what was imported here (~25% fewer page faults)
     control = socket.socket(fileno=control_fd)
     exited: dict[int, int] = {}
     while True:
