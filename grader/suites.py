@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import pytest_jsonreport.plugin
+import pytest_metadata.plugin
 import torch
 
 from . import ROOT
@@ -27,7 +29,7 @@ HIDDEN = ROOT / "tests" / "hidden"
 MAX_FEEDBACK = 600
 # Only the plugins grading needs are loaded: a plugin installed beside the grader (pytest-randomly reorders and
 # reseeds, hypothesis' own plugin, ...) never changes a grade, and every plugin costs hook calls on each item.
-PLUGINS = ("pytest_metadata.plugin", "pytest_jsonreport.plugin")
+PLUGINS = (pytest_metadata.plugin, pytest_jsonreport.plugin)  # modules, not `-p` names: no entry-point scan
 # pytest's own plugins that grading never uses (unraisableexception would also run gc.collect() five times a run).
 UNUSED_BUILTIN_PLUGINS = ("cacheprovider", "warnings", "logging", "capture", "faulthandler", "doctest", "junitxml",
                           "pastebin", "tmpdir", "monkeypatch", "recwarn", "setuponly", "setupplan", "stepwise",
@@ -148,14 +150,15 @@ def run_suites(session: Session, course: Course, device: str, suites: Path = HID
     plugin = GradingPlugin(session, course, device)
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))  # the suites import the references from solutions/
-    args = [str(suites), "--disable-plugin-autoload", *(arg for name in PLUGINS for arg in ("-p", name)),
+    args = [str(suites), "--disable-plugin-autoload",
             *(arg for name in UNUSED_BUILTIN_PLUGINS for arg in ("-p", f"no:{name}")),
-            "--json-report", "--json-report-file=none", "--json-report-omit", "collectors", "log", "traceback",
-            "streams", "warnings", "--rootdir", str(suites), "-c", str(suites / "pytest.ini"), "-qq", "--tb=no"]
+            "--json-report", "--json-report-file=none",
+            "--json-report-omit", "collectors", "log", "traceback", "streams", "warnings",
+            "--rootdir", str(suites), "-c", str(suites / "pytest.ini"), "-qq", "--tb=no"]
     if select:
         args += ["-k", select]
     with contextlib.redirect_stdout(io.StringIO()) as output:
-        code = pytest.main(args, plugins=[plugin])
+        code = pytest.main(args, plugins=[*PLUGINS, plugin])
     if plugin.report is None or code not in (0, 1):
         raise RuntimeError(f"the hidden suites could not run (pytest exit code {int(code)}): {output.getvalue()[-2000:]}")
     return plugin.report
