@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -86,6 +87,9 @@ def submission_fingerprint(entry: Entry, course: Course) -> str | None:
 # ----------------------------------------------------------------- the job (runs in a pool process or a Dask worker)
 
 _zygote = None
+# pytest's run and the zygote serve one submission at a time: threads of one process (a Dask worker started with
+# several) take turns, or their grades would mix.
+_one_at_a_time = threading.Lock()
 
 
 def grade_job(student: str, path: str, course_file: str, device: str, require_sandbox: bool,
@@ -96,25 +100,26 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
     killed batch do not pile up); None keeps the system's temporary folder (remote Dask workers).
     """
     global _zygote
-    if staging:
-        tempfile.tempdir = staging
     from .pipeline import grade_submission
     from .remote import Zygote
 
-    course = load_course(course_file)
-    try:
-        if _zygote is None:
-            _give_this_process_its_own_sandbox_uid()
-            _zygote = Zygote()
-        data = grade_submission(path, course, _zygote, device, require_sandbox).results
-        data["status"] = "graded"
-    except IntakeError as error:
-        data = error_results(course, device, f"cannot grade: {error}")
-    except Exception as error:  # a grader fault must not stop the batch: record it, start afresh
-        if _zygote is not None:
-            _zygote.close()
-        _zygote = None
-        data = error_results(course, device, f"grader error: {type(error).__name__}: {error}")
+    with _one_at_a_time:
+        if staging:
+            tempfile.tempdir = staging
+        course = load_course(course_file)
+        try:
+            if _zygote is None:
+                _give_this_process_its_own_sandbox_uid()
+                _zygote = Zygote()
+            data = grade_submission(path, course, _zygote, device, require_sandbox).results
+            data["status"] = "graded"
+        except IntakeError as error:
+            data = error_results(course, device, f"cannot grade: {error}")
+        except Exception as error:  # a grader fault must not stop the batch: record it, start afresh
+            if _zygote is not None:
+                _zygote.close()
+            _zygote = None
+            data = error_results(course, device, f"grader error: {type(error).__name__}: {error}")
     data["student"] = student
     return data
 

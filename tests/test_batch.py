@@ -108,6 +108,31 @@ def test_scores_do_not_depend_on_jobs_or_dask(klass, tmp_path):
     assert _scores(one) == _scores(two) == _scores(dask)
 
 
+THREADED_JOBS = """
+import json, sys
+from concurrent.futures import ThreadPoolExecutor
+from grader.batch import grade_job
+from grader.course import COURSE_FILE
+
+def job(path):
+    return grade_job("student", path, str(COURSE_FILE), "cpu", False)["score"]
+
+with ThreadPoolExecutor(len(sys.argv) - 1) as pool:
+    together = list(pool.map(job, sys.argv[1:]))
+print(json.dumps([together, [job(path) for path in sys.argv[1:]]]))
+"""
+
+
+def test_threads_of_one_process_grade_as_if_alone(klass):
+    """Jobs run by several threads of one process (a Dask worker with several threads) grade as if alone."""
+    paths = [str(klass / "good"), str(klass / "buggy.zip")] * 2
+    out = subprocess.run([sys.executable, "-c", THREADED_JOBS, *paths], capture_output=True, text=True, timeout=600,
+                         check=True).stdout
+    together, alone = json.loads(out.splitlines()[-1])
+    assert together == alone
+    assert alone[0] == 100 and alone[1] < 100
+
+
 def test_kill_9_loses_nothing(klass, tmp_path):
     """A batch killed with SIGKILL resumes: finished students are kept, the rest graded, the gradebook agrees."""
     for n in range(4):
