@@ -22,6 +22,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import lru_cache
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -106,7 +107,7 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
     with _one_at_a_time:
         if staging:
             tempfile.tempdir = staging
-        course = load_course(course_file)
+        course = _course(course_file)
         try:
             if _zygote is None:
                 _give_this_process_its_own_sandbox_uid()
@@ -122,6 +123,17 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
             data = error_results(course, device, f"grader error: {type(error).__name__}: {error}")
     data["student"] = student
     return data
+
+
+def _course(course_file: str) -> Course:
+    """course.yaml, read and validated again only when the file changed: a job grades many submissions under it."""
+    stat = os.stat(course_file)
+    return _validated_course(course_file, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=4)
+def _validated_course(course_file: str, mtime_ns: int, size: int) -> Course:
+    return load_course(course_file)
 
 
 def _give_this_process_its_own_sandbox_uid():

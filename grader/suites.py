@@ -30,10 +30,11 @@ MAX_FEEDBACK = 600
 # Only the plugins grading needs are loaded: a plugin installed beside the grader (pytest-randomly reorders and
 # reseeds, hypothesis' own plugin, ...) never changes a grade, and every plugin costs hook calls on each item.
 PLUGINS = (pytest_metadata.plugin, pytest_jsonreport.plugin)  # modules, not `-p` names: no entry-point scan
-# pytest's own plugins that grading never uses (unraisableexception would also run gc.collect() five times a run).
+# pytest's own plugins that grading never uses (unraisableexception would also run gc.collect() five times a run;
+# without skipping, pytest.skip() still works, and skip/skipif/xfail marks are refused at collection).
 UNUSED_BUILTIN_PLUGINS = ("cacheprovider", "warnings", "logging", "capture", "faulthandler", "doctest", "junitxml",
                           "pastebin", "tmpdir", "monkeypatch", "recwarn", "setuponly", "setupplan", "stepwise",
-                          "unittest", "debugging", "unraisableexception", "threadexception")
+                          "unittest", "debugging", "unraisableexception", "threadexception", "skipping", "subtests")
 
 
 class CheckFailed(AssertionError):
@@ -75,8 +76,13 @@ def _failure_text(excinfo: pytest.ExceptionInfo, style=None) -> str:
 
 
 def exercise_of(item: pytest.Item) -> str | None:
-    names = [m for m in MODULES if item.get_closest_marker(m)]
-    return names[0] if len(names) == 1 else None
+    names = {mark.name for mark in item.iter_markers()} & set(MODULES)
+    return names.pop() if len(names) == 1 else None
+
+
+def _unevaluated_marks(item: pytest.Item) -> set[str]:
+    """Marks that only pytest's skipping plugin acts on; grading leaves it out, so a suite must not use them."""
+    return {mark.name for mark in item.iter_markers()} & {"skip", "skipif", "xfail"}
 
 
 class GradingPlugin:
@@ -97,6 +103,9 @@ class GradingPlugin:
             exercise = exercise_of(item)
             if exercise is None:
                 raise pytest.UsageError(f"{item.nodeid} needs exactly one exercise marker")
+            if _unevaluated_marks(item):
+                raise pytest.UsageError(f"{item.nodeid}: a suite skips with pytest.skip() in the test, not with "
+                                        f"{', '.join(sorted(_unevaluated_marks(item)))} marks")
             item.repr_failure = _failure_text
             weight = item.get_closest_marker("weight")
             doc = (item.function.__doc__ or item.name).strip().splitlines()[0] if hasattr(item, "function") else item.name
@@ -104,17 +113,14 @@ class GradingPlugin:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem):
-        """A test of an exercise whose module is already known to be broken (missing, failed import) fails at once
+        """Every test starts from the same random state, whatever ran before it (other tests, other submissions).
+        A test of an exercise whose module is already known to be broken (missing, failed import) fails at once
         with that problem, without generating examples for calls that cannot be made."""
+        seed_torch(self._course.seed)
+        random.seed(self._course.seed)
         problem = self._session.broken.get(self._about[pyfuncitem.nodeid]["exercise"])
         if problem is not None:
             raise SubmissionProblem(problem.kind, str(problem))
-
-    @pytest.fixture(autouse=True)
-    def _seeded(self):
-        """Every test starts from the same random state, whatever ran before it (other tests, other submissions)."""
-        seed_torch(self._course.seed)
-        random.seed(self._course.seed)
 
     @pytest.fixture(scope="session")
     def student(self) -> Student:
@@ -157,7 +163,7 @@ def run_suites(session: Session, course: Course, device: str, suites: Path = HID
             "--rootdir", str(suites), "-c", str(suites / "pytest.ini"), "-qq", "--tb=no"]
     if select:
         args += ["-k", select]
-    with contextlib.redirect_stdout(io.StringIO()) as output:
+    with contextlib.redirect_stdout(io.StringIO()) as output, contextlib.redirect_stderr(output):
         code = pytest.main(args, plugins=[*PLUGINS, plugin])
     if plugin.report is None or code not in (0, 1):
         raise RuntimeError(f"the hidden suites could not run (pytest exit code {int(code)}): {output.getvalue()[-2000:]}")

@@ -41,6 +41,9 @@ class Handle:
         return f"<remote {self.type_name} #{self.id}>"
 
 
+_AS_IS = frozenset({type(None), bool, int, str})
+
+
 class Encoder:
     """Turns a value into JSON-ready data, collecting tensor bytes into one blob.
 
@@ -71,12 +74,22 @@ class Encoder:
         return meta
 
     def __call__(self, value):
-        if value is None or isinstance(value, (bool, int, str)):
+        kind = type(value)  # exact types first (most values); subclasses take the isinstance checks
+        if kind in _AS_IS:
+            return value
+        if kind is dict:
+            if all(type(k) is str and not k.startswith("$") for k in value):
+                return {k: self(v) for k, v in value.items()}
+            return {"$dict": [[self(k), self(v)] for k, v in value.items()]}
+        if kind is list or kind is tuple:
+            items = [self(v) for v in value]
+            return items if kind is list else {"$tuple": items}
+        if isinstance(value, torch.Tensor):
+            return self.tensor(value)
+        if isinstance(value, (bool, int, str)):
             return value
         if isinstance(value, float):
             return value if math.isfinite(value) else {"$f": repr(value)}
-        if isinstance(value, torch.Tensor):
-            return self.tensor(value)
         if isinstance(value, Handle):
             return {"$h": value.id, "type": value.type_name}
         if isinstance(value, torch.dtype):
@@ -85,13 +98,6 @@ class Encoder:
             return {"$device": str(value)}
         if isinstance(value, torch.Size):
             return {"$tuple": [int(v) for v in value]}
-        if type(value) in (list, tuple):
-            items = [self(v) for v in value]
-            return items if type(value) is list else {"$tuple": items}
-        if type(value) is dict:
-            if all(type(k) is str and not k.startswith("$") for k in value):
-                return {k: self(v) for k, v in value.items()}
-            return {"$dict": [[self(k), self(v)] for k, v in value.items()]}
         if self.keep is not None:
             return self(self.keep(value))
         raise WireError(f"cannot send a {type(value).__name__}")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grader import ROOT
-from grader.batch import BatchError, discover, run_batch
+from grader.batch import BatchError, _course, discover, run_batch
 from grader.course import COURSE_FILE, MODULES
 
 pytestmark = pytest.mark.slow
@@ -166,3 +166,14 @@ def test_discover_reads_folders_zips_and_lists(klass, tmp_path):
         discover(klass)
     with pytest.raises(BatchError, match="does not exist"):
         discover(tmp_path / "nowhere")
+
+
+def test_a_job_validates_course_yaml_again_only_when_it_changes(tmp_path):
+    """A job grading many submissions reads course.yaml once, and again as soon as the file changes."""
+    course_file = tmp_path / "course.yaml"
+    text = COURSE_FILE.read_text(encoding="utf-8")
+    course_file.write_text(text, encoding="utf-8")
+    first = _course(str(course_file))
+    assert _course(str(course_file)) is first
+    course_file.write_text(text.replace("title: Self-attention in PyTorch", "title: Attention, again", 1), encoding="utf-8")
+    assert _course(str(course_file)).title == "Attention, again"

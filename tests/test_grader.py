@@ -29,6 +29,7 @@ from grader.pipeline import grade_submission
 from grader.intake import stage
 from grader.remote import CHECK, GraderFault, Session, StudentError, SubmissionProblem, Zygote, load_params_step
 from grader.reports import RESULTS_SCHEMA
+from grader.suites import run_suites
 
 pytestmark = pytest.mark.slow
 
@@ -200,6 +201,23 @@ def test_solutions_get_full_marks_on_every_exercise(zygote, course):
         assert exercise["score"] == exercise["max_score"], f"{module}: {feedback(results, module)}"
     assert results["score"] == results["max_score"] == course.total_points
     assert all(t["status"] == "passed" for t in results["tests"]), [t for t in results["tests"] if t["status"] != "passed"][:3]
+
+
+def test_checks_for_cuda_only_are_reported_skipped_on_the_cpu(zygote, course):
+    """On the CPU the half-precision checks are skipped, with the reason, and cost no points."""
+    outcome = grade_submission(SOLUTIONS, only(course, "softmax"), zygote, select="softmax and half_precision")
+    tests = outcome.grade.tests
+    assert tests and all(t.status == "skipped" and "CUDA only" in t.feedback and t.max_score == 0 for t in tests)
+
+
+def test_a_suite_with_skip_or_xfail_marks_is_refused(tmp_path, course):
+    """Grading leaves pytest's skipping plugin out: a suite whose test carries such a mark is refused, naming it."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\npython_files = test_*.py\n")
+    (tmp_path / "test_marked.py").write_text("import pytest\n\npytestmark = pytest.mark.softmax\n\n\n"
+                                             "@pytest.mark.skipif(True, reason='never')\ndef test_skipped(student):\n"
+                                             "    pass\n")
+    with pytest.raises(RuntimeError, match="test_marked.py::test_skipped: a suite skips with pytest.skip"):
+        run_suites(Session(None, str(tmp_path), course.grading.limits), course, "cpu", suites=tmp_path)
 
 
 def test_stubs_get_zero_on_every_exercise(zygote, course):

@@ -20,6 +20,7 @@ for the plugin.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
@@ -28,6 +29,7 @@ import torch
 
 from grader.remote import CallResult, StudentError, load_params_step
 from grader.suites import CheckFailed, redact
+from grader.worker import seed_torch
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 STUDENT_TEXT = 320  # at most this much of the student's own error message goes into ours
@@ -651,19 +653,24 @@ def wide(module: torch.nn.Module) -> torch.nn.Module:
 
 
 def seed(n: int) -> None:
-    """Seed the CPU generator, on which the reference modules are built (then moved to the device).
+    """Seed the generators the references draw from: the CPU's (reference modules are built on it, then moved to the
+    device) and, once initialized, CUDA's (dropout on the GPU); the worker seeds the student's call the same way.
 
     torch.manual_seed would do it too, but it also queues a lazy CUDA/XPU/MTIA seeding that formats a stack
     trace on every call while CUDA is not initialized: milliseconds each, hundreds of calls per submission.
     """
-    torch.default_generator.manual_seed(n)
+    seed_torch(n)
 
 
 def module_reference(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """The reference module's output on ``x``, computed in float64 and cast back to x's dtype."""
-    if x.dtype == torch.float64:
-        return module(x).detach()
-    return wide(module)(x.double()).detach().to(x.dtype)
+    """The reference module's output on ``x``, computed in float64 and cast back to x's dtype (float32 parameters
+    and buffers convert exactly; the module itself is left as it is, and no graph is built)."""
+    with torch.no_grad():
+        if x.dtype == torch.float64:
+            return module(x)
+        state = {name: t.double() if t.is_floating_point() else t
+                 for name, t in itertools.chain(module.named_parameters(), module.named_buffers())}
+        return torch.func.functional_call(module, state, (x.double(),)).to(x.dtype)
 
 
 def earlier_outputs_unchanged(call, x: torch.Tensor, changed: torch.Tensor, t: int, *, what: str, on: str,

@@ -151,7 +151,7 @@ def test_dropout_training(student, course, device, case):
     on = _on(x, case.T + case.extra_context) + ", training mode, dropout 0.5"
     got = C.attempt(lambda: module.run(args=(x,), seed=case.seed).value, WHAT, on)
     reference.train()
-    torch.manual_seed(case.seed)
+    C.seed(case.seed)
     want = reference(x).detach()
     eval_out = C.module_reference(reference.eval(), x)
     C.close(got, want, what=WHAT + " in training mode", on=on, course=course,
