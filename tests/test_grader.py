@@ -210,9 +210,10 @@ def test_checks_for_cuda_only_are_reported_skipped_on_the_cpu(zygote, course):
     assert tests and all(t.status == "skipped" and "CUDA only" in t.feedback and t.max_score == 0 for t in tests)
 
 
-def test_a_suite_with_skip_or_xfail_marks_is_refused(tmp_path, course):
+def test_a_suite_with_skip_or_xfail_marks_is_refused(tmp_path, course, monkeypatch):
     """Grading leaves pytest's skipping plugin out: a suite whose test carries such a mark is refused, naming it."""
-    (tmp_path / "pytest.ini").write_text("[pytest]\npython_files = test_*.py\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))  # collecting the suite puts tmp_path on it (sandboxes bind it)
+    shutil.copy(ROOT / "tests" / "hidden" / "pytest.ini", tmp_path / "pytest.ini")
     (tmp_path / "test_marked.py").write_text("import pytest\n\npytestmark = pytest.mark.softmax\n\n\n"
                                              "@pytest.mark.skipif(True, reason='never')\ndef test_skipped(student):\n"
                                              "    pass\n")

@@ -120,6 +120,10 @@ ok("softmax", "logsumexp", "softmax as exp(z - logsumexp(z))",
    ("""    z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0
     e = z.exp()
     return e / e.sum(dim=dim, keepdim=True)""", "    return torch.exp(z - torch.logsumexp(z, dim=dim, keepdim=True))"))
+ok("softmax", "movedim", "softmax over the last dim of x.movedim(dim, -1), moved back afterwards",
+   ("z = x / temperature", "z = x.movedim(dim, -1) / temperature"),
+   (SM, "z = z - z.amax(dim=-1, keepdim=True)"),
+   ("return e / e.sum(dim=dim, keepdim=True)", "return (e / e.sum(dim=-1, keepdim=True)).movedim(-1, dim)"))
 ok("softmax", "float64_inside", "softmax computed in float64 and cast back to the input's dtype",
    ("z = x / temperature", "z = x.to(torch.float64) / temperature"),
    ("return e / e.sum(dim=dim, keepdim=True)", "return (e / e.sum(dim=dim, keepdim=True)).to(x.dtype)"))
@@ -202,6 +206,12 @@ part("qkv", "builtin_sdpa", "scaled_dot_product_attention calls torch's built-in
 part("qkv", "query_loop", "scaled_dot_product_attention computes one query row at a time in a Python loop",
      (RET, "rows = [torch.softmax(scores[..., i:i + 1, :], dim=-1) @ values for i in range(scores.shape[-2])]\n"
            "    return torch.cat(rows, dim=-2)"))
+ok("qkv", "new_parameters", "copy_linear_weights gives dst new nn.Parameters holding each weight.T",
+   ("""    with torch.no_grad():
+        for param, linear in pairs:
+            param.copy_(linear.weight.T)  # (d_in, d_out)""",
+    """    for name in ("W_query", "W_key", "W_value"):
+        setattr(dst, name, nn.Parameter(getattr(src, name).weight.detach().T.clone()))"""))
 ok("qkv", "where_mask", "qkv with torch.where masks, .mT, F.linear and scaling of the queries",
    (SC, "scores = (queries / math.sqrt(d_k)) @ keys.mT"),
    (MF, "scores = torch.where(mask, scores, torch.full_like(scores, float('-inf')))"),
@@ -359,6 +369,13 @@ bug("multihead", "mask_with_zero", "MultiHeadAttention fills future scores with 
     (MM, "scores = scores.masked_fill(~self.mask[:T, :T], 0.0)"))
 part("multihead", "head_loop", "MultiHeadAttention computes the scores of each head in a Python loop",
      (MS, "scores = torch.stack([queries[:, h] @ keys[:, h].transpose(-2, -1) for h in range(self.num_heads)], dim=1) / math.sqrt(self.head_dim)"))
+ok("multihead", "nanogpt_bias", "multihead with a float (1, 1, T, T) tril buffer named bias, compared with 0, and einsum scores",
+   ('self.register_buffer("mask", torch.ones(context_length, context_length, dtype=torch.bool).tril(), persistent=False)',
+    'self.register_buffer("bias", torch.tril(torch.ones(context_length, context_length)).view(1, 1, context_length, context_length))'),
+   ("if T > self.mask.shape[0]:", "if T > self.bias.shape[-1]:"),
+   ("exceeds context_length {self.mask.shape[0]}", "exceeds context_length {self.bias.shape[-1]}"),
+   (MS, "scores = torch.einsum('bhqd,bhkd->bhqk', queries, keys) * (1.0 / math.sqrt(keys.size(-1)))"),
+   (MM, "scores = scores.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))"))
 ok("multihead", "contiguous_view", "multihead with unflatten/permute to split and contiguous().view to merge",
    (SPLIT, "return t.unflatten(-1, (self.num_heads, self.head_dim)).permute(0, 2, 1, 3)"),
    (MERGE, "context = (weights @ values).transpose(1, 2).contiguous().view(B, T, self.num_heads * self.head_dim)"))
