@@ -103,9 +103,10 @@ class GradingPlugin:
             exercise = exercise_of(item)
             if exercise is None:
                 raise pytest.UsageError(f"{item.nodeid} needs exactly one exercise marker")
-            if _unevaluated_marks(item):
+            marks = _unevaluated_marks(item)
+            if marks:
                 raise pytest.UsageError(f"{item.nodeid}: a suite skips with pytest.skip() in the test, not with "
-                                        f"{', '.join(sorted(_unevaluated_marks(item)))} marks")
+                                        f"{', '.join(sorted(marks))} marks")
             item.repr_failure = _failure_text
             weight = item.get_closest_marker("weight")
             doc = (item.function.__doc__ or item.name).strip().splitlines()[0] if hasattr(item, "function") else item.name
