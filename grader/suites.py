@@ -75,14 +75,8 @@ def _failure_text(excinfo: pytest.ExceptionInfo, style=None) -> str:
     return feedback(excinfo.value)
 
 
-def exercise_of(item: pytest.Item) -> str | None:
-    names = {mark.name for mark in item.iter_markers()} & set(MODULES)
-    return names.pop() if len(names) == 1 else None
-
-
-def _unevaluated_marks(item: pytest.Item) -> set[str]:
-    """Marks that only pytest's skipping plugin acts on; grading leaves it out, so a suite must not use them."""
-    return {mark.name for mark in item.iter_markers()} & {"skip", "skipif", "xfail"}
+# Marks that only pytest's skipping plugin acts on: grading leaves it out, so a suite must not use them.
+SKIPPING_MARKS = frozenset({"skip", "skipif", "xfail"})
 
 
 class GradingPlugin:
@@ -100,13 +94,14 @@ class GradingPlugin:
 
     def pytest_collection_modifyitems(self, items):
         for item in items:
-            exercise = exercise_of(item)
-            if exercise is None:
+            marks = {mark.name for mark in item.iter_markers()}
+            exercises = marks & set(MODULES)
+            if len(exercises) != 1:
                 raise pytest.UsageError(f"{item.nodeid} needs exactly one exercise marker")
-            marks = _unevaluated_marks(item)
-            if marks:
+            if marks & SKIPPING_MARKS:
                 raise pytest.UsageError(f"{item.nodeid}: a suite skips with pytest.skip() in the test, not with "
-                                        f"{', '.join(sorted(marks))} marks")
+                                        f"{', '.join(sorted(marks & SKIPPING_MARKS))} marks")
+            exercise = exercises.pop()
             item.repr_failure = _failure_text
             weight = item.get_closest_marker("weight")
             doc = (item.function.__doc__ or item.name).strip().splitlines()[0] if hasattr(item, "function") else item.name
