@@ -1,6 +1,7 @@
 """Benchmark: grade a synthetic class with `grader batch` at --jobs 1 and 2, and the same course with nbgrader autograde.
 
-Prints submissions/second, median and p95 latency per submission, and peak memory; then grades the same
+Prints submissions/second, median and p95 latency per submission, peak memory, and the CPU time the whole
+machine spent per submission (every process: batch, jobs, zygotes, workers, the kernel); then grades the same
 notebook submissions with `nbgrader autograde` and with our grader side by side, and prints the ratio.
 
     python benchmarks/batch.py --submissions 200 --nbgrader-students 4
@@ -51,10 +52,20 @@ def synthetic_class(target: Path, count: int, seed: int = 0) -> None:
             (folder / f"{variant.module}.py").write_text(variant.source(), encoding="utf-8")
 
 
+def machine_cpu() -> tuple[float, float] | None:
+    """CPU seconds the whole machine has spent (user, system) since boot, from /proc/stat; None elsewhere."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (fields[0] + fields[1]) / ticks, (fields[2] + fields[5] + fields[6]) / ticks  # user+nice; system+irq+softirq
+
+
 def measure(label: str, source: Path, out: Path, jobs: int) -> float:
-    started = time.monotonic()
+    started, cpu_before = time.monotonic(), machine_cpu()
     rows = run_batch(source, out, course_file=COURSE_FILE, jobs=jobs, force=True)
-    wall = time.monotonic() - started
+    wall, cpu_after = time.monotonic() - started, machine_cpu()
     latencies = sorted(r["execution_time"] for r in rows if r.get("status") == "graded")
     if len(latencies) < len(rows):
         print(f"{label}: {len(rows) - len(latencies)} of {len(rows)} submissions could not be graded", flush=True)
@@ -63,6 +74,12 @@ def measure(label: str, source: Path, out: Path, jobs: int) -> float:
     print(f"{label:<28} jobs={jobs}  {len(rows):4d} submissions in {wall:7.1f} s  = {len(rows) / wall:6.2f} subs/s   "
           f"median {statistics.median(latencies) if latencies else float('nan'):.2f} s  p95 {p95:.2f} s   "
           f"peak RSS of a process {peak:.0f} MiB", flush=True)
+    if cpu_before and cpu_after:
+        user, system = (after - before for before, after in zip(cpu_before, cpu_after))
+        cores = len(os.sched_getaffinity(0))
+        print(f"{'':<28} machine CPU per submission {(user + system) / len(rows):.2f} s (user {user / len(rows):.2f}, "
+              f"system {system / len(rows):.2f}); all {cores} CPUs busy {100 * (user + system) / (cores * wall):.0f}% "
+              f"of the time", flush=True)
     return len(rows) / wall
 
 

@@ -133,6 +133,27 @@ def test_threads_of_one_process_grade_as_if_alone(klass):
     assert alone[0] == 100 and alone[1] < 100
 
 
+WARM_POOL = """
+import json, sys
+from grader.batch import make_executor
+
+def torch_in_job(_):
+    return id(sys.modules.get("torch"))
+
+before = "torch" in sys.modules
+with make_executor(2, None) as pool:
+    print(json.dumps([before, id(sys.modules["torch"]), sorted(set(pool.map(torch_in_job, range(4))))]))
+"""
+
+
+def test_jobs_inherit_torch_from_the_batch_instead_of_importing_it(klass):
+    """The local pool's jobs are forked after torch is imported once, so none of them imports it again."""
+    out = subprocess.run([sys.executable, "-c", WARM_POOL], capture_output=True, text=True, timeout=300, check=True).stdout
+    before, parent, jobs = json.loads(out.splitlines()[-1])
+    assert not before
+    assert jobs == [parent]
+
+
 def test_kill_9_loses_nothing(klass, tmp_path):
     """A batch killed with SIGKILL resumes: finished students are kept, the rest graded, the gradebook agrees."""
     for n in range(4):
