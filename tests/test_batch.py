@@ -146,7 +146,7 @@ with make_executor(2, None) as pool:
 """
 
 
-def test_jobs_inherit_torch_from_the_batch_instead_of_importing_it(klass):
+def test_jobs_inherit_torch_from_the_batch_instead_of_importing_it():
     """The local pool's jobs are forked after torch is imported once, so none of them imports it again."""
     out = subprocess.run([sys.executable, "-c", WARM_POOL], capture_output=True, text=True, timeout=300, check=True).stdout
     before, parent, jobs = json.loads(out.splitlines()[-1])
