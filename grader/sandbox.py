@@ -10,9 +10,11 @@ namespaces it:
   entered with ``pivot_root`` that holds only read-only system directories, the
   Python installation, a fresh ``/proc``, a minimal ``/dev``, a private ``/tmp`` and
   the submission read-only at ``/submission``;
-* drops privileges (a dedicated uid when started as root), sets no_new_privs, a
-  seccomp filter that keeps the parent-death signal in place, and the rlimits, scrubs
-  the environment and starts a new session.
+* joins a fresh session keyring, drops privileges (a dedicated uid when started as
+  root), sets no_new_privs and the rlimits, scrubs the environment, starts a new session
+  and, last, installs a syscall filter (seccomp) in the spirit of Docker's default
+  profile: keyrings, ptrace, namespaces, mounts, new sessions, kernel modules... are
+  refused, and the parent-death signal stays in place.
 
 Where namespaces cannot be used it applies the rlimits only (or raises
 ``SandboxUnavailable`` with ``require=True``). See docs/sandbox.md.
@@ -73,6 +75,7 @@ except OSError:  # pragma: no cover
 
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 _DEV_NODES = ("null", "zero", "full", "random", "urandom")
+_MASKED_PROC_FILES = ("/proc/keys", "/proc/key-users")
 _CUDA_DIRS = ("/usr/local/nvidia", "/usr/local/cuda", "/opt/nvidia")
 _PROBE_TIMEOUT_S = 20.0
 
@@ -80,7 +83,7 @@ _PROBE_TIMEOUT_S = 20.0
 @dataclass(frozen=True)
 class Limits:
     memory_mb: int = 4096        # RLIMIT_AS (floored at current mappings + MEMORY_HEADROOM_MB)
-    cpu_seconds: int = 60        # RLIMIT_CPU (SIGKILL when reached)
+    cpu_seconds: int = 60        # RLIMIT_CPU soft limit (SIGKILL at the hard one, a little above)
     processes: int = 64          # RLIMIT_NPROC (only meaningful for a non-root uid)
     file_size_mb: int = 16       # RLIMIT_FSIZE
     open_files: int = 256        # RLIMIT_NOFILE (floored at highest kept fd + NOFILE_HEADROOM)
@@ -118,19 +121,75 @@ PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
-_SYSCALLS = {  # only for libcs that lack the wrapper
-    "x86_64": {"pivot_root": 155, "capset": 126},
-    "aarch64": {"pivot_root": 41, "capset": 91},
-    "riscv64": {"pivot_root": 41, "capset": 91},
+# System call numbers, from the kernel's tables: arch/x86/entry/syscalls/syscall_64.tbl for x86_64,
+# include/uapi/asm-generic/unistd.h for aarch64 and riscv64. A name missing from a table does not exist
+# there. Only the calls the sandbox makes without a libc wrapper and those its syscall filter looks at.
+_X86_64_SYSCALLS = {
+    "clone": 56, "ptrace": 101, "syslog": 103, "setpgid": 109, "setsid": 112, "capset": 126,
+    "uselib": 134, "personality": 135, "ustat": 136, "sysfs": 139, "vhangup": 153, "pivot_root": 155,
+    "_sysctl": 156, "prctl": 157, "adjtimex": 159, "chroot": 161, "acct": 163, "settimeofday": 164,
+    "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168, "reboot": 169, "sethostname": 170,
+    "setdomainname": 171, "iopl": 172, "ioperm": 173, "create_module": 174, "init_module": 175,
+    "delete_module": 176, "get_kernel_syms": 177, "query_module": 178, "quotactl": 179, "nfsservctl": 180,
+    "lookup_dcookie": 212, "clock_settime": 227, "kexec_load": 246, "add_key": 248, "request_key": 249,
+    "keyctl": 250, "unshare": 272, "perf_event_open": 298, "fanotify_init": 300, "name_to_handle_at": 303,
+    "open_by_handle_at": 304, "clock_adjtime": 305, "setns": 308, "process_vm_readv": 310,
+    "process_vm_writev": 311, "kcmp": 312, "finit_module": 313, "kexec_file_load": 320, "bpf": 321,
+    "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+    "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+    "clone3": 435, "pidfd_getfd": 438, "process_madvise": 440, "mount_setattr": 442, "quotactl_fd": 443,
 }
-_NR_MOUNT_SETATTR = 442  # same number on every architecture
-# The seccomp filter refuses prctl(PR_SET_PDEATHSIG): (audit arch, prctl numbers) for each
-# syscall ABI a process of this machine can use; any other ABI is refused outright.
-_SECCOMP_ABIS = {
-    "x86_64": [(0xC000003E, (157, 0x40000000 | 157)), (0x40000003, (172,))],  # x86-64 (+x32), i386
-    "aarch64": [(0xC00000B7, (167,)), (0x40000028, (172,))],                  # arm64, arm
-    "riscv64": [(0xC00000F3, (167,))],
+_GENERIC_SYSCALLS = {
+    "lookup_dcookie": 18, "umount2": 39, "mount": 40, "pivot_root": 41, "nfsservctl": 42, "chroot": 51,
+    "vhangup": 58, "quotactl": 60, "acct": 89, "capset": 91, "personality": 92, "unshare": 97,
+    "kexec_load": 104, "init_module": 105, "delete_module": 106, "clock_settime": 112, "syslog": 116,
+    "ptrace": 117, "reboot": 142, "setpgid": 154, "setsid": 157, "sethostname": 161, "setdomainname": 162,
+    "prctl": 167, "settimeofday": 170, "adjtimex": 171, "add_key": 217, "request_key": 218, "keyctl": 219,
+    "clone": 220, "swapon": 224, "swapoff": 225, "perf_event_open": 241, "fanotify_init": 262,
+    "name_to_handle_at": 264, "open_by_handle_at": 265, "clock_adjtime": 266, "setns": 268,
+    "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "finit_module": 273, "bpf": 280,
+    "userfaultfd": 282, "kexec_file_load": 294, "io_uring_setup": 425, "io_uring_enter": 426,
+    "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
+    "fsmount": 432, "fspick": 433, "clone3": 435, "pidfd_getfd": 438, "process_madvise": 440,
+    "mount_setattr": 442, "quotactl_fd": 443,
 }
+# Per machine: the audit arch of its native syscall ABI, and that ABI's numbers. The filter refuses
+# every other ABI a process could use (i386 and x32 on x86_64, 32-bit arm on aarch64).
+_NATIVE_ABIS = {
+    "x86_64": (0xC000003E, _X86_64_SYSCALLS),
+    "aarch64": (0xC00000B7, _GENERIC_SYSCALLS),
+    "riscv64": (0xC00000F3, _GENERIC_SYSCALLS),
+}
+# What the worker's syscall filter refuses with EPERM, after Docker's default seccomp profile (the calls it
+# refuses to a container without added capabilities). clone with a CLONE_NEW* flag, clone3 (ENOSYS: glibc
+# then falls back to clone), personality other than PER_LINUX and prctl(PR_SET_PDEATHSIG) are refused too.
+_DENIED_SYSCALLS = (
+    # kernel keyrings: a uid's keyring outlives its processes and is shared by every worker of that uid
+    "add_key", "keyctl", "request_key",
+    # other processes' memory, files and descriptors
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd", "process_madvise",
+    # large kernel attack surface
+    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "fanotify_init",
+    # namespaces, mounts and file handles
+    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
+    "move_mount", "open_tree", "mount_setattr", "open_by_handle_at", "name_to_handle_at", "quotactl",
+    "quotactl_fd",
+    # the machine: modules, reboot, swap, accounting, kernel log, names, clocks, I/O ports, terminals
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon",
+    "swapoff", "acct", "syslog", "sethostname", "setdomainname", "settimeofday", "clock_settime",
+    "clock_adjtime", "adjtimex", "iopl", "ioperm", "vhangup",
+    # obsolete
+    "lookup_dcookie", "nfsservctl", "uselib", "ustat", "sysfs", "_sysctl", "create_module",
+    "get_kernel_syms", "query_module",
+    # every process of a worker stays in its session (and so in its scheduling autogroup)
+    "setsid", "setpgid",
+)
+CLONE_NEWCGROUP = 0x02000000
+_CLONE_NAMESPACES = (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER
+                     | CLONE_NEWPID | CLONE_NEWNET)
+PER_LINUX, PERSONALITY_QUERY = 0, 0xFFFFFFFF
+KEYCTL_JOIN_SESSION_KEYRING = 1
 
 
 class _MountAttr(ctypes.Structure):
@@ -191,7 +250,7 @@ def _syscall(name: str, *args) -> int:
     fn = getattr(_libc, name, None)
     if fn is not None:
         return fn(*args)
-    nr = _SYSCALLS.get(platform.machine(), {}).get(name)
+    nr = _NATIVE_ABIS.get(platform.machine(), (0, {}))[1].get(name)
     if nr is None:
         raise OSError(errno.ENOSYS, f"{name}: no syscall number for {platform.machine()}")
     return _libc.syscall(ctypes.c_long(nr), *args)
@@ -221,10 +280,9 @@ def _restrict_mount(path: str, attrs: int, recursive: bool) -> None:
     global _MOUNT_SETATTR_WORKS
     if _MOUNT_SETATTR_WORKS:
         attr = _MountAttr(attrs, 0, 0, 0)
-        fn = getattr(_libc, "mount_setattr", None)
-        args = (ctypes.c_int(AT_FDCWD), _b(path), ctypes.c_uint(AT_RECURSIVE if recursive else 0),
-                ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)))
-        ret = fn(*args) if fn is not None else _libc.syscall(ctypes.c_long(_NR_MOUNT_SETATTR), *args)
+        ret = _syscall("mount_setattr", ctypes.c_int(AT_FDCWD), _b(path),
+                       ctypes.c_uint(AT_RECURSIVE if recursive else 0), ctypes.byref(attr),
+                       ctypes.c_size_t(ctypes.sizeof(attr)))
         if ret == 0:
             return
         if ctypes.get_errno() != errno.ENOSYS:
@@ -374,6 +432,11 @@ def _rlimits_only(sub: str, limits: Limits, keep: tuple[int, ...]) -> None:
     _scrub_env()
     os.chdir(sub)
     _set_address_space(limits)
+    for step in (_join_fresh_session_keyring, _install_syscall_filter):  # what this kernel allows
+        try:
+            step()
+        except OSError:
+            pass
 
 
 def _enter_namespaces(sub: str | None, limits: Limits, *, expose_cuda: bool,
@@ -450,8 +513,9 @@ def _set_handler(sig, handler):
 def _supervise(child: int, alive_w: int, cpu_seconds: float) -> None:
     """The caller's process after the inner fork: wait, mirror the status, exit. Never returns.
 
-    The exit code is the inner process's, or 128+signal. The CPU limit kills pid 1 of a
-    namespace with SIGKILL (it ignores SIGXCPU): that case is reported as 128+SIGXCPU.
+    The exit code is the inner process's, or 128+signal. Pid 1 of a namespace ignores the
+    SIGXCPU of the soft CPU limit, so the hard limit kills it with SIGKILL: a SIGKILL after
+    cpu_seconds of CPU time is reported as 128+SIGXCPU.
     """
     code = 70
     try:
@@ -469,7 +533,7 @@ def _supervise(child: int, alive_w: int, cpu_seconds: float) -> None:
                 code = os.waitstatus_to_exitcode(status)
                 code = 128 - code if code < 0 else code
                 if (code == 128 + signal.SIGKILL
-                        and usage.ru_utime + usage.ru_stime >= cpu_seconds - 0.1):
+                        and usage.ru_utime + usage.ru_stime >= cpu_seconds):
                     code = 128 + signal.SIGXCPU
                 break
     finally:
@@ -498,9 +562,9 @@ def _setup_inner(plan, sub, limits: Limits, keep: set[int], alive_r: int, root: 
     _build_root(plan, sub, limits, expose_cuda)
     socket.sethostname(HOSTNAME)
     _set_rlimits(limits, keep)
+    _join_fresh_session_keyring()
     _drop_privileges(root)
     _die_with_supervisor(alive_r)  # credential changes clear the parent-death signal
-    _forbid_clearing_pdeathsig()
     os.close(alive_r)
     os.setsid()
     _scrub_env()
@@ -510,38 +574,67 @@ def _setup_inner(plan, sub, limits: Limits, keep: set[int], alive_r: int, root: 
     importlib.invalidate_caches()
     if not expose_cuda:  # CUDA reserves tens of GiB of address space: no RLIMIT_AS with a GPU
         _set_address_space(limits)
+    _install_syscall_filter()  # last: the setup itself mounts, sets the hostname and calls setsid
 
 
 def _seccomp_program() -> list[tuple[int, int, int, int]]:
-    """Classic BPF: prctl(PR_SET_PDEATHSIG, ...) fails with EPERM, everything else is allowed."""
-    abis = _SECCOMP_ABIS.get(platform.machine())
-    if not abis:
-        raise OSError(errno.ENOSYS, f"no seccomp table for {platform.machine()}")
-    ld, jeq, ret = 0x20, 0x15, 0x06  # BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, BPF_RET|BPF_K
-    allow, eperm = 0x7FFF0000, 0x00050000 | errno.EPERM
-    code: list[tuple] = [(ld, None, 4)]  # seccomp_data.arch
-    code += [(jeq, f"abi{i}", arch) for i, (arch, _) in enumerate(abis)]
-    code.append((ret, None, eperm))  # a syscall ABI not listed
-    labels = {}
-    for i, (_, numbers) in enumerate(abis):
-        labels[f"abi{i}"] = len(code)
-        code.append((ld, None, 0))  # seccomp_data.nr
-        code += [(jeq, "prctl", nr) for nr in numbers]
-        code.append((ret, None, allow))
-    labels["prctl"] = len(code)
-    code += [(ld, None, 16), (jeq, "deny", PR_SET_PDEATHSIG), (ret, None, allow)]  # low half of args[0]
-    labels["deny"] = len(code)
-    code.append((ret, None, eperm))
-    return [(op, labels[to] - pc - 1 if to else 0, 0, k) for pc, (op, to, k) in enumerate(code)]
+    """The worker's syscall filter as classic BPF (code, jt, jf, k): refuses _DENIED_SYSCALLS, clone with a
+    CLONE_NEW* flag, personality other than PER_LINUX (or the query), prctl(PR_SET_PDEATHSIG) and every
+    foreign syscall ABI with EPERM, and clone3 with ENOSYS; allows everything else."""
+    machine = platform.machine()
+    if machine not in _NATIVE_ABIS:
+        raise OSError(errno.ENOSYS, f"no syscall table for {machine}")
+    arch, numbers = _NATIVE_ABIS[machine]
+    ld, ret = 0x20, 0x06  # BPF_LD|BPF_W|BPF_ABS, BPF_RET|BPF_K
+    jeq, jge, jset = 0x15, 0x35, 0x45  # BPF_JMP|BPF_JEQ / BPF_JGE / BPF_JSET, |BPF_K
+    nr, arch_offset, arg0 = 0, 4, 16  # offsets in struct seccomp_data (arg0: the low half of args[0])
+    allow = 0x7FFF0000  # SECCOMP_RET_ALLOW
+    eperm, enosys = 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS  # SECCOMP_RET_ERRNO | errno
+    code: list = [  # (op, jump-if-true label or None, k); a str alone is a label
+        (ld, None, arch_offset), (jeq, "native", arch), (ret, None, eperm),
+        "native", (ld, None, nr),
+        (jge, "deny", 0x40000000),  # the x32 ABI: x86_64's arch with this bit set in the number
+        (jeq, "clone", numbers["clone"]), (jeq, "enosys", numbers["clone3"]),
+        (jeq, "prctl", numbers["prctl"]), (jeq, "personality", numbers["personality"]),
+        *[(jeq, "deny", numbers[name]) for name in _DENIED_SYSCALLS if name in numbers],
+        (ret, None, allow),
+        "clone", (ld, None, arg0), (jset, "deny", _CLONE_NAMESPACES), (ret, None, allow),
+        "prctl", (ld, None, arg0), (jeq, "deny", PR_SET_PDEATHSIG), (ret, None, allow),
+        "personality", (ld, None, arg0), (jeq, "allow", PER_LINUX), (jeq, "allow", PERSONALITY_QUERY),
+        "deny", (ret, None, eperm),
+        "enosys", (ret, None, enosys),
+        "allow", (ret, None, allow),
+    ]
+    labels, program = {}, []
+    for item in code:
+        if isinstance(item, str):
+            labels[item] = len(program)
+        else:
+            program.append(item)
+    assembled = []
+    for pc, (op, target, k) in enumerate(program):
+        jump = labels[target] - pc - 1 if target else 0
+        if not 0 <= jump <= 255:
+            raise OSError(errno.E2BIG, f"seccomp jump out of range at {pc}")
+        assembled.append((op, jump, 0, k))
+    return assembled
 
 
-def _forbid_clearing_pdeathsig() -> None:
-    """Killing the supervisor must kill the sandbox: student code may not unset its parent-death signal."""
+def _install_syscall_filter() -> None:
+    """Load _seccomp_program() for this process and everything it starts (it cannot be removed)."""
     program = _seccomp_program()
     filters = (_SockFilter * len(program))(*(_SockFilter(*ins) for ins in program))
     fprog = _SockFprog(len(program), filters)
     _call(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0),
           "install seccomp filter")
+
+
+def _join_fresh_session_keyring() -> None:
+    """Leave the caller's session keyring (a systemd service's, a login's) for a new, empty, anonymous one."""
+    if _syscall("keyctl", ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING), None) == -1:
+        err = ctypes.get_errno()
+        if err not in (errno.ENOSYS, errno.EPERM):  # no keyrings in this kernel, or keyctl refused to us too
+            raise _os_error("keyctl(KEYCTL_JOIN_SESSION_KEYRING)")
 
 
 def _inside(path: str, top: str) -> bool:
@@ -636,6 +729,10 @@ def _build_root(plan, sub, limits: Limits, expose_cuda: bool) -> None:
 
     os.mkdir("/proc", 0o555)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for path in _MASKED_PROC_FILES:  # as Docker does: the kernel's key lists are not the worker's business
+        if os.path.exists(path):
+            _mount(old + "/dev/null", path, None, MS_BIND)
+            _restrict_mount(path, MOUNT_ATTR_RDONLY, recursive=False)
 
     size = f"size={max(1, int(limits.tmp_mb))}m,mode=1777"
     masks = []
@@ -742,20 +839,33 @@ def _set_rlimits(limits: Limits, keep) -> None:
         return
     mb = 1 << 20
     nofile = max(int(limits.open_files), max(keep, default=2) + NOFILE_HEADROOM)
-    wanted = [("RLIMIT_CPU", limits.cpu_seconds), ("RLIMIT_FSIZE", limits.file_size_mb * mb),
-              ("RLIMIT_NOFILE", nofile), ("RLIMIT_CORE", 0), ("RLIMIT_NPROC", limits.processes)]
+    _lower(resource.RLIMIT_CPU, int(limits.cpu_seconds), _cpu_hard_limit(limits.cpu_seconds))
+    wanted = [("RLIMIT_FSIZE", limits.file_size_mb * mb), ("RLIMIT_NOFILE", nofile), ("RLIMIT_CORE", 0),
+              ("RLIMIT_NPROC", limits.processes)]
     for name, value in wanted:
         res = getattr(resource, name, None)
         if res is not None:
             _lower(res, int(value))
 
 
-def _lower(res: int, value: int) -> None:
-    """Set soft = hard = value, never above the current hard limit (raising it needs privilege)."""
-    _, hard = resource.getrlimit(res)
-    if hard != resource.RLIM_INFINITY and hard >= 0:
-        value = min(value, hard)
-    resource.setrlimit(res, (value, value))
+def _cpu_hard_limit(cpu_seconds: float) -> int:
+    """RLIMIT_CPU's hard limit (SIGKILL) for a soft limit (SIGXCPU) of cpu_seconds.
+
+    The kernel checks the limits against CPU time sampled at each clock tick, which on a busy machine
+    can run ahead of the exact time the supervisor reads from wait4; the margin keeps a process killed
+    at the hard limit past cpu_seconds of exact CPU time, so that the cause is reported reliably.
+    """
+    return int(cpu_seconds) + max(1, int(cpu_seconds) // 10)
+
+
+def _lower(res: int, soft: int, hard: int | None = None) -> None:
+    """Set the soft limit and the hard one (soft when not given), never above the current hard limit
+    (raising it needs privilege)."""
+    hard = soft if hard is None else hard
+    _, current = resource.getrlimit(res)
+    if current != resource.RLIM_INFINITY and current >= 0:
+        soft, hard = min(soft, current), min(hard, current)
+    resource.setrlimit(res, (soft, hard))
 
 
 def _set_address_space(limits: Limits) -> None:

@@ -468,6 +468,21 @@ def test_writes_outside_the_sandbox_land_nowhere(tmp_path, zygote, course, priva
             assert path.startswith(("/tmp/", "/dev/shm/")), line
 
 
+def test_nothing_passes_between_submissions(tmp_path, zygote, course):
+    """A submission leaves messages in the kernel keyrings, /tmp, /dev/shm, SysV shared memory, message queues
+    and semaphores, POSIX message queues and an abstract unix socket; the next submission, graded under the
+    same sandbox uid, finds none of them (and the keyrings refuse the message outright)."""
+    reports = []
+    for n in range(2):
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        results = grade(hostile_submission(folder, "channels"), course, zygote, "quiz")
+        assert_trick_earns_nothing(results)
+        reports.append(set(re.findall(r"CHANNELS found=(\[[^\]]*\]) wrote=(\[[^\]]*\])", outputs(results))))
+    left = "['/tmp', '/dev/shm', 'sysv shm', 'sysv msg', 'sysv sem', 'mqueue', 'abstract socket']"
+    assert reports == [{("[]", left)}] * 2, reports
+
+
 # ---------------------------------------------------------------- the wire and the terminal
 
 
