@@ -836,7 +836,8 @@ def test_confine_time_and_address_space(run):
 
 
 def test_degrades_to_rlimits_without_namespaces(run, sub):
-    """Without namespaces confine applies rlimits only and says why; with require=True it raises."""
+    """Without namespaces confine applies rlimits (and the syscall filter) only and says why; with require=True
+    it raises."""
     def body():
         sandbox._probe_result = (False, "forced by the test")
         try:
@@ -849,7 +850,7 @@ def test_degrades_to_rlimits_without_namespaces(run, sub):
         return {"raised": raised, "desc": desc, "pid": os.getpid(), "cwd": os.getcwd(),
                 "limits": [resource.getrlimit(getattr(resource, f"RLIMIT_{n}"))[0]
                            for n in ("CPU", "FSIZE", "NPROC", "CORE", "AS")],
-                "environ": dict(os.environ)}
+                "environ": dict(os.environ), "seccomp": _status()["Seccomp"]}
 
     res, _ = run(body, confine=False)
     assert res["raised"] == "forced by the test"
@@ -857,6 +858,7 @@ def test_degrades_to_rlimits_without_namespaces(run, sub):
     assert res["pid"] != 1 and res["cwd"] == os.path.realpath(sub)
     assert res["limits"] == [5, 1 << 20, 100, 0, Limits().memory_mb << 20]
     assert res["environ"] == sandbox.SANDBOX_ENV
+    assert res["seccomp"] == "2"  # the syscall filter too, where the kernel allows it
 
 
 def test_unprivileged_caller_uses_user_namespace(spawn):
