@@ -224,6 +224,7 @@ class Session:
         self.abandoned: dict[str, SubmissionProblem] = {}  # function label -> why it is not called again
         self.crashes: dict[str, int] = {}
         self.isolation = "not started"
+        self.cpu_cap = "not started"  # how the worker's CPU is capped: "cgroup v1: cpu, pids", or "none: <why>"
         self.fault: str | None = None  # set when the grader (not the submission) failed: do not score
 
     # -- worker lifecycle
@@ -238,6 +239,7 @@ class Session:
         self.imported.clear()
         hello = self._exchange(None, min(HELLO_SECONDS, self._remaining()), "while starting")
         self.isolation = clean_text(hello.get("isolation", "unknown"), 300)
+        self.cpu_cap = clean_text(hello.get("cpu", "unknown"), 300)
         if not hello.get("ok"):
             problem = self._problem(hello)
             self.stop()
