@@ -28,7 +28,7 @@ __all__ = ["Hierarchy", "hierarchies", "create", "join", "remove", "sweep", "CPU
 
 CPU_PERIOD_US = 100_000  # the quota equals the period: one CPU
 _NAME = re.compile(r"grader-(\d+)-\d+")
-_REMOVE_SECONDS = 5.0
+_REMOVE_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -171,8 +171,9 @@ def join(paths: list[str]) -> None:
 
 
 def remove(paths: list[str]) -> None:
-    """Remove worker cgroups, killing whatever processes are still in them (those of a worker being killed
-    leave within milliseconds; any other means a sandbox without a pid namespace). Gives up after a few seconds."""
+    """Remove worker cgroups, killing whatever processes are still in them: those of a worker being killed (dozens
+    of busy ones take a second or two to be gone) and any a sandbox without a pid namespace let outlive it.
+    Gives up (leaving the cgroup to ``sweep``) after ``_REMOVE_SECONDS``."""
     deadline = time.monotonic() + _REMOVE_SECONDS
     for path in paths:
         while True:
@@ -189,7 +190,7 @@ def remove(paths: list[str]) -> None:
                     os.kill(int(pid), signal.SIGKILL)
                 except (ProcessLookupError, PermissionError, ValueError):
                     pass
-            time.sleep(0.001)
+            time.sleep(0.005)
 
 
 def sweep(found: list[Hierarchy]) -> None:

@@ -147,7 +147,7 @@ class Zygote:
         self.log = tempfile.TemporaryFile()
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "PYTHONPATH": str(ROOT),
                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
-        env.update({k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "GRADER_SANDBOX_UID", "GRADER_SANDBOX_GID")
+        env.update({k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "GRADER_SANDBOX_UID", "GRADER_SANDBOX_GID", "GRADER_CGROUP")
                     if k in os.environ})
         flags = [] if self.namespaces else ["--no-namespaces"]
         self.process = subprocess.Popen([sys.executable, "-m", "grader.worker", str(theirs.fileno()), *flags],

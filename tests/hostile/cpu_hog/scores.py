@@ -42,7 +42,7 @@ def _hog():
         while time.monotonic() < spin_until:
             pass
         while _worker_runs():
-            time.sleep(0.002)
+            time.sleep(0.02)
 
 
 def _start():
