@@ -136,13 +136,20 @@ def _validated_course(course_file: str, mtime_ns: int, size: int) -> Course:
     return load_course(course_file)
 
 
+_sandbox_uid_lease: tuple[int, int] = (0, -1)  # (pid, fd): the lock that holds that process's sandbox uid
+
+
 def _give_this_process_its_own_sandbox_uid():
     """Workers of parallel jobs run as different uids, so one student's fork bomb (RLIMIT_NPROC counts per uid)
-    cannot starve another's. Job processes that live at the same time have different pids."""
-    if "GRADER_SANDBOX_UID" not in os.environ:
-        from .sandbox import SANDBOX_UID
+    cannot starve another's: each job process leases, for as long as it lives, a uid above ``GRADER_SANDBOX_UID``
+    that no other live process holds (a lock file per uid; see ``sandbox.lease_sandbox_uid``)."""
+    global _sandbox_uid_lease
+    if _sandbox_uid_lease[0] != os.getpid():  # a forked process shares its parent's lock: it needs its own
+        from .sandbox import SANDBOX_UID, lease_sandbox_uid
 
-        os.environ["GRADER_SANDBOX_UID"] = str(SANDBOX_UID + 1 + os.getpid() % 1000)
+        uid, fd = lease_sandbox_uid(SANDBOX_UID + 1)
+        _sandbox_uid_lease = (os.getpid(), fd)
+        os.environ["GRADER_SANDBOX_UID"] = str(uid)
 
 
 def error_results(course: Course, device: str, message: str) -> dict:

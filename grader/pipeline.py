@@ -14,6 +14,7 @@ from .scores import Grade, score
 from .suites import run_suites
 
 SANDBOX_WARNING = "WARNING: no sandbox could be built here ({}); student code ran with resource limits only"
+CPU_NOTE = "note: the worker's CPU was not capped by a cgroup ({}); it shared the CPU with other gradings by its session only"
 
 
 class DeviceError(ValueError):
@@ -73,6 +74,8 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
     grade.notes.extend(staged.notes)
     if session.isolation.startswith("rlimits only"):
         grade.notes.insert(0, SANDBOX_WARNING.format(session.isolation.removeprefix("rlimits only: ")))
+    if session.cpu_cap.startswith("none: "):
+        grade.notes.append(CPU_NOTE.format(session.cpu_cap.removeprefix("none: ")))
     data = results(grade, execution_time=time.monotonic() - started, device=device, sha256=staged.sha256,
                    visibility=course.visibility)
     return Outcome(grade, data, session.isolation)

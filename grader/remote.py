@@ -147,7 +147,7 @@ class Zygote:
         self.log = tempfile.TemporaryFile()
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "PYTHONPATH": str(ROOT),
                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
-        env.update({k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "GRADER_SANDBOX_UID", "GRADER_SANDBOX_GID")
+        env.update({k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "GRADER_SANDBOX_UID", "GRADER_SANDBOX_GID", "GRADER_CGROUP")
                     if k in os.environ})
         flags = [] if self.namespaces else ["--no-namespaces"]
         self.process = subprocess.Popen([sys.executable, "-m", "grader.worker", str(theirs.fileno()), *flags],
@@ -224,6 +224,7 @@ class Session:
         self.abandoned: dict[str, SubmissionProblem] = {}  # function label -> why it is not called again
         self.crashes: dict[str, int] = {}
         self.isolation = "not started"
+        self.cpu_cap = "not started"  # how the worker's CPU is capped: "cgroup v1: cpu, pids", or "none: <why>"
         self.fault: str | None = None  # set when the grader (not the submission) failed: do not score
 
     # -- worker lifecycle
@@ -238,6 +239,7 @@ class Session:
         self.imported.clear()
         hello = self._exchange(None, min(HELLO_SECONDS, self._remaining()), "while starting")
         self.isolation = clean_text(hello.get("isolation", "unknown"), 300)
+        self.cpu_cap = clean_text(hello.get("cpu", "unknown"), 300)
         if not hello.get("ok"):
             problem = self._problem(hello)
             self.stop()

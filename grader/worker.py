@@ -12,6 +12,7 @@ import ctypes
 import gc
 import importlib
 import importlib.util
+import itertools
 import json
 import os
 import signal
@@ -25,7 +26,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import wire
+from . import cgroup, wire
 from .sandbox import Limits, SandboxUnavailable, confine, probe
 
 SUBMISSION = "/submission"
@@ -47,22 +48,32 @@ def zygote_main(control_fd: int) -> None:
     torch.set_num_interop_threads(1)
     _warm()
     probe()  # once, here: every worker inherits the answer instead of building a throwaway sandbox of its own
+    hierarchies, cpu_cap = cgroup.hierarchies()
+    cgroup.sweep(hierarchies)
     gc.freeze()  # a worker's collector never walks, so never copies on write, what was imported here (~25% fewer page faults)
     control = socket.socket(fileno=control_fd)
     exited: dict[int, int] = {}
+    cgroups: dict[int, list[str]] = {}  # worker pid -> its cgroup's directories, removed once it is reaped
+
+    def reaped(pid: int, status: int) -> None:
+        exited[pid] = status
+        cgroup.remove(cgroups.pop(pid, []))
+
     while True:
         try:
             data, fds, _, _ = socket.recv_fds(control, 65536, 1)
         except OSError:
-            return
+            break
         if not data:
-            return
+            break
         request = json.loads(data)
         if request["op"] == "spawn":
+            paths, worker_cap = _make_cgroup(hierarchies, cpu_cap, request)
             pid = os.fork()
             if pid == 0:
                 control.close()
-                _run_worker(fds[0], request)
+                _run_worker(fds[0], request, paths, worker_cap)
+            cgroups[pid] = paths
             os.close(fds[0])
             control.send(json.dumps({"pid": pid}).encode())
         elif request["op"] == "wait":  # give a worker that is exiting on its own a moment; None if still running
@@ -73,7 +84,7 @@ def zygote_main(control_fd: int) -> None:
                 except ChildProcessError:
                     done, status = pid, 0
                 if done:
-                    exited[pid] = status
+                    reaped(pid, status)
                 elif time.monotonic() >= deadline:
                     break
                 else:
@@ -83,10 +94,29 @@ def zygote_main(control_fd: int) -> None:
             pid = request["pid"]
             if pid not in exited:
                 try:
-                    exited[pid] = os.waitpid(pid, 0)[1]
+                    reaped(pid, os.waitpid(pid, 0)[1])
                 except ChildProcessError:
-                    exited[pid] = 0
+                    reaped(pid, 0)
             control.send(json.dumps({"status": exited.pop(pid)}).encode())
+    for pid in list(cgroups):  # they would die with the zygote anyway: first take their cgroups down
+        try:
+            os.kill(pid, signal.SIGKILL)
+            reaped(pid, os.waitpid(pid, 0)[1])
+        except (ProcessLookupError, ChildProcessError):
+            reaped(pid, 0)
+
+
+_cgroup_numbers = itertools.count(1)
+
+
+def _make_cgroup(hierarchies, cpu_cap: str, request: dict) -> tuple[list[str], str]:
+    """A new worker's cgroup (its directories) and how its CPU is capped ("none: <why>" when it is not)."""
+    if not hierarchies:
+        return [], cpu_cap
+    try:
+        return cgroup.create(hierarchies, f"grader-{os.getpid()}-{next(_cgroup_numbers)}", int(request["limits"]["processes"])), cpu_cap
+    except OSError as error:
+        return [], f"none: the worker's cgroup could not be made ({error.strerror or error})"
 
 
 def _warm() -> None:
@@ -112,11 +142,15 @@ def seed_torch(n: int) -> None:
         torch.cuda.manual_seed_all(n)
 
 
-def _run_worker(fd: int, request: dict) -> None:
-    """In the forked child: silence output, enter the sandbox, serve; never returns."""
+def _run_worker(fd: int, request: dict, cgroup_paths: list[str], cpu_cap: str) -> None:
+    """In the forked child: silence output, enter its cgroup and the sandbox, serve; never returns."""
     code = 0
     try:
         _die_with_parent()
+        try:  # before the sandbox: the supervisor, the worker and all they fork share the cgroup's one CPU
+            cgroup.join(cgroup_paths)
+        except OSError as error:
+            cpu_cap = f"none: the worker's cgroup could not be entered ({error.strerror or error})"
         devnull = os.open(os.devnull, os.O_RDWR)
         for target in (0, 1, 2):
             os.dup2(devnull, target)
@@ -130,7 +164,7 @@ def _run_worker(fd: int, request: dict) -> None:
             what = "the sandbox could not be set up" if isinstance(error, SandboxUnavailable) else "CUDA did not start"
             socket.socket(fileno=fd).sendall(wire.encode({"ok": False, "failure": {"kind": "sandbox", "message": f"{what}: {error}"}}))
             raise
-        serve(socket.socket(fileno=fd), isolation)
+        serve(socket.socket(fileno=fd), isolation, cpu_cap)
     except BaseException:
         code = 70
     os._exit(code)
@@ -348,14 +382,14 @@ def _is_float(value) -> bool:
     return isinstance(value, torch.Tensor) and value.is_floating_point()
 
 
-def serve(sock: socket.socket, isolation: str) -> None:
+def serve(sock: socket.socket, isolation: str, cpu_cap: str) -> None:
     """Answer requests on ``sock`` until it closes."""
     global SUBMISSION
     if isolation != "namespaces":  # rlimits only: there is no /submission, confine chdir'ed into the folder itself
         SUBMISSION = os.getcwd()
     worker = Worker()
     server = os.getpid()
-    sock.sendall(wire.encode({"ok": True, "isolation": isolation}))
+    sock.sendall(wire.encode({"ok": True, "isolation": isolation, "cpu": cpu_cap}))
     while True:
         try:
             message, blob = wire.read_frame(sock, MAX_REQUEST_BYTES, max_body=MAX_REQUEST_BYTES)
