@@ -8,7 +8,6 @@ calls on its own socket, one frame in, one frame out.
 """
 from __future__ import annotations
 
-import ctypes
 import gc
 import importlib
 import importlib.util
@@ -26,23 +25,18 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import wire
+from .lifeline import die_with_parent
 from .sandbox import Limits, SandboxUnavailable, confine, probe
 
 SUBMISSION = "/submission"
 PACKAGE = "exercises"
 MAX_REQUEST_BYTES = 1 << 30
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent():
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
 
 # ---------------------------------------------------------------- zygote
 
 def zygote_main(control_fd: int) -> None:
-    """Serve spawn/reap requests on a SOCK_SEQPACKET control socket until it closes."""
-    _die_with_parent()
+    """Serve spawn/reap requests on a SOCK_SEQPACKET control socket until it closes (started by grader.lifeline,
+    which ties its life to the grading process's before torch is imported)."""
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
     _warm()
@@ -59,10 +53,11 @@ def zygote_main(control_fd: int) -> None:
             return
         request = json.loads(data)
         if request["op"] == "spawn":
+            zygote = os.getpid()
             pid = os.fork()
             if pid == 0:
                 control.close()
-                _run_worker(fds[0], request)
+                _run_worker(fds[0], request, zygote)
             os.close(fds[0])
             control.send(json.dumps({"pid": pid}).encode())
         elif request["op"] == "wait":  # give a worker that is exiting on its own a moment; None if still running
@@ -112,11 +107,11 @@ def seed_torch(n: int) -> None:
         torch.cuda.manual_seed_all(n)
 
 
-def _run_worker(fd: int, request: dict) -> None:
-    """In the forked child: silence output, enter the sandbox, serve; never returns."""
+def _run_worker(fd: int, request: dict, zygote: int) -> None:
+    """In the child forked from ``zygote`` (its pid): silence output, enter the sandbox, serve; never returns."""
     code = 0
     try:
-        _die_with_parent()
+        die_with_parent(zygote)
         devnull = os.open(os.devnull, os.O_RDWR)
         for target in (0, 1, 2):
             os.dup2(devnull, target)
@@ -372,10 +367,3 @@ def serve(sock: socket.socket, isolation: str) -> None:
             frame = wire.encode({"ok": False, "error": describe_exception(error)})
         sock.sendall(frame)
 
-
-if __name__ == "__main__":
-    if "--no-namespaces" in sys.argv[2:]:  # Zygote(namespaces=False): test the degraded path
-        from . import sandbox
-
-        sandbox._probe_result = (False, "namespaces turned off for this zygote (Zygote(namespaces=False))")
-    zygote_main(int(sys.argv[1]))
