@@ -4,7 +4,11 @@ Every student's results.json is written atomically as soon as it is graded,
 together with a fingerprint of the submission and of the grading material
 (suites, references, course.yaml, grader version); a rerun skips students
 whose fingerprint is unchanged, so a batch killed at any point loses nothing.
-The gradebook and the summary are rebuilt from the results on disk.
+The gradebook and the summary are rebuilt from the results on disk, for the class on disk.
+A record is final only when grading completed: a grader fault (a "grader error", a job process that died) is
+recorded without a fingerprint, so the next run grades it again. A job process that dies is replaced; the
+submissions it was grading are graded again, each alone, and the one that kills its job process even alone
+gets a non-final error record while every classmate is graded.
 """
 from __future__ import annotations
 
@@ -18,7 +22,8 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -28,11 +33,16 @@ from pathlib import Path
 
 from . import ROOT, __version__
 from .course import Course, load_course
-from .intake import IntakeError, digest, read_submission
+from .intake import IntakeError, IntakeFault, digest, read_submission
+from .lifeline import die_with_parent
 from .reports import write_json
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
 MATERIAL = ("course.yaml", "solutions", "tests/hidden")
+GRADER_FAULT = "grader error"
+PROCESS_DIED = (f"{GRADER_FAULT}: could not be graded: the grading process died while grading this submission alone; "
+                "the next run tries again")
+RUNNING = "running"  # staging/running/<pid of a job process>: the student it is grading
 
 
 @dataclass(frozen=True)
@@ -80,7 +90,7 @@ def material_fingerprint(course_file: Path) -> str:
 def submission_fingerprint(entry: Entry, course: Course) -> str | None:
     try:
         files, problems, _ = read_submission(entry.path, course.grading.intake)
-    except IntakeError:
+    except (IntakeError, IntakeFault):  # graded (and refused) by its job, with the reason
         return None
     return digest(files) + ("" if not problems else hashlib.sha256(repr(sorted(problems.items())).encode()).hexdigest())
 
@@ -98,7 +108,8 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
     """Grade one student; always returns a results dict (an error record when the submission cannot be graded).
 
     ``staging`` is where private copies of submissions go (the batch wipes it at start, so copies left by a
-    killed batch do not pile up); None keeps the system's temporary folder (remote Dask workers).
+    killed batch do not pile up), and ``staging/running/<pid>`` names the student this process is grading (so a
+    batch whose pool broke knows whom to suspect); None keeps the system's temporary folder (remote Dask workers).
     """
     global _zygote
     from .pipeline import grade_submission
@@ -107,6 +118,8 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
     with _one_at_a_time:
         if staging:
             tempfile.tempdir = staging
+            running = Path(staging, RUNNING, str(os.getpid()))
+            running.write_text(student, encoding="utf-8")
         course = _course(course_file)
         try:
             if _zygote is None:
@@ -120,7 +133,9 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
             if _zygote is not None:
                 _zygote.close()
             _zygote = None
-            data = error_results(course, device, f"grader error: {type(error).__name__}: {error}")
+            data = error_results(course, device, f"{GRADER_FAULT}: {type(error).__name__}: {error}")
+        if staging:
+            running.unlink()
     data["student"] = student
     return data
 
@@ -150,6 +165,11 @@ def _give_this_process_its_own_sandbox_uid():
         uid, fd = lease_sandbox_uid(SANDBOX_UID + 1)
         _sandbox_uid_lease = (os.getpid(), fd)
         os.environ["GRADER_SANDBOX_UID"] = str(uid)
+
+
+def is_final(data: dict) -> bool:
+    """Whether a record stands: grading completed, or the submission itself cannot be graded; not a grader fault."""
+    return not str(data.get("status", "")).startswith(f"error: {GRADER_FAULT}")
 
 
 def error_results(course: Course, device: str, message: str) -> dict:
@@ -282,7 +302,8 @@ def make_executor(jobs: int, dask: str | None) -> Iterator[Executor]:
     """A local process pool, or a Dask cluster's executor ('local' starts a LocalCluster of ``jobs`` workers)."""
     if dask is None:
         _import_grading_stack()
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"), initializer=_single_threaded) as pool:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork"), initializer=_job_process,
+                                 initargs=(os.getpid(),)) as pool:
             yield pool
         return
     from distributed import Client, LocalCluster
@@ -302,15 +323,17 @@ def _import_grading_stack():
     from . import pipeline  # noqa: F401  (torch, pytest, pytest-json-report, the worker's client)
 
 
-def _single_threaded():
+def _job_process(batch: int):
+    """A job process dies with the batch (pid ``batch``), even one killed before this ran; it computes on one thread."""
     import torch
 
+    die_with_parent(batch)
     torch.set_num_threads(1)
 
 
 def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "cpu", force: bool = False,
               require_sandbox: bool = False, dask: str | None = None, progress=None) -> list[dict]:
-    """Grade every submission of ``source`` that is not already graded under the same fingerprint; return all rows."""
+    """Grade every submission of ``source`` without a final record under the same fingerprint; return the class's rows."""
     out = Path(out)
     course = load_course(course_file)
     entries = discover(source)
@@ -318,39 +341,84 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     (out / "results").mkdir(parents=True, exist_ok=True)
     staging = out / ".staging"
     shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(mode=0o700)
+    (staging / RUNNING).mkdir(mode=0o700, parents=True)
+    os.chmod(staging, 0o700)
     results = load_results(out)
-    todo = []
-    for entry in entries:
-        fingerprint = f"{material}:{submission_fingerprint(entry, course)}"
-        if force or results.get(entry.student, {}).get("fingerprint") != fingerprint:
-            todo.append((entry, fingerprint))
+    fingerprints = {e.student: f"{material}:{submission_fingerprint(e, course)}" for e in entries}
+    todo = [e for e in entries if force or not _up_to_date(results.get(e.student), fingerprints[e.student])]
     counts = {"graded": 0, "errored": 0, "up to date": len(entries) - len(todo)}
+
+    def class_rows() -> list[dict]:
+        return [results[e.student] for e in sorted(entries, key=lambda e: e.student) if e.student in results]
+
+    def record(entry: Entry, data: dict) -> None:
+        data = {**data, "student": entry.student, "graded_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        if is_final(data):
+            data["fingerprint"] = fingerprints[entry.student]
+        write_json(data, out / "results" / f"{entry.student}.json")
+        results[entry.student] = data
+        write_feedback(data, out)
+        write_gradebook(course, out, class_rows())
+        counts["graded" if data.get("status") == "graded" else "errored"] += 1
+        if progress:
+            progress.advance(counts)
+
+    def submit(executor: Executor, entry: Entry) -> Future:
+        return executor.submit(grade_job, entry.student, str(entry.path.resolve()), str(Path(course_file).resolve()),
+                               device, require_sandbox, None if dask else str(staging.resolve()))
+
+    def fault(entry: Entry, message: str) -> None:
+        record(entry, error_results(course, device, message))
+
     if progress:
         progress.start(len(todo), counts)
-    if todo:
+    if todo and dask:
         with make_executor(jobs, dask) as executor:
-            futures = {executor.submit(grade_job, e.student, str(e.path.resolve()), str(Path(course_file).resolve()),
-                                       device, require_sandbox, None if dask else str(staging.resolve())): (e, f)
-                       for e, f in todo}
-            for future in as_completed(futures):
-                entry, fingerprint = futures[future]
-                try:
-                    data = future.result()
-                except Exception as error:  # the job's process died: record it, go on
-                    data = {**error_results(course, device, f"grader error: {type(error).__name__}: {error}"), "student": entry.student}
-                data["fingerprint"] = fingerprint
-                data["graded_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-                write_json(data, out / "results" / f"{entry.student}.json")
-                results[entry.student] = data
-                write_feedback(data, out)
-                write_gradebook(course, out, [results[name] for name in sorted(results)])
-                counts["graded" if data.get("status") == "graded" else "errored"] += 1
-                if progress:
-                    progress.advance(counts)
+            _grade(executor, todo, submit, record, fault)
+    elif todo:
+        _grade_in_local_pools(todo, jobs, staging / RUNNING, submit, record, fault)
     shutil.rmtree(staging, ignore_errors=True)
-    write_gradebook(course, out, [results[name] for name in sorted(results)])
-    rows = [results[e.student] for e in sorted(entries, key=lambda e: e.student) if e.student in results]
+    rows = class_rows()
+    write_gradebook(course, out, rows)
     write_summary(course, out, rows)
     return rows
 
+
+def _up_to_date(data: dict | None, fingerprint: str) -> bool:
+    return data is not None and is_final(data) and data.get("fingerprint") == fingerprint
+
+
+def _grade(executor: Executor, entries: list[Entry], submit, record, fault) -> list[Entry]:
+    """Grade ``entries`` on ``executor``, recording each as it finishes; return those lost to a broken local pool."""
+    futures = {submit(executor, entry): entry for entry in entries}
+    lost = []
+    for future in as_completed(futures):
+        entry = futures[future]
+        try:
+            data = future.result()
+        except BrokenProcessPool:
+            lost.append(entry)
+        except Exception as error:  # noqa: BLE001 - e.g. Dask's KilledWorker: a grader fault, retried by the next run
+            fault(entry, f"{GRADER_FAULT}: {type(error).__name__}: {error}")
+        else:
+            record(entry, data)
+    return lost
+
+
+def _grade_in_local_pools(entries: list[Entry], jobs: int, running: Path, submit, record, fault) -> None:
+    """Grade ``entries`` in local process pools. When a job process dies (the pool breaks), the submissions being
+    graded at that moment are graded again, each alone in a pool of its own: one that breaks that pool too gets a
+    non-final error record. The other submissions the broken pool lost go to a new pool."""
+    pending = entries
+    while pending:
+        for marker in running.iterdir():
+            marker.unlink()
+        with make_executor(jobs, None) as pool:
+            lost = _grade(pool, pending, submit, record, fault)
+        being_graded = {marker.read_text(encoding="utf-8") for marker in running.iterdir()}
+        suspects = [e for e in lost if e.student in being_graded] or lost
+        for entry in suspects:
+            with make_executor(1, None) as pool:
+                if _grade(pool, [entry], submit, record, fault):
+                    fault(entry, PROCESS_DIED)
+        pending = [e for e in lost if e not in suspects]

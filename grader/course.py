@@ -51,6 +51,8 @@ class Intake(Strict):
     max_file_mb: PositiveFloat
     max_total_mb: PositiveFloat
     max_files: PositiveInt
+    seconds: PositiveFloat = 10  # CPU time and wall clock of reading one submission
+    memory_mb: PositiveInt = 512  # address space reading one submission may add
 
 
 class Grading(Strict):

@@ -5,19 +5,28 @@ level further down), a ``.zip`` of such a folder, or a notebook. Nothing is
 executed or imported here, the original is never modified, symbolic links are
 never followed, and every size is capped by course.yaml. Problems with single
 files are kept per exercise, so they cost that exercise and nothing else.
+The reading itself (walking folders, unzipping, parsing notebooks) runs in a
+forked child bounded in CPU time, wall clock and memory (course.yaml's
+``grading.intake``), which sends back only plain, validated data.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import resource
+import select
 import shutil
+import signal
 import stat
 import tempfile
+import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .course import MODULES, Intake
+from .lifeline import die_with_parent
 
 MAX_DEPTH = 3
 MAX_NOTES = 5  # notes about ignored archive entries (then one line with the count of the rest)
@@ -25,6 +34,10 @@ MAX_NOTES = 5  # notes about ignored archive entries (then one line with the cou
 
 class IntakeError(ValueError):
     """The submission cannot be graded at all (the message is one line, for the student)."""
+
+
+class IntakeFault(RuntimeError):
+    """Reading a submission failed for a reason of the grader's own (a bug, a child that could not start)."""
 
 
 @dataclass
@@ -198,8 +211,106 @@ def _from_zip(path: Path, limits: Intake, problems: dict[str, str], notes: list[
 
 
 def read_submission(path: str | os.PathLike, limits: Intake) -> tuple[dict[str, bytes], dict[str, str], list[str]]:
-    """The exercise files of a submission (module -> source bytes), the per-module problems, and notes."""
-    path = Path(path)
+    """The exercise files of a submission (module -> source bytes), the per-module problems, and notes.
+
+    Read in a forked child limited to ``limits.seconds`` of CPU and wall clock and ``limits.memory_mb`` more
+    memory; IntakeError when the submission cannot be graded (reading it exceeded a bound included)."""
+    from . import notebooks  # noqa: F401  (imported here, once, instead of in every child)
+
+    read_end, write_end = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        _child(write_end, parent, Path(path), limits)
+    os.close(write_end)
+    try:
+        reply, timed_out = _collect(read_end, pid, limits)
+    finally:
+        os.close(read_end)
+        _, status = os.waitpid(pid, 0)
+    if timed_out or os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+        raise IntakeError(f"reading the submission took more than {limits.seconds:g} s (the course's limit): hand in "
+                          "only the exercise files")
+    return _validated(reply, status, limits)
+
+
+def _child(pipe: int, parent: int, path: Path, limits: Intake) -> None:
+    """In the forked child: bound this process, read the submission, send the outcome as JSON; never returns."""
+    code = 70
+    try:
+        die_with_parent(parent)
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        memory = mapped + limits.memory_mb * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        cpu = max(1, round(limits.seconds))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        try:
+            files, problems, notes = _read(path, limits)
+            reply = {"files": {m: data.decode("utf-8") for m, data in files.items()}, "problems": problems, "notes": notes}
+        except IntakeError as error:
+            reply = {"error": str(error)}
+        except MemoryError:
+            reply = {"error": f"reading the submission needed more than {limits.memory_mb} MB (the course's limit): "
+                              "hand in only the exercise files"}
+        except Exception as error:  # noqa: BLE001 - a bug of the grader's: reported as a fault, never as the student's
+            reply = {"fault": f"{type(error).__name__}: {error}"}
+        with open(pipe, "wb") as out:
+            out.write(json.dumps(reply, ensure_ascii=False).encode("utf-8"))
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _collect(pipe: int, pid: int, limits: Intake) -> tuple[bytes, bool]:
+    """What the child wrote until it closed the pipe (at most what a valid reply can take), and whether it ran
+    past the wall clock (it is then killed)."""
+    cap = 6 * int(limits.max_file_mb * 2**20) * len(MODULES) + 2**20  # JSON escapes take at most 6 bytes a byte
+    deadline = time.monotonic() + limits.seconds
+    poller = select.poll()
+    poller.register(pipe, select.POLLIN)
+    chunks, size = [], 0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not poller.poll(left * 1000):
+            os.kill(pid, signal.SIGKILL)
+            return b"", True
+        chunk = os.read(pipe, 1 << 20)
+        if not chunk:
+            return b"".join(chunks), False
+        size += len(chunk)
+        if size > cap:
+            os.kill(pid, signal.SIGKILL)
+            raise IntakeError(f"reading the submission gave more than {cap} bytes: hand in only the exercise files")
+        chunks.append(chunk)
+
+
+def _validated(reply: bytes, status: int, limits: Intake) -> tuple[dict[str, bytes], dict[str, str], list[str]]:
+    """The child's reply, checked to be exactly what ``_read`` returns; IntakeError or IntakeFault otherwise."""
+    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+        how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit status {os.WEXITSTATUS(status)}"
+        raise IntakeError(f"reading the submission stopped ({how}) within the course's limits of {limits.seconds:g} s "
+                          f"and {limits.memory_mb} MB: hand in only the exercise files")
+    try:
+        data = json.loads(reply)
+    except ValueError as error:
+        raise IntakeFault(f"the reply of the child reading the submission is not JSON ({error})") from None
+    if not isinstance(data, dict):
+        data = {}
+    if set(data) == {"error"} and isinstance(data["error"], str):
+        raise IntakeError(_show(data["error"])[:1000])
+    if set(data) == {"fault"}:
+        raise IntakeFault(f"reading the submission failed: {_show(data['fault'])[:1000]}")
+    files, problems, notes = data.get("files"), data.get("problems"), data.get("notes")
+    if (set(data) != {"files", "problems", "notes"} or not isinstance(files, dict) or not isinstance(problems, dict)
+            or not isinstance(notes, list) or not set(files) | set(problems) <= set(MODULES)
+            or not all(isinstance(v, str) for v in [*files.values(), *problems.values(), *notes])):
+        raise IntakeFault("the child reading the submission sent back something else than files, problems and notes")
+    return {m: text.encode("utf-8") for m, text in files.items()}, problems, notes
+
+
+def _read(path: Path, limits: Intake) -> tuple[dict[str, bytes], dict[str, str], list[str]]:
     problems: dict[str, str] = {}
     notes: list[str] = []
     try:

@@ -150,7 +150,7 @@ class Zygote:
         env.update({k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "GRADER_SANDBOX_UID", "GRADER_SANDBOX_GID", "GRADER_CGROUP")
                     if k in os.environ})
         flags = [] if self.namespaces else ["--no-namespaces"]
-        self.process = subprocess.Popen([sys.executable, "-m", "grader.worker", str(theirs.fileno()), *flags],
+        self.process = subprocess.Popen([sys.executable, "-m", "grader.lifeline", str(os.getpid()), str(theirs.fileno()), *flags],
                                         pass_fds=[theirs.fileno()], env=env, cwd="/", stdin=subprocess.DEVNULL,
                                         stdout=subprocess.DEVNULL, stderr=self.log)
         theirs.close()

@@ -8,7 +8,6 @@ calls on its own socket, one frame in, one frame out.
 """
 from __future__ import annotations
 
-import ctypes
 import gc
 import importlib
 import importlib.util
@@ -27,23 +26,18 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import cgroup, wire
+from .lifeline import die_with_parent
 from .sandbox import Limits, SandboxUnavailable, confine, probe
 
 SUBMISSION = "/submission"
 PACKAGE = "exercises"
 MAX_REQUEST_BYTES = 1 << 30
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent():
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
 
 # ---------------------------------------------------------------- zygote
 
 def zygote_main(control_fd: int) -> None:
-    """Serve spawn/reap requests on a SOCK_SEQPACKET control socket until it closes."""
-    _die_with_parent()
+    """Serve spawn/reap requests on a SOCK_SEQPACKET control socket until it closes (started by grader.lifeline,
+    which ties its life to the grading process's before torch is imported)."""
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
     _warm()
@@ -69,10 +63,11 @@ def zygote_main(control_fd: int) -> None:
         request = json.loads(data)
         if request["op"] == "spawn":
             paths, worker_cap = _make_cgroup(hierarchies, cpu_cap, request)
+            zygote = os.getpid()
             pid = os.fork()
             if pid == 0:
                 control.close()
-                _run_worker(fds[0], request, paths, worker_cap)
+                _run_worker(fds[0], request, zygote, paths, worker_cap)
             cgroups[pid] = paths
             os.close(fds[0])
             control.send(json.dumps({"pid": pid}).encode())
@@ -142,11 +137,12 @@ def seed_torch(n: int) -> None:
         torch.cuda.manual_seed_all(n)
 
 
-def _run_worker(fd: int, request: dict, cgroup_paths: list[str], cpu_cap: str) -> None:
-    """In the forked child: silence output, enter its cgroup and the sandbox, serve; never returns."""
+def _run_worker(fd: int, request: dict, zygote: int, cgroup_paths: list[str], cpu_cap: str) -> None:
+    """In the child forked from ``zygote`` (its pid): silence output, enter its cgroup and the sandbox, serve;
+    never returns."""
     code = 0
     try:
-        _die_with_parent()
+        die_with_parent(zygote)
         try:  # before the sandbox: the supervisor, the worker and all they fork share the cgroup's one CPU
             cgroup.join(cgroup_paths)
         except OSError as error:
@@ -406,10 +402,3 @@ def serve(sock: socket.socket, isolation: str, cpu_cap: str) -> None:
             frame = wire.encode({"ok": False, "error": describe_exception(error)})
         sock.sendall(frame)
 
-
-if __name__ == "__main__":
-    if "--no-namespaces" in sys.argv[2:]:  # Zygote(namespaces=False): test the degraded path
-        from . import sandbox
-
-        sandbox._probe_result = (False, "namespaces turned off for this zygote (Zygote(namespaces=False))")
-    zygote_main(int(sys.argv[1]))
