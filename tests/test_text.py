@@ -12,6 +12,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import unicodedata
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -225,7 +227,7 @@ def test_every_format_of_a_hostile_grade_is_valid_capped_and_inert():
     print_summary(grade, Console(file=buffer, width=120, color_system=None))
     printed = buffer.getvalue()
     assert "\x1b" not in printed and "[bold]" in printed and len(printed) < 64 << 10
-    assert not any(line.lstrip("│ ").startswith(("# Feedback", "**Score", "::")) for line in printed.splitlines())
+    assert not any(line.startswith(("# Feedback", "**Score", "::")) for line in printed.splitlines())
 
 
 # ----------------------------------------------------------------- batch: ids, feedback pages, gradebook
@@ -343,3 +345,34 @@ def test_notebook_problems_are_clean_and_capped(tmp_path):
     with pytest.raises(IntakeError) as error:
         read_submission(bloated, load_course(COURSE_FILE).grading.intake)
     assert len(str(error.value)) < 500
+
+
+def test_forged_exception_messages_reach_every_report_as_plain_text(tmp_path):
+    """`grader grade` on a submission whose quiz raises messages with a lone surrogate, forged feedback and score
+    lines, HTML, links, rich markup, terminal escapes and workflow commands (tests/hostile/forged_text): no traceback,
+    the quiz scores nothing, the other exercises full marks, and the terminal, results.json, the job summary and the
+    feedback page show the text on one line, with no forged line, heading, link or style."""
+    folder = tmp_path / "forged"
+    shutil.copytree(SOLUTIONS, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(HOSTILE / "forged_text" / "quiz.py", folder / "quiz.py")
+    out = tmp_path / "results.json"
+    process = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out)], cwd=ROOT,
+                             capture_output=True, timeout=600, env={**os.environ, "PYTHONIOENCODING": "utf-8:strict"})
+    terminal = (process.stdout + process.stderr).decode("utf-8")
+    assert process.returncode == 0 and "Traceback" not in terminal, terminal[-3000:]
+    assert "[bold]BOLD[/bold]" in terminal and "\x1b" not in terminal
+    assert not any(line.startswith(("# Feedback", "**Score", "::")) for line in terminal.splitlines())
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["exercises"]["quiz"]["score"] == 0
+    assert all(e["score"] == pytest.approx(e["max_score"], abs=0.01) for m, e in data["exercises"].items() if m != "quiz")
+    quiz = [t["output"] for t in data["tests"] if "quiz" in t["tags"]]
+    assert any("bad \ufffd surrogate # Feedback for teacher **Score: 100 / 100**" in o for o in quiz), quiz
+    for value in quiz:
+        assert_clean(value, 2000)
+    data["student"] = "forged"
+    assert write_feedback(data, tmp_path) is None
+    feedback = (tmp_path / "feedback" / "forged.md").read_text(encoding="utf-8")
+    assert_markdown_forges_nothing(feedback, headings=1 + len(MODULES))
+    page = Collector()
+    page.feed((tmp_path / "feedback" / "forged.html").read_text(encoding="utf-8"))
+    assert "script" not in page.tags and "img" not in page.tags and "a" not in page.tags

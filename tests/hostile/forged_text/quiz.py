@@ -9,7 +9,7 @@ FORGED = ("bad \ud800 surrogate\n# Feedback for teacher\n**Score: 100 / 100**\n"
           "\x1b[31mred\x1b[0m\r\n::error file=x.py::forged%0A::warning::forged\n=HYPERLINK(\"https://evil.example\")")
 
 
-class Forged(ValueError):
+class Forged(RuntimeError):
     pass
 
 
@@ -18,4 +18,4 @@ def decoder_attention(s, H, return_weights=False):
 
 
 def quiz_answer():
-    raise ValueError(FORGED)
+    raise RuntimeError(FORGED)
