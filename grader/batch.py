@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import html
 import io
 import json
 import os
@@ -35,10 +34,13 @@ from . import ROOT, __version__
 from .course import Course, load_course
 from .intake import IntakeError, IntakeFault, digest, read_submission
 from .lifeline import die_with_parent
-from .reports import write_json
+from .reports import write_atomic, write_json
+from .text import MAX_NAME, clean, csv_cell, html, markdown
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
 MATERIAL = ("course.yaml", "solutions", "tests/hidden")
+MAX_ID_BYTES = 200  # a student id is part of file names (at most 255 bytes on most file systems)
+MAX_STATUS = 300  # characters of a status in the gradebook
 GRADER_FAULT = "grader error"
 PROCESS_DIED = (f"{GRADER_FAULT}: could not be graded: the grading process died while grading this submission alone; "
                 "the next run tries again")
@@ -69,12 +71,22 @@ def discover(source: str | os.PathLike) -> list[Entry]:
         raise BatchError(f"{source} does not exist")
     entries, seen = [], {}
     for path in paths:
-        student = path.name.removesuffix(path.suffix) if path.suffix.lower() in SUBMISSION_SUFFIXES else path.name
+        name = path.name.removesuffix(path.suffix) if path.suffix.lower() in SUBMISSION_SUFFIXES else path.name
+        student = student_id(name)
         if student in seen:
             raise BatchError(f"two submissions for student {student!r}: {seen[student]} and {path}")
         seen[student] = path
         entries.append(Entry(student, path))
     return entries
+
+
+def student_id(name: str) -> str:
+    """The student id of a file or folder name: the name itself where it is ``clean`` (one line of printable Unicode,
+    at most ``MAX_NAME`` characters) and short enough for a file name; else its cleaned beginning and a hash of the
+    whole name (``Ann…~3fa2b1c4d5e6``), so that different names stay different ids."""
+    if clean(name, MAX_NAME) == name and len(name.encode("utf-8")) <= MAX_ID_BYTES:
+        return name
+    return f"{clean(name, 40)}~{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
 
 
 def material_fingerprint(course_file: Path) -> str:
@@ -173,6 +185,7 @@ def is_final(data: dict) -> bool:
 
 
 def error_results(course: Course, device: str, message: str) -> dict:
+    message = clean(message)
     return {"score": 0, "max_score": course.total_points, "execution_time": 0, "output": message, "tests": [],
             "exercises": {e.module: {"score": 0, "max_score": e.points} for e in course.exercises},
             "grader_version": __version__, "device": device, "submission_sha256": "0" * 64, "status": f"error: {message}"}
@@ -180,53 +193,60 @@ def error_results(course: Course, device: str, message: str) -> dict:
 
 # ----------------------------------------------------------------- outputs
 
-def write_feedback(data: dict, out: Path) -> None:
-    """Per-student feedback as Markdown and HTML: per exercise, what passed and what to fix."""
-    lines = [f"# Feedback for {data['student']}", "", f"**Score: {data['score']:g} / {data['max_score']:g}**", ""]
-    if data.get("status", "graded") != "graded":
-        lines += [data["output"], ""]
+def write_feedback(data: dict, out: Path) -> str | None:
+    """Per-student feedback as Markdown and HTML: per exercise, what passed and what to fix.
+
+    Returns None, or why the pages could not be written (never raises: one student's pages do not stop a batch).
+    """
+    try:
+        sections = _feedback_sections(data)
+        write_atomic(_feedback_markdown(data, sections), out / "feedback" / f"{data['student']}.md")
+        write_atomic(_feedback_html(data, sections), out / "feedback" / f"{data['student']}.html")
+    except Exception as error:  # noqa: BLE001 - a full disk, a results file of an older grader, ...
+        return f"feedback not written: {type(error).__name__}: {clean(str(error))}"
+    return None
+
+
+def _feedback_sections(data: dict) -> list[tuple[str, str, list[tuple[bool, str, str]]]]:
+    """Per exercise: its name, its points ("7.5 / 10") and its tests as (passed, what it checks, feedback)."""
     by_exercise: dict[str, list[dict]] = {}
     for test in data["tests"]:
         by_exercise.setdefault(test["name"].split(":", 1)[0], []).append(test)
-    for module, result in data["exercises"].items():
-        lines += [f"## {module}: {result['score']:g} / {result['max_score']:g}", ""]
-        for test in by_exercise.get(module, []):
-            what = test["name"].split(": ", 1)[-1]
-            lines.append(f"- ✅ {what}" if test["status"] == "passed" else f"- ❌ {what}  \n  {test['output']}")
+    return [(module, f"{result['score']:g} / {result['max_score']:g}",
+             [(test["status"] == "passed", test["name"].split(": ", 1)[-1], test["output"])
+              for test in by_exercise.get(module, [])])
+            for module, result in data["exercises"].items()]
+
+
+def _feedback_markdown(data: dict, sections) -> str:
+    lines = [f"# Feedback for {markdown(data['student'], MAX_NAME)}", "",
+             f"**Score: {data['score']:g} / {data['max_score']:g}**", ""]
+    if data.get("status", "graded") != "graded":
+        lines += [markdown(data["output"]), ""]
+    for module, points, tests in sections:
+        lines += [f"## {markdown(module, MAX_NAME)}: {points}", ""]
+        lines += [f"- ✅ {markdown(what)}" if passed else f"- ❌ {markdown(what)}  \n  {markdown(output)}"
+                  for passed, what, output in tests]
         lines.append("")
-    markdown = "\n".join(lines)
-    (out / "feedback").mkdir(parents=True, exist_ok=True)
-    _write_text(out / "feedback" / f"{data['student']}.md", markdown)
-    _write_text(out / "feedback" / f"{data['student']}.html", _page(f"Feedback for {data['student']}", _markdown_html(markdown)))
+    return "\n".join(lines)
 
 
-def _markdown_html(markdown: str) -> str:
-    """The small Markdown subset write_feedback produces, as HTML."""
-    parts = []
-    for line in markdown.splitlines():
-        text = html.escape(line.strip())
-        if line.startswith("# "):
-            parts.append(f"<h1>{text[2:]}</h1>")
-        elif line.startswith("## "):
-            parts.append(f"<h2>{text[3:]}</h2>")
-        elif line.startswith("- "):
-            parts.append(f"<p class='test'>{text[2:]}</p>")
-        elif line.startswith("  "):
-            parts.append(f"<p class='hint'>{text}</p>")
-        elif text:
-            parts.append(f"<p>{text.replace('**', '')}</p>")
-    return "\n".join(parts)
+def _feedback_html(data: dict, sections) -> str:
+    parts = [f"<h1>Feedback for {html(data['student'], MAX_NAME)}</h1>",
+             f"<p>Score: {data['score']:g} / {data['max_score']:g}</p>"]
+    if data.get("status", "graded") != "graded":
+        parts.append(f"<p>{html(data['output'])}</p>")
+    for module, points, tests in sections:
+        parts.append(f"<h2>{html(module, MAX_NAME)}: {points}</h2>")
+        parts += [f"<p class='test'>✅ {html(what)}</p>" if passed else
+                  f"<p class='test'>❌ {html(what)}</p>\n<p class='hint'>{html(output)}</p>"
+                  for passed, what, output in tests]
+    return _page(f"Feedback for {clean(data['student'], MAX_NAME)}", "\n".join(parts))
 
 
 def _page(title: str, body: str) -> str:
     style = "body{font-family:sans-serif;max-width:60em;margin:2em auto}.hint{margin-left:2em;color:#a33}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em}"
-    return f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{style}</style></head><body>{body}</body></html>\n"
-
-
-def _write_text(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>{html(title)}</title><style>{style}</style></head><body>{body}</body></html>\n"
 
 
 def load_results(out: Path) -> dict[str, dict]:
@@ -248,10 +268,11 @@ def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
     writer = csv.writer(buffer)
     writer.writerow(["student", "score", "max_score", *[e.module for e in course.exercises], "status", "graded_at", "submission_sha256"])
     for data in rows:
-        writer.writerow([data["student"], data["score"], data["max_score"],
+        writer.writerow([csv_cell(data["student"], MAX_NAME), data["score"], data["max_score"],
                          *[data["exercises"].get(e.module, {}).get("score", 0) for e in course.exercises],
-                         data.get("status", "graded"), data.get("graded_at", ""), data["submission_sha256"]])
-    _write_text(out / "gradebook.csv", buffer.getvalue())
+                         csv_cell(data.get("status", "graded"), MAX_STATUS),
+                         csv_cell(data.get("graded_at", ""), MAX_NAME), csv_cell(data["submission_sha256"], MAX_NAME)])
+    write_atomic(buffer.getvalue(), out / "gradebook.csv")
 
 
 def write_summary(course: Course, out: Path, rows: list[dict]) -> None:
@@ -266,8 +287,7 @@ def write_summary(course: Course, out: Path, rows: list[dict]) -> None:
     axes.hist(scores, bins=20, range=(0, course.total_points), color="#4a7ebb")
     axes.set(xlabel="score", ylabel="students", title=f"Scores ({len(rows)} submissions)")
     figure.tight_layout()
-    figure.savefig(out / "score_histogram.png", dpi=100)
-    plt.close(figure)
+    _save_png(figure, out / "score_histogram.png")
 
     passes: dict[str, list[int]] = {}
     for data in rows:
@@ -276,23 +296,32 @@ def write_summary(course: Course, out: Path, rows: list[dict]) -> None:
     names = sorted(passes, key=lambda n: sum(passes[n]) / len(passes[n]))
     figure, axes = plt.subplots(figsize=(9, max(3, 0.22 * len(names))))
     axes.barh(range(len(names)), [100 * sum(passes[n]) / len(passes[n]) for n in names], color="#c0504d")
-    axes.set_yticks(range(len(names)), [n[:70] for n in names], fontsize=7)
+    labels = [clean(n, 70).replace("$", r"\$") for n in names]  # a "$" would start matplotlib's mathtext
+    axes.set_yticks(range(len(names)), labels, fontsize=7)
     axes.set(xlabel="% of submissions passing", xlim=(0, 100), title="Where the class struggles (hardest first)")
     axes.invert_yaxis()
     figure.tight_layout()
-    figure.savefig(out / "pass_rates.png", dpi=100)
-    plt.close(figure)
+    _save_png(figure, out / "pass_rates.png")
 
     means = "".join(
-        f"<tr><td>{e.module}</td><td>{e.title}</td><td>{sum(r['exercises'].get(e.module, {}).get('score', 0) for r in rows) / max(len(rows), 1):.1f} / {e.points}</td></tr>"
+        f"<tr><td>{html(e.module)}</td><td>{html(e.title)}</td><td>{sum(r['exercises'].get(e.module, {}).get('score', 0) for r in rows) / max(len(rows), 1):.1f} / {e.points}</td></tr>"
         for e in course.exercises)
     errors = sum(r.get("status", "graded") != "graded" for r in rows)
-    body = (f"<h1>{html.escape(course.title)}: class summary</h1><p>{len(rows)} submissions, {errors} could not be graded; "
+    body = (f"<h1>{html(course.title)}: class summary</h1><p>{len(rows)} submissions, {errors} could not be graded; "
             f"mean score {sum(scores) / max(len(scores), 1):.1f} / {course.total_points}.</p>"
             f"<table><tr><th>exercise</th><th>title</th><th>mean</th></tr>{means}</table>"
             "<h2>Scores</h2><img src='score_histogram.png' alt='score histogram'>"
             "<h2>Pass rate per test</h2><img src='pass_rates.png' alt='pass rate per test'>")
-    _write_text(out / "summary.html", _page("Class summary", body))
+    write_atomic(_page("Class summary", body), out / "summary.html")
+
+
+def _save_png(figure, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    plt.close(figure)
+    write_atomic(buffer.getvalue(), path)
 
 
 # ----------------------------------------------------------------- the driver
@@ -355,9 +384,11 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
         data = {**data, "student": entry.student, "graded_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         if is_final(data):
             data["fingerprint"] = fingerprints[entry.student]
+        problem = write_feedback(data, out)
+        if problem:  # recorded, and retried by the next run
+            data["feedback"], data["fingerprint"] = problem, None
         write_json(data, out / "results" / f"{entry.student}.json")
         results[entry.student] = data
-        write_feedback(data, out)
         write_gradebook(course, out, class_rows())
         counts["graded" if data.get("status") == "graded" else "errored"] += 1
         if progress:

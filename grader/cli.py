@@ -42,29 +42,31 @@ def _notebooks(args) -> int:
 def _grade(args) -> int:
     from rich.console import Console
 
+    from rich.text import Text
+
     from .course import CourseError, load_course
     from .intake import IntakeError
-    from rich.markup import escape
-
     from .pipeline import DeviceError, grade_submission, resolve_device
     from .remote import GraderFault
     from .reports import print_summary, write_json
+    from .text import terminal
 
     console = Console(stderr=True, soft_wrap=True)
     try:
         course = load_course(args.course)
         device = resolve_device(args.device)
     except (CourseError, DeviceError) as error:
-        console.print(f"grader: {error}", highlight=False)
+        console.print(Text.assemble("grader: ", terminal(str(error))))
         return 2
     try:
         outcome = grade_submission(args.submission, course, device=device, require_sandbox=args.require_sandbox)
         write_json(outcome.results, args.out)
     except (IntakeError, GraderFault) as error:
-        console.print(f"grader: cannot grade {escape(str(args.submission))}: {escape(str(error))}", highlight=False)
+        console.print(Text.assemble("grader: cannot grade ", terminal(args.submission), ": ", terminal(str(error))))
         return 2
     except OSError as error:
-        console.print(f"grader: cannot write {escape(str(args.out))}: {escape(error.strerror or str(error))}", highlight=False)
+        console.print(Text.assemble("grader: cannot write ", terminal(args.out), ": ",
+                                    terminal(error.strerror or str(error))))
         return 2
     print_summary(outcome.grade, Console())
     return 0
@@ -96,10 +98,12 @@ class BatchProgress:
 def _batch(args) -> int:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from .batch import BatchError, run_batch
     from .course import CourseError
     from .pipeline import DeviceError, resolve_device
+    from .text import MAX_NAME, terminal
 
     console = Console(stderr=True, soft_wrap=True)
     progress = BatchProgress(console)
@@ -107,16 +111,17 @@ def _batch(args) -> int:
         rows = run_batch(args.submissions, args.out, course_file=args.course, jobs=args.jobs, device=resolve_device(args.device),
                          force=args.force, require_sandbox=args.require_sandbox, dask=args.dask, progress=progress)
     except (BatchError, CourseError, DeviceError) as error:
-        console.print(f"grader: {error}", highlight=False)
+        console.print(Text.assemble("grader: ", terminal(str(error))))
         return 2
     finally:
         if hasattr(progress, "task"):
             progress.stop()
-    table = Table(title=f"{len(rows)} submissions -> {args.out}")
+    table = Table(title=terminal(f"{len(rows)} submissions -> {args.out}"))
     for column in ("student", "score", "status"):
         table.add_column(column)
     for row in rows:
-        table.add_row(row["student"], f"{row['score']:g}/{row['max_score']:g}", row.get("status", "graded"))
+        table.add_row(terminal(row["student"], MAX_NAME), f"{row['score']:g}/{row['max_score']:g}",
+                      terminal(row.get("status", "graded")))
     Console().print(table)
     return 0
 

@@ -28,8 +28,9 @@ from typing import TextIO
 
 from .course import COURSE_FILE, Course, CourseError, load_course
 from .reports import (classroom, classroom_output, complete, feedback_line, junit_xml, markdown_summary, print_summary,
-                      results, score_line, stubs_left, untouched, what_to_fix, write_json)
+                      results, score_line, stubs_left, untouched, what_to_fix, write_json, write_atomic)
 from .scores import ExerciseScore, Grade
+from .text import clean, workflow_data, workflow_property
 
 # GitHub shows at most 10 error (and 10 warning, 10 notice) annotations per step; one per exercise stays under it.
 MAX_ANNOTATIONS = 10
@@ -77,22 +78,16 @@ def locate(exercise: ExerciseScore, folder: Path, workspace: Path) -> tuple[str,
     return _relative(path, workspace), _stub_line(path, stubs[0]) if stubs else 0
 
 
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def workflow_command(level: str, message: str, *, file: str | None = None, line: int = 0, title: str = "") -> str:
-    """``::error file=exercises/softmax.py,line=12,title=...::message``, escaped as GitHub's toolkit does."""
-    properties = [f"file={_escape_property(file)}"] if file else []
+    """``::error file=exercises/softmax.py,line=12,title=...::message``, escaped as GitHub's toolkit does.
+
+    The message keeps its lines (each one ``clean``), which GitHub shows in the annotation; properties are one line."""
+    properties = [f"file={workflow_property(file)}"] if file else []
     if file and line:
-        properties.append(f"line={line}")
+        properties.append(f"line={int(line)}")
     if title:
-        properties.append(f"title={_escape_property(title)}")
-    return f"::{level}{' ' + ','.join(properties) if properties else ''}::{_escape_data(message)}"
+        properties.append(f"title={workflow_property(title)}")
+    return f"::{level}{' ' + ','.join(properties) if properties else ''}::{workflow_data(message, lines=True)}"
 
 
 def annotations(outcome: CiResult) -> list[str]:
@@ -130,7 +125,7 @@ def grade_checkout(checkout: Path, course: Course, zygote, device: str = "cpu", 
     try:
         outcome = grade_submission(folder, course, zygote, device)
     except IntakeError as error:
-        return not_graded(course, str(error), folder, workspace, time.monotonic() - started)
+        return not_graded(course, clean(str(error)), folder, workspace, time.monotonic() - started)
     grade = outcome.grade
     files = {e.module: locate(e, folder, workspace) for e in grade.exercises}
     status = "pass" if all(map(complete, grade.exercises)) else "fail"
@@ -155,8 +150,7 @@ def report(outcome: CiResult, *, title: str, env: Mapping[str, str], stdout: Tex
     if results_path:
         write_json(results(grade, execution_time=outcome.execution_time, device=device, sha256=outcome.sha256), results_path)
     if junit_path:
-        Path(junit_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(junit_path).write_text(junit_xml(grade, name=title, execution_time=outcome.execution_time), encoding="utf-8")
+        write_atomic(junit_xml(grade, name=title, execution_time=outcome.execution_time), junit_path)
     on_actions = env.get("GITHUB_ACTIONS") == "true"
     if on_actions:  # the summary repeats what student code said (exception messages): no workflow command in it counts
         resume = secrets.token_hex(16)
@@ -207,7 +201,7 @@ def run_ci(path: str | os.PathLike = ".", *, course_file: str | os.PathLike = CO
     try:
         outcome = grade_checkout(checkout, course, zygote, device, workspace)
     except Exception as error:  # a grader fault: still tell the student, and fail the step whatever the policy
-        message = f"the grader failed ({type(error).__name__}: {error}); please tell your instructor"
+        message = f"the grader failed ({type(error).__name__}: {clean(str(error))}); please tell your instructor"
         print(f"grader: {message}", file=sys.stderr)
         outcome = not_graded(course, message, exercises_folder(checkout), workspace)
         status = 2

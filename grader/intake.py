@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 
 from .course import MODULES, Intake
 from .lifeline import die_with_parent
+from .text import MAX_NAME, clean
 
 MAX_DEPTH = 3
 MAX_NOTES = 5  # notes about ignored archive entries (then one line with the count of the rest)
@@ -54,9 +55,8 @@ class Staged:
 
 
 def _show(path) -> str:
-    """A path for a one-line message (no control characters, not too long)."""
-    text = "".join(c if c.isprintable() else "?" for c in str(path))
-    return text if len(text) <= 200 else "…" + text[-200:]
+    """A path or name for a one-line message (``text.clean``: one line, printable, capped)."""
+    return clean(str(path), MAX_NAME)
 
 
 def _module_of(name: str) -> str | None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from . import ROOT
 from .course import MODULES, course
 from .intake import IntakeError
+from .text import MAX_NAME, clean
 
 COURSE_DIR = ROOT / "nbgrader"
 SOLUTIONS = ROOT / "solutions"
@@ -1318,7 +1319,8 @@ def _parse(path: Path, data: bytes) -> list:
         raise IntakeError(f"{path.name} is not a Jupyter notebook: it has no list of cells")
     version = notebook.get("nbformat")
     if version != 4:
-        raise IntakeError(f"{path.name} is in notebook format {version!r}; only format 4 (current Jupyter) is read")
+        raise IntakeError(f"{path.name} is in notebook format {clean(repr(version), MAX_NAME)}; only format 4 "
+                          "(current Jupyter) is read")
     return notebook["cells"]
 
 
@@ -1430,8 +1432,9 @@ def read_notebook(path, problems: dict[str, str], notes: list[str], limits=None)
         cell = cells[index - 1]
         meta = cell["metadata"]["nbgrader"]
         if cell.get("cell_type") != "code":
-            problems[module] = (f"the solution cell of {module} (cell {index} of {path.name}) is a "
-                                f"{cell.get('cell_type', 'typeless')} cell, not a code cell: change it back to code")
+            kind = clean(str(cell.get("cell_type", "typeless")), MAX_NAME)
+            problems[module] = (f"the solution cell of {module} (cell {index} of {path.name}) is a {kind} cell, "
+                                "not a code cell: change it back to code")
             continue
         if meta.get("solution") is not True:
             problems[module] = (f"cell {index} of {path.name} has grade_id {grade_id!r} but is not marked as a solution "

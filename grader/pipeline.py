@@ -12,7 +12,9 @@ from .remote import Session, SubmissionProblem, Zygote
 from .reports import results
 from .scores import Grade, score
 from .suites import run_suites
+from .text import clean
 
+MAX_NOTES = 20  # notes about a submission shown (then their count)
 SANDBOX_WARNING = "WARNING: no sandbox could be built here ({}); student code ran with resource limits only"
 CPU_NOTE = "note: the worker's CPU was not capped by a cgroup ({}); it shared the CPU with other gradings by its session only"
 
@@ -66,12 +68,14 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
             staged.cleanup()
             if own_zygote:
                 zygote.close()
-    problems = {module: str(problem) for module, problem in session.broken.items()}
+    problems = {module: clean(str(problem)) for module, problem in session.broken.items()}
     if select:  # only the exercises the selection reached are scored
         graded = {test.get("metadata", {}).get("exercise") for test in report.get("tests", [])}
         course = course.model_copy(update={"exercises": [e for e in course.exercises if e.module in graded]})
     grade = score(report, course, problems)
-    grade.notes.extend(staged.notes)
+    grade.notes.extend(clean(note) for note in staged.notes[:MAX_NOTES])
+    if len(staged.notes) > MAX_NOTES:
+        grade.notes.append(f"... and {len(staged.notes) - MAX_NOTES} more notes")
     if session.isolation.startswith("rlimits only"):
         grade.notes.insert(0, SANDBOX_WARNING.format(session.isolation.removeprefix("rlimits only: ")))
     if session.cpu_cap.startswith("none: "):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import builtins
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from . import ROOT, wire
+from .text import MAX_NAME, clean
 from .course import MODULES
 from .course import Limits as CourseLimits
 from .worker import describe_status
@@ -33,16 +33,7 @@ HELLO_SECONDS = 60
 EXIT_GRACE_SECONDS = 2.0  # a worker that closed its socket gets this long to exit before it is killed
 CRASHES_PER_FUNCTION = 3  # a function that crashed the worker this often is not called again
 OUT_OF_MEMORY = ("MemoryError", "OutOfMemoryError")  # a function that raised one of these is not called again
-MAX_TEXT = 2000
 CHECK = "during this check"
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
-
-
-def clean_text(value, limit: int = MAX_TEXT) -> str:
-    """Text that came from the worker, made safe to show: a str, no control characters, at most ``limit`` long."""
-    text = value if isinstance(value, str) else "" if value is None else repr(value)
-    text = _CONTROL.sub("?", text[:limit * 2])
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 class GraderFault(RuntimeError):
@@ -80,10 +71,10 @@ def _clean_info(info) -> dict:
     info = info if isinstance(info, dict) else {}
     frames = info.get("frames") if isinstance(info.get("frames"), list) else []
     names = info.get("builtins") if isinstance(info.get("builtins"), list) else []
-    return {"type": clean_text(info.get("type", "Exception"), 100),
+    return {"type": clean(info.get("type", "Exception"), MAX_NAME),
             "builtins": [n for n in names if isinstance(n, str) and n.isidentifier()][:20],
-            "message": clean_text(info.get("message", "")),
-            "frames": [clean_text(f, 300) for f in frames[-8:]]}
+            "message": clean(info.get("message", "")),
+            "frames": [clean(f, 300) for f in frames[-8:]]}
 
 
 @lru_cache(maxsize=256)
@@ -238,8 +229,8 @@ class Session:
         self.generation += 1
         self.imported.clear()
         hello = self._exchange(None, min(HELLO_SECONDS, self._remaining()), "while starting")
-        self.isolation = clean_text(hello.get("isolation", "unknown"), 300)
-        self.cpu_cap = clean_text(hello.get("cpu", "unknown"), 300)
+        self.isolation = clean(hello.get("isolation", "unknown"), 300)
+        self.cpu_cap = clean(hello.get("cpu", "unknown"), 300)
         if not hello.get("ok"):
             problem = self._problem(hello)
             self.stop()
@@ -300,7 +291,7 @@ class Session:
             raise SubmissionProblem("crash", f"the worker running your code {what} {doing}") from None
         except wire.WireError as error:
             self.stop()
-            raise SubmissionProblem("reply", f"the reply of your code could not be read: {clean_text(str(error), 300)}") from None
+            raise SubmissionProblem("reply", f"the reply of your code could not be read: {clean(str(error), 300)}") from None
         self._blob = blob
         return message
 
@@ -308,7 +299,7 @@ class Session:
 
     def _decoder(self):
         generation, blob = self.generation, self._blob
-        decoder = wire.Decoder(blob, handle=lambda h: RemoteObject(self, h.id, clean_text(h.type_name, 100), generation))
+        decoder = wire.Decoder(blob, handle=lambda h: RemoteObject(self, h.id, clean(h.type_name, MAX_NAME), generation))
 
         def decode(data):
             try:
@@ -316,15 +307,15 @@ class Session:
             except wire.WireError as error:
                 if self.generation == generation:
                     self.stop()
-                raise SubmissionProblem("reply", f"the reply of your code could not be read: {clean_text(str(error), 300)}") from None
+                raise SubmissionProblem("reply", f"the reply of your code could not be read: {clean(str(error), 300)}") from None
         return decode
 
     def _problem(self, reply: dict) -> Exception:
         if isinstance(reply.get("error"), dict):
             return student_error(reply["error"])
         failure = reply.get("failure") if isinstance(reply.get("failure"), dict) else {}
-        return SubmissionProblem(clean_text(failure.get("kind", "unknown"), 40),
-                                 clean_text(failure.get("message", "the reply of your code could not be read")))
+        return SubmissionProblem(clean(failure.get("kind", "unknown"), 40),
+                                 clean(failure.get("message", "the reply of your code could not be read")))
 
     def _ensure(self, module: str | None, targets=()):
         for target in targets:
@@ -406,7 +397,7 @@ class Session:
             called, ops = item.get("called", []), item.get("ops")
             results.append(CallResult(value=decode(item.get("value")), arg_grads=decode(item.get("arg_grads")),
                                       param_grads=decode(item.get("param_grads")),
-                                      called=[clean_text(n, 100) for n in called] if isinstance(called, list) else [],
+                                      called=[clean(n, MAX_NAME) for n in called] if isinstance(called, list) else [],
                                       ops=ops if type(ops) is int else None, args_after=decode(item.get("args_after"))))
         return results
 
@@ -446,7 +437,7 @@ def load_params_step(target: dict, params: dict) -> tuple[dict, tuple, None, dic
 
 def _label(target: dict) -> str:
     """A call target in words: ``quiz.decoder_attention``, ``SelfAttention.forward``, ``SelfAttention(...)``."""
-    head = str(target.get("module") or clean_text(target.get("type", "object"), 100))
+    head = str(target.get("module") or clean(target.get("type", "object"), MAX_NAME))
     path = [str(p) for p in target.get("path", [])]
     return ".".join([head, *path]) if path or "module" in target else f"{head}(...)"
 

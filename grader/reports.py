@@ -15,7 +15,6 @@ All take the same ``scores.Grade``; none shows suite code, reference code or hid
 from __future__ import annotations
 
 import base64
-import html
 import json
 import os
 import re
@@ -25,14 +24,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from . import __version__
 from .course import VISIBILITIES
 from .scores import ExerciseScore, Grade, TestScore
-
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+from .text import MAX_NAME, clean, markdown, terminal
 
 # The results.json this grader writes: Gradescope's format plus the fields marked (ours).
 RESULTS_SCHEMA = {
@@ -86,8 +84,9 @@ def visibility_of(test: TestScore, rules: Mapping[str, str] | None = None) -> st
 
 def _overview(grade: Grade) -> str:
     """The notes, then one line per exercise: ``softmax: 7.5/10`` (and why it scored nothing, if so)."""
-    lines = [f"{e.module}: {e.score:g}/{e.max_score:g}" + (f" ({e.problem})" if e.problem else "") for e in grade.exercises]
-    return "\n".join([*grade.notes, *lines])
+    lines = [f"{e.module}: {e.score:g}/{e.max_score:g}" + (f" ({clean(e.problem)})" if e.problem else "")
+             for e in grade.exercises]
+    return "\n".join([*map(clean, grade.notes), *lines])
 
 
 def results(grade: Grade, *, execution_time: float, device: str, sha256: str,
@@ -101,8 +100,9 @@ def results(grade: Grade, *, execution_time: float, device: str, sha256: str,
         for test in exercise.tests:
             if test.status == "skipped":
                 continue
-            tests.append({"name": f"{exercise.module}: {test.doc}", "score": test.score, "max_score": test.max_score,
-                          "status": test.status, "output": test.feedback, "visibility": visibility_of(test, visibility),
+            tests.append({"name": f"{exercise.module}: {clean(test.doc)}", "score": test.score,
+                          "max_score": test.max_score, "status": test.status, "output": clean(test.feedback),
+                          "visibility": visibility_of(test, visibility),
                           "tags": [exercise.module]})
     return {
         "score": grade.score, "max_score": grade.max_score, "execution_time": round(execution_time, 3),
@@ -254,9 +254,10 @@ def prairielearn(grade: Grade, *, gradable: bool = True, message: str = "") -> d
 
     ``gradable=False`` (the submission could not be graded at all) puts ``message`` in ``format_errors`` too.
     """
-    tests = [{"name": f"{exercise.module}: {test.doc}", "description": exercise.title, "points": test.score,
-              "max_points": test.max_score, "message": test.feedback, "output": ""}
+    tests = [{"name": f"{exercise.module}: {clean(test.doc)}", "description": clean(exercise.title),
+              "points": test.score, "max_points": test.max_score, "message": clean(test.feedback), "output": ""}
              for exercise in grade.exercises for test in exercise.tests if test.status != "skipped"]
+    message = clean(message)
     data = {"gradable": gradable, "score": round(grade.score / grade.max_score, 6) if grade.max_score else 0.0,
             "points": grade.score, "max_points": grade.max_score,
             "message": message or score_line(grade), "output": _overview(grade), "tests": tests}
@@ -269,11 +270,13 @@ def junit_xml(grade: Grade, *, name: str = "grade", execution_time: float = 0.0)
     """JUnit XML: a testsuite per exercise (its points as properties), a testcase per hidden test.
 
     A failed test carries its feedback as ``<failure message=...>``; a test that does not apply here is ``<skipped>``.
+    Every text is ``clean``: no character XML refuses; ElementTree escapes the markup.
     """
     def count(tests, status):
         return str(sum(t.status == status for t in tests))
 
-    root = ET.Element("testsuites", name=name, tests=str(len(grade.tests)), failures=count(grade.tests, "failed"),
+    root = ET.Element("testsuites", name=clean(name, MAX_NAME), tests=str(len(grade.tests)),
+                      failures=count(grade.tests, "failed"),
                       errors="0", skipped=count(grade.tests, "skipped"), time=f"{execution_time:.3f}")
     for exercise in grade.exercises:
         suite = ET.SubElement(root, "testsuite", name=exercise.module, tests=str(len(exercise.tests)),
@@ -283,11 +286,11 @@ def junit_xml(grade: Grade, *, name: str = "grade", execution_time: float = 0.0)
         for key, value in (("title", exercise.title), ("score", f"{exercise.score:g}"),
                            ("max_score", f"{exercise.max_score:g}"), ("problem", exercise.problem)):
             if value:
-                ET.SubElement(properties, "property", name=key, value=value)
+                ET.SubElement(properties, "property", name=key, value=clean(value))
         seen: dict[str, int] = {}
         for test in exercise.tests:
             params = test.name[test.name.index("["):] if test.name.endswith("]") and "[" in test.name else ""
-            label = f"{test.doc} {params}".strip()
+            label = clean(f"{test.doc} {params}".strip())
             seen[label] = seen.get(label, 0) + 1
             if seen[label] > 1:
                 label = f"{label} ({seen[label]})"
@@ -295,11 +298,12 @@ def junit_xml(grade: Grade, *, name: str = "grade", execution_time: float = 0.0)
             case_properties = ET.SubElement(case, "properties")
             ET.SubElement(case_properties, "property", name="score", value=f"{test.score:g}")
             ET.SubElement(case_properties, "property", name="max_score", value=f"{test.max_score:g}")
+            feedback = clean(test.feedback)
             if test.status == "failed":
-                failure = ET.SubElement(case, "failure", message=test.feedback or test.doc, type="failed")
-                failure.text = test.feedback
+                failure = ET.SubElement(case, "failure", message=feedback or clean(test.doc), type="failed")
+                failure.text = feedback
             elif test.status == "skipped":
-                ET.SubElement(case, "skipped", message=test.feedback or "does not apply here")
+                ET.SubElement(case, "skipped", message=feedback or "does not apply here")
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -316,13 +320,13 @@ def classroom(grade: Grade, *, files: Mapping[str, tuple[str, int]] | None = Non
     for number, exercise in enumerate(grade.exercises, 1):
         path, line = files.get(exercise.module, (f"exercises/{exercise.module}.py", 0))
         full = complete(exercise)
-        tests.append({"name": f"{number}. {exercise.title} ({exercise.module})", "status": "pass" if full else "fail",
-                      "score": exercise.score, "message": "" if full else what_to_fix(exercise),
+        tests.append({"name": f"{number}. {clean(exercise.title)} ({exercise.module})", "status": "pass" if full else "fail",
+                      "score": exercise.score, "message": "" if full else clean(what_to_fix(exercise)),
                       "test_code": "", "filename": path, "line_no": line, "duration": 0})
     data = {"version": 1, "status": status or ("pass" if all(map(complete, grade.exercises)) else "fail"),
             "max_score": grade.max_score, "tests": tests}
     if message:
-        data["message"] = message
+        data["message"] = clean(message)
     return data
 
 
@@ -336,17 +340,11 @@ def score_line(grade: Grade) -> str:
     return f"Score: {grade.score:g}/{grade.max_score:g}"
 
 
-def _md(text: str) -> str:
-    """Student-controlled text made inert in Markdown: one line, no control characters, HTML escaped, table pipes
-    and backticks neutralized."""
-    return html.escape(" ".join(CONTROL.sub("", text).split("\n")), quote=False).replace("|", "\\|").replace("`", "'")
-
-
 def markdown_summary(grade: Grade, *, title: str = "Grade", files: Mapping[str, tuple[str, int]] | None = None) -> str:
     """A job summary: a table of exercises and points, then what to fix, exercise by exercise."""
     files = files or {}
-    out = [f"## {_md(title)}: {grade.score:g} / {grade.max_score:g}", ""]
-    out += [f"> **Note:** {_md(note)}" for note in grade.notes]
+    out = [f"## {markdown(title)}: {grade.score:g} / {grade.max_score:g}", ""]
+    out += [f"> **Note:** {markdown(note)}" for note in grade.notes]
     if grade.notes:
         out.append("")
     out += ["| # | exercise | file | points | checks passed |", "|---:|---|---|---:|---:|"]
@@ -355,7 +353,8 @@ def markdown_summary(grade: Grade, *, title: str = "Grade", files: Mapping[str, 
         passed = sum(t.status == "passed" for t in applicable)
         mark = "✅" if complete(exercise) else "❌" if exercise.score == 0 else "⚠️"
         path = files.get(exercise.module, (f"exercises/{exercise.module}.py", 0))[0]
-        out.append(f"| {number} | {_md(exercise.title)} | `{path}` | {mark} {exercise.score:g} / {exercise.max_score:g} "
+        out.append(f"| {number} | {markdown(exercise.title)} | `{markdown(path, MAX_NAME, code=True)}` | "
+                   f"{mark} {exercise.score:g} / {exercise.max_score:g} "
                    f"| {passed} / {len(applicable)} |")
     out += [f"| | **total** | | **{grade.score:g} / {grade.max_score:g}** | |", ""]
     todo = [e for e in grade.exercises if not complete(e)]
@@ -367,28 +366,48 @@ def markdown_summary(grade: Grade, *, title: str = "Grade", files: Mapping[str, 
         if exercise not in todo:
             continue
         path, line = files.get(exercise.module, (f"exercises/{exercise.module}.py", 0))
-        where = f"`{path}`" + (f" line {line}" if line else "")
-        out.append(f"**{number}. {_md(exercise.title)}** ({where}): {exercise.score:g} / {exercise.max_score:g}")
+        where = f"`{markdown(path, MAX_NAME, code=True)}`" + (f" line {line}" if line else "")
+        out.append(f"**{number}. {markdown(exercise.title)}** ({where}): {exercise.score:g} / {exercise.max_score:g}")
         if exercise.problem or untouched(exercise):
-            out += [f"- {_md(what_to_fix(exercise))}", ""]
+            out += [f"- {markdown(what_to_fix(exercise))}", ""]
             continue
-        out += [f"- {_md(_failure(test))}" for test in _failures(exercise)]
+        out += [f"- {markdown(_failure(test))}" for test in _failures(exercise)]
         out.append("")
     return "\n".join(out)
 
 
-def write_json(data: dict, path: str | os.PathLike) -> None:
-    """Write JSON atomically: readers see the old file or the new one, never half of one."""
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
+def write_atomic(content: str | bytes, path: str | os.PathLike) -> None:
+    """Write a file (text as UTF-8) atomically: readers see the old file or the new one, never half of one; a write
+    that fails leaves no temporary file behind."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False, encoding="utf-8") as out:
-        json.dump(data, out, indent=2)
-        out.write("\n")
-    os.replace(out.name, path)
+    data = content.encode("utf-8") if isinstance(content, str) else content  # text that is not valid Unicode fails here
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")  # a short name whatever the target's
+    try:
+        with open(handle, "wb") as out:
+            out.write(data)
+        os.chmod(temporary, 0o666 & ~_UMASK)  # as open() would have made it
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_json(data: dict, path: str | os.PathLike) -> None:
+    """Write JSON atomically (``write_atomic``); non-ASCII characters are escaped, so the file is valid UTF-8 whatever
+    the strings hold."""
+    write_atomic(json.dumps(data, indent=2) + "\n", path)
 
 
 def print_summary(grade: Grade, console: Console | None = None) -> None:
-    """A table per exercise, then each failure's message (an exercise that could not run at all: once, in the table)."""
+    """A table per exercise, then each failure's message (an exercise that could not run at all: once, in the table).
+
+    Every text is a rich ``Text`` (``text.terminal``): nothing of it is read as markup; messages are printed without
+    inserted line breaks (soft wrap), so no part of one starts a line of the output (a workflow command in a log)."""
     console = console or Console()
     table = Table(title="Grade", show_footer=True)
     table.add_column("exercise", footer="total")
@@ -399,18 +418,13 @@ def print_summary(grade: Grade, console: Console | None = None) -> None:
         applicable = [t for t in exercise.tests if t.status != "skipped"]
         passed = sum(t.status == "passed" for t in applicable)
         style = "green" if exercise.score == exercise.max_score else "red" if exercise.score == 0 else "yellow"
-        table.add_row(exercise.module, f"[{style}]{exercise.score:g}/{exercise.max_score:g}[/]",
-                      f"{passed}/{len(applicable)}", _literal(exercise.problem))
+        table.add_row(exercise.module, Text(f"{exercise.score:g}/{exercise.max_score:g}", style=style),
+                      f"{passed}/{len(applicable)}", terminal(exercise.problem))
     for note in grade.notes:
-        console.print(f"[bold yellow]note:[/] {_literal(note)}")
+        console.print(Text.assemble(("note:", "bold yellow"), " ", terminal(note)), soft_wrap=True)
     console.print(table)
     broken = {e.module for e in grade.exercises if e.problem}
     for test in grade.tests:
         if test.status == "failed" and test.exercise not in broken:
-            console.print(f"[red]✗[/] [bold]{test.exercise}[/]: {_literal(test.doc)}\n    {_literal(test.feedback)}",
-                          highlight=False)
-
-
-def _literal(text: str) -> str:
-    """Text shown as it is by rich: its markup escaped, control characters (terminal escapes) dropped."""
-    return escape(CONTROL.sub("", text))
+            console.print(Text.assemble(("✗", "red"), " ", (test.exercise, "bold"), ": ", terminal(test.doc),
+                                        "\n    ", terminal(test.feedback)), soft_wrap=True)

@@ -23,6 +23,7 @@ import torch
 from . import ROOT
 from .course import MODULES, Course
 from .remote import Session, StudentError, Student, SubmissionProblem
+from .text import clean
 from .worker import seed_torch
 
 HIDDEN = ROOT / "tests" / "hidden"
@@ -66,7 +67,7 @@ def feedback(error: BaseException | None) -> str:
         text = str(error)
     else:
         text = f"{type(error).__name__} while checking your result: {redact(str(error).splitlines()[0]) if str(error) else ''}"
-    return text if len(text) <= MAX_FEEDBACK else text[:MAX_FEEDBACK] + "…"
+    return clean(text, MAX_FEEDBACK)
 
 
 def _failure_text(excinfo: pytest.ExceptionInfo, style=None) -> str:

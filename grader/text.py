@@ -1,0 +1,104 @@
+"""Text from students, made safe for every format it is written into.
+
+``clean`` is the one cleaner: any value becomes a str of valid Unicode (lone surrogates replaced by U+FFFD), without
+terminal escape sequences, control, format (bidi overrides, zero-width) or non-characters, on one line (line breaks
+and tabs become spaces) and at most ``limit`` characters long (cut with "…"). The other functions escape cleaned text
+for one format each and are used by every writer of that format:
+
+* ``markdown``: job summaries and feedback pages (no heading, link, image, HTML, emphasis or table cell can start);
+* ``html``: feedback and summary pages;
+* ``csv_cell``: gradebook cells (no spreadsheet formula);
+* ``terminal``: rich output (a ``Text``, never parsed for markup or emoji);
+* ``workflow_data`` / ``workflow_property``: GitHub workflow commands (annotations).
+
+JSON (results.json, PrairieLearn, Classroom) and XML (JUnit, escaped by ElementTree) take ``clean`` text as it is:
+it holds no character either format refuses.
+"""
+from __future__ import annotations
+
+import html as _html
+import re
+import unicodedata
+
+MAX_NAME = 100  # a student id, a file name, a title, a type name
+MAX_MESSAGE = 2000  # a message, a note, a test's feedback
+MAX_LINES = 10  # lines of a text that keeps its lines (an annotation's message)
+
+_ESCAPE_SEQUENCE = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, clear screen
+                              r"|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC (titles, links), DCS, ...
+                              r"|\x1b[ -/]*[0-~]?")  # any other escape
+_LINE_BREAK = re.compile(r"\s*[\t\n\v\f\r\x1c-\x1f\x85\u2028\u2029]\s*")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def clean(value, limit: int = MAX_MESSAGE) -> str:
+    """``value`` as one line of printable, valid Unicode of at most ``limit`` characters (cut with "…")."""
+    text = value if isinstance(value, str) else "" if value is None else repr(value)
+    text = text[:4 * limit + 64]  # the work below is bounded by the limit, not by what was sent
+    text = _SURROGATE.sub("\ufffd", text)
+    text = _ESCAPE_SEQUENCE.sub("", text)
+    text = _LINE_BREAK.sub(" ", text)
+    text = "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf") and not _noncharacter(c))
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _noncharacter(c: str) -> bool:
+    return "\ufdd0" <= c <= "\ufdef" or (ord(c) & 0xFFFE) == 0xFFFE
+
+
+_MARKDOWN_INLINE = re.compile(r"[\\`*_\[\]~|$]")
+_MARKDOWN_BLOCK_START = re.compile(r"^(?:[#+=\-]|\d+(?=[.)]))")
+_AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9])(:)(?=//)|(?<=www)(\.)|(?<=[\w.+-])(@)(?=[\w-]+\.\w)")
+
+
+def markdown(value, limit: int = MAX_MESSAGE, code: bool = False) -> str:
+    """Cleaned text that GitHub-flavoured Markdown shows as it is, inside a line or at the start of a block: HTML and
+    entities escaped, link, image, emphasis, code, math and table characters backslash-escaped, the edges' spaces
+    dropped and a leading heading or list marker escaped, and URL, ``www.`` and e-mail autolinks broken up (``https[:]//``, ``www[.]``, ``a[@]b.c``).
+
+    ``code``: for inside a code span instead (where nothing is escaped): backticks and pipes become ``'`` and ``/``."""
+    if code:
+        return clean(value, limit).replace("`", "'").replace("|", "/")
+    text = _html.escape(clean(value, limit).strip(), quote=False)  # leading spaces could start a code block
+    text = _MARKDOWN_INLINE.sub(lambda m: "\\" + m[0], text)
+    text = _AUTOLINK.sub(lambda m: f"\\[{m[0]}\\]", text)
+    match = _MARKDOWN_BLOCK_START.match(text)
+    if match:
+        cut = match.end() if match[0][0].isdigit() else 0
+        text = text[:cut] + "\\" + text[cut:]
+    return text
+
+
+def html(value, limit: int = MAX_MESSAGE) -> str:
+    """Cleaned text for an HTML page, in an element or an attribute value."""
+    return _html.escape(clean(value, limit), quote=True)
+
+
+def csv_cell(value, limit: int = MAX_MESSAGE) -> str:
+    """Cleaned text for a CSV cell that no spreadsheet runs as a formula (a leading ``= + - @`` gets a ``'``)."""
+    text = clean(value, limit)
+    return "'" + text if text.startswith(("=", "+", "-", "@")) else text
+
+
+def terminal(value, limit: int = MAX_MESSAGE, style: str = ""):
+    """Cleaned text as a rich ``Text``: printed as it is (no markup, emoji codes or highlighting applied)."""
+    from rich.text import Text
+
+    return Text(clean(value, limit), style=style)
+
+
+def workflow_data(value, limit: int = MAX_MESSAGE, lines: bool = False) -> str:
+    """Cleaned text as the message of a GitHub workflow command (``::error ...::message``), escaped as the toolkit does.
+
+    ``lines``: keep the text's line breaks (as ``%0A``, which GitHub shows inside the annotation): each line is cleaned,
+    at most ``MAX_LINES`` are kept."""
+    if lines:
+        text = "\n".join(clean(line, limit) for line in str(value)[:MAX_LINES * limit].splitlines()[:MAX_LINES])
+    else:
+        text = clean(value, limit)
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def workflow_property(value, limit: int = MAX_NAME) -> str:
+    """Cleaned text as a property value of a workflow command (``file=``, ``title=``)."""
+    return workflow_data(value, limit).replace(":", "%3A").replace(",", "%2C")
