@@ -14,6 +14,7 @@ import builtins
 import json
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -145,14 +146,14 @@ def student_error(info: dict, where: str = "") -> StudentError:
 # What the grader says when the worker reports a failure of one of these kinds: the grader's own words, since
 # the worker's are the student's once their code has run (only the start's import failures are shown as sent).
 FAILURES = {
-    "missing": "{label}: a name this check needs is not in your code (a function, class, method, attribute or "
-               "parameter): compare the names with the exercise's stub",
+    "missing": "{label}: not found in your code (a function, class, method, attribute or parameter name is "
+               "missing or misspelled: compare with the exercise's stub)",
     "skipped": "not run: the step it builds on failed",
     "shape": "{label}: a parameter does not have the shape the exercise asks for (compare with the stub)",
     "autograd": "the result is not connected to the inputs by autograd (no grad_fn): was something detached, or "
                 "turned into a Python number?",
-    "reply": "the result of {label} cannot be sent back to the grader: is it very large, or does it hold something "
-             "other than tensors and plain values?",
+    "reply": "the result of {label} cannot be sent back to the grader: is it over the reply's "
+             f"{wire.MAX_REPLY_BYTES >> 20} MiB limit, or does it hold something other than tensors and plain values?",
 }
 UNREADABLE = "the reply of your code could not be read"
 STUDENT_FRAME = re.compile(r"(?P<module>\w+)\.py, line (?P<line>\d+)\b")
@@ -307,6 +308,7 @@ class Session:
                                        min(self.limits.import_seconds, self._remaining()), f"while importing {module}.py")
                 if not reply.get("ok"):
                     raise self._problem(reply, module, early=True)
+                self._sync(f"after importing {module}.py")
             except (SubmissionProblem, StudentError) as problem:
                 self.broken[module] = problem if isinstance(problem, SubmissionProblem) else SubmissionProblem("import", str(problem))
                 if self.pid is None:
@@ -337,6 +339,15 @@ class Session:
         if status is None and not self.zygote.alive():
             self.fault = "the worker zygote stopped while grading"
         return status
+
+    def _sync(self, doing: str) -> None:
+        """A round trip with a fresh nonce the worker echoes: a reply out of step (frames the student's code wrote
+        on the socket, say) stops the worker and raises SubmissionProblem."""
+        nonce = secrets.token_hex(8)
+        reply = self._exchange(wire.encode({"op": "sync", "nonce": nonce}), min(self.limits.call_seconds, self._remaining()), doing)
+        if reply.get("nonce") != nonce:
+            self.stop()
+            raise SubmissionProblem("reply", f"{UNREADABLE} {doing}: does your code write to the worker's socket?")
 
     def _remaining(self) -> float:
         return self.deadline - time.monotonic()

@@ -272,6 +272,8 @@ class Worker:
                 for request in message["requests"]:
                     replies.append(self.handle(request, blob, replies))
                 return {"ok": True, "replies": replies}
+            if op == "sync":
+                return {"ok": True, "nonce": message.get("nonce")}
             if op == "import":
                 self.module(str(message["module"]))
                 return {"ok": True}
