@@ -13,6 +13,8 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -21,6 +23,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
+
+import torch
 
 from . import ROOT, wire
 from .text import MAX_NAME, clean
@@ -50,20 +54,42 @@ class SubmissionProblem(Exception):
 
 
 class StudentError(Exception):
-    """The student's code raised an exception; ``info`` holds its type, message and the student's frames."""
+    """The student's code raised an exception; ``info`` holds its type, message and the student's frames.
 
-    def __init__(self, info: dict):
+    Its text (what the student reads) holds none of what the student's code chose after it saw an input: the type
+    only when it is a built-in exception class, the place only as checked against the submission's own file
+    (``where``), never the message. A stub's NotImplementedError is named only when it is one of the handout's.
+    """
+
+    def __init__(self, info: dict, where: str = ""):
         info = _clean_info(info)
         self.info = info
-        where = f" ({info['frames'][-1]})" if info["frames"] else ""
         if info["type"] == "NotImplementedError":
-            self.message = f"not implemented yet: {info['message']}"
+            stub = STUB_MESSAGE.fullmatch(info["message"])
+            self.message = (f"not implemented yet: {stub['target']}: fill in this stub (see its docstring)"
+                            if stub and stub["target"] in handout_stubs() else "not implemented yet: fill in the stub")
         else:
-            self.message = f"your code raised {info['type']}: {info['message']}{where}"
+            kind = info["type"] if _builtin_exception(info["type"]) else "an exception of its own class"
+            self.message = f"your code raised {kind}" + (f" ({where})" if where else "")
         Exception.__init__(self, self.message)
 
     def __str__(self):
         return self.message
+
+
+STUB_MESSAGE = re.compile(r"(?P<target>\w+\.[\w.]+): fill in this stub \(see its docstring\)")
+
+
+@lru_cache(maxsize=1)
+def handout_stubs() -> frozenset[str]:
+    """The stubs of the handout (``qkv.project``, ``causal.CausalAttention.forward``, ...), read from exercises/."""
+    return frozenset(match["target"] for path in sorted((ROOT / "exercises").glob("*.py"))
+                     for match in STUB_MESSAGE.finditer(path.read_text()))
+
+
+def _builtin_exception(name: str) -> bool:
+    cls = getattr(builtins, name, None)
+    return isinstance(cls, type) and issubclass(cls, BaseException)
 
 
 def _clean_info(info) -> dict:
@@ -101,12 +127,28 @@ def _instance(cls: type) -> StudentError:
     raise TypeError(f"cannot create a {cls.__mro__[1:]}")
 
 
-def student_error(info: dict) -> StudentError:
+def student_error(info: dict, where: str = "") -> StudentError:
     """A StudentError that is also an instance of the student's exception's built-in classes."""
     info = _clean_info(info)
     error = _instance(_student_error_class(tuple(info["builtins"])))
-    StudentError.__init__(error, info)
+    StudentError.__init__(error, info, where)
     return error
+
+
+# What the grader says when the worker reports a failure of one of these kinds: the grader's own words, since
+# the worker's are the student's once their code has run (only the start's import failures are shown as sent).
+FAILURES = {
+    "missing": "{label}: not found in your code (a function, class, method, attribute or parameter name is "
+               "missing or misspelled: compare with the exercise's stub)",
+    "skipped": "not run: the step it builds on failed",
+    "shape": "{label}: a parameter does not have the shape the exercise asks for (compare with the stub)",
+    "autograd": "the result is not connected to the inputs by autograd (no grad_fn): was something detached, or "
+                "turned into a Python number?",
+    "reply": "the result of {label} cannot be sent back to the grader: is it over the reply's "
+             f"{wire.MAX_REPLY_BYTES >> 20} MiB limit, or does it hold something other than tensors and plain values?",
+}
+UNREADABLE = "the reply of your code could not be read"
+STUDENT_FRAME = re.compile(r"(?P<module>\w+)\.py, line (?P<line>\d+)\b")
 
 
 @dataclass
@@ -217,10 +259,21 @@ class Session:
         self.isolation = "not started"
         self.cpu_cap = "not started"  # how the worker's CPU is capped: "cgroup v1: cpu, pids", or "none: <why>"
         self.fault: str | None = None  # set when the grader (not the submission) failed: do not score
+        self.watch: list[str] = []  # the course's banned names: every call is instrumented for all of them
+        self._sources: dict[str, list[str]] = {}
 
     # -- worker lifecycle
 
     def _start(self):
+        """Start a worker and import every exercise module not known to be broken, before any input reaches it
+        (so an import error, shown with its message, cannot carry an input); a module whose import kills the
+        worker is marked broken and the others are imported again in a fresh one."""
+        while True:
+            self._spawn()
+            if self._import_all():
+                return
+
+    def _spawn(self):
         try:
             self.pid, self.sock = self.zygote.spawn(self.submission, self.limits, self.device, self.require_sandbox)
         except GraderFault as fault:
@@ -232,12 +285,31 @@ class Session:
         self.isolation = clean(hello.get("isolation", "unknown"), 300)
         self.cpu_cap = clean(hello.get("cpu", "unknown"), 300)
         if not hello.get("ok"):
-            problem = self._problem(hello)
+            problem = self._problem(hello, early=True)
             self.stop()
             if getattr(problem, "kind", None) == "sandbox":
                 self.fault = str(problem)
                 raise GraderFault(str(problem))
             raise problem
+
+    def _import_all(self) -> bool:
+        """Import the modules not imported or broken yet, each within ``import_seconds``; False if the worker died."""
+        for module in MODULES:
+            if module in self.broken or module in self.imported:
+                continue
+            try:
+                reply = self._exchange(wire.encode({"op": "import", "module": module}),
+                                       min(self.limits.import_seconds, self._remaining()), f"while importing {module}.py")
+                if not reply.get("ok"):
+                    raise self._problem(reply, module, early=True)
+                self._sync(f"after importing {module}.py")
+            except (SubmissionProblem, StudentError) as problem:
+                self.broken[module] = problem if isinstance(problem, SubmissionProblem) else SubmissionProblem("import", str(problem))
+                if self.pid is None:
+                    return False
+                continue
+            self.imported.add(module)
+        return True
 
     def stop(self, grace: float = 0.0) -> int | None:
         """Stop the worker (if any) and return its wait status (None if unknown).
@@ -261,6 +333,15 @@ class Session:
         if status is None and not self.zygote.alive():
             self.fault = "the worker zygote stopped while grading"
         return status
+
+    def _sync(self, doing: str) -> None:
+        """A round trip with a fresh nonce the worker echoes: a reply out of step (frames the student's code wrote
+        on the socket, say) stops the worker and raises SubmissionProblem."""
+        nonce = secrets.token_hex(8)
+        reply = self._exchange(wire.encode({"op": "sync", "nonce": nonce}), min(self.limits.call_seconds, self._remaining()), doing)
+        if reply.get("nonce") != nonce:
+            self.stop()
+            raise SubmissionProblem("reply", f"{UNREADABLE} {doing}: does your code write to the worker's socket?")
 
     def _remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -289,33 +370,65 @@ class Session:
             status = self.stop(grace=EXIT_GRACE_SECONDS)
             what = describe_status(status) if status is not None else "stopped"
             raise SubmissionProblem("crash", f"the worker running your code {what} {doing}") from None
-        except wire.WireError as error:
+        except wire.WireError:
             self.stop()
-            raise SubmissionProblem("reply", f"the reply of your code could not be read: {clean(str(error), 300)}") from None
+            raise SubmissionProblem("reply", UNREADABLE) from None
         self._blob = blob
         return message
 
     # -- requests
 
-    def _decoder(self):
+    def _decoder(self, label: str, objects: str | None = None):
+        """A decoder of the last reply. An object kept in the worker (a handle) becomes a RemoteObject named
+        ``objects`` (the suite's name for it, never the student's) where the check asked for one, and fails
+        the call anywhere else: a check never receives a proxy it did not ask for."""
         generation, blob = self.generation, self._blob
-        decoder = wire.Decoder(blob, handle=lambda h: RemoteObject(self, h.id, clean(h.type_name, MAX_NAME), generation))
+
+        def handle(h: wire.Handle):
+            if objects is None:
+                raise SubmissionProblem("result", f"{label} returned an object that is neither a tensor nor a plain "
+                                                  "value (a number, or a tuple or list of tensors): return tensors")
+            return RemoteObject(self, h.id, objects, generation)
+        decoder = wire.Decoder(blob, handle=handle)
 
         def decode(data):
             try:
                 return decoder(data)
-            except wire.WireError as error:
+            except wire.WireError:
                 if self.generation == generation:
                     self.stop()
-                raise SubmissionProblem("reply", f"the reply of your code could not be read: {clean(str(error), 300)}") from None
+                raise SubmissionProblem("reply", UNREADABLE) from None
         return decode
 
-    def _problem(self, reply: dict) -> Exception:
+    def _problem(self, reply: dict, label: str = "your code", early: bool = False) -> Exception:
+        """The failure a reply reports. ``early``: the reply came before any input reached the worker (its start
+        and imports), so its own words may be shown; later, only the grader's words for the kind of failure."""
         if isinstance(reply.get("error"), dict):
-            return student_error(reply["error"])
+            info = _clean_info(reply["error"])
+            return student_error(info, self._where(info["frames"]))
         failure = reply.get("failure") if isinstance(reply.get("failure"), dict) else {}
-        return SubmissionProblem(clean(failure.get("kind", "unknown"), 40),
-                                 clean(failure.get("message", "the reply of your code could not be read")))
+        kind = clean(failure.get("kind", "unknown"), 40)
+        if early:
+            return SubmissionProblem(kind, clean(failure.get("message", UNREADABLE)))
+        return SubmissionProblem(kind, FAILURES.get(kind, UNREADABLE).format(label=label))
+
+    def _where(self, frames: list[str]) -> str:
+        """'softmax.py, line 12: <that line>' for the innermost frame the worker names, with the line read from the
+        submission's own file (static text), or '' when that frame is not a line of an exercise file."""
+        match = STUDENT_FRAME.match(frames[-1]) if frames else None
+        if match is None or match["module"] not in MODULES:
+            return ""
+        module, number = match["module"], int(match["line"])
+        if module not in self._sources:
+            try:
+                with open(os.path.join(self.submission, f"{module}.py"), "rb") as file:
+                    self._sources[module] = file.read(1 << 20).decode(errors="replace").splitlines()
+            except OSError:
+                self._sources[module] = []
+        lines = self._sources[module]
+        if not 1 <= number <= len(lines) or not lines[number - 1].strip():
+            return ""
+        return f"{module}.py, line {number}: {clean(lines[number - 1].strip(), 200)}"
 
     def _ensure(self, module: str | None, targets=()):
         for target in targets:
@@ -329,27 +442,20 @@ class Session:
                                                "in all; the remaining checks were not run")
         if self.pid is None:
             self._start()
-        if module is not None and module not in self.imported:
-            try:
-                reply = self._exchange(wire.encode({"op": "import", "module": module}),
-                                       min(self.limits.import_seconds, self._remaining()), f"while importing {module}.py")
-                if not reply.get("ok"):
-                    raise self._problem(reply)
-            except (SubmissionProblem, StudentError) as problem:
-                self.broken[module] = problem if isinstance(problem, SubmissionProblem) else SubmissionProblem("import", str(problem))
-                raise self.broken[module] from None
-            self.imported.add(module)
+            if module in self.broken:
+                raise self.broken[module]
 
-    def request(self, message: dict, module: str | None, calls: int = 1) -> tuple[dict, wire.Decoder]:
-        """Send one request about ``module`` and return its (successful) reply and a decoder for it."""
+    def request(self, message: dict, module: str | None, calls: int = 1) -> dict:
+        """Send one request about ``module`` and return its reply (decode it with ``_decoder``)."""
         self._ensure(module)
         frame = wire.encode(message)
         timeout = min(self.limits.call_seconds * calls, self._remaining())
-        reply = self._exchange(frame, timeout, CHECK)
-        return reply, self._decoder()
+        return self._exchange(frame, timeout, CHECK)
 
     def run(self, target: dict, args=(), kwargs=None, **options) -> CallResult:
-        """Call the object ``target`` names with ``args`` and ``kwargs``; options: seed, grad_output, watch, instrument, return_args."""
+        """Call the object ``target`` names with ``args`` and ``kwargs``; options: seed, grad_output, return_args
+        (sent to the worker), watch (the banned names to report in ``called``) and handles (the result may be an
+        object kept in the worker: a constructor, ``module.to(...)``)."""
         return self.run_many([(target, args, kwargs, options)])[0]
 
     def run_many(self, calls: list[tuple[dict, tuple, dict | None, dict]]) -> list[CallResult]:
@@ -370,10 +476,13 @@ class Session:
         modules = {c[0].get("module") for c in calls} - {None}
         for module in sorted(modules) or [None]:
             self._ensure(module, [c[0] for c in calls])
-        requests = [{"op": "call", "target": target, "args": list(args), "kwargs": kwargs or {}, **options}
+        # Every call is instrumented alike, for all of the course's banned names: student code cannot tell a
+        # checked call from another; the grading process keeps what each check asked for.
+        requests = [{"op": "call", "target": target, "args": list(args), "kwargs": kwargs or {}, "watch": self.watch,
+                     **{k: v for k, v in options.items() if k not in LOCAL_OPTIONS}}
                     for target, args, kwargs, options in calls]
         try:
-            reply, decode = self.request({"op": "batch", "requests": requests}, None, calls=len(calls))
+            reply = self.request({"op": "batch", "requests": requests}, None, calls=len(calls))
         except SubmissionProblem as problem:
             self._strike(labels, problem)
             raise
@@ -381,24 +490,27 @@ class Session:
         if not reply.get("ok") or not isinstance(replies, list) or len(replies) != len(calls) \
                 or not all(isinstance(item, dict) for item in replies):
             if not reply.get("ok") and ("error" in reply or "failure" in reply):
-                raise self._problem(reply)
+                raise self._problem(reply, labels[0])
             self.stop()
             raise SubmissionProblem("reply", "the reply of your code could not be read: it does not answer the calls made")
         results = []
-        for step, (label, item) in enumerate(zip(labels, replies)):
+        for step, (label, item, call) in enumerate(zip(labels, replies, calls)):
             if not item.get("ok"):
-                problem = self._problem(item)
+                problem = self._problem(item, label)
                 if isinstance(problem, StudentError) and problem.info["type"] in OUT_OF_MEMORY:
                     self.abandoned[label] = SubmissionProblem(
                         "memory", f"{label} is not called again: in an earlier check it ran out of memory "
                                   f"({problem.info['type']}; a worker may use {self.limits.memory_mb} MB)")
                 problem.step = step
                 raise problem
-            called, ops = item.get("called", []), item.get("ops")
-            results.append(CallResult(value=decode(item.get("value")), arg_grads=decode(item.get("arg_grads")),
-                                      param_grads=decode(item.get("param_grads")),
-                                      called=[clean(n, MAX_NAME) for n in called] if isinstance(called, list) else [],
-                                      ops=ops if type(ops) is int else None, args_after=decode(item.get("args_after"))))
+            options, called, ops = call[3], item.get("called", []), item.get("ops")
+            wanted = set(options.get("watch", ()))
+            plain = self._decoder(label)
+            value = self._decoder(label, _object_name(call[0]) if options.get("handles") else None)(item.get("value"))
+            results.append(CallResult(value=value, arg_grads=plain(item.get("arg_grads")),
+                                      param_grads=plain(item.get("param_grads")),
+                                      called=sorted({n for n in called if n in wanted}) if isinstance(called, list) else [],
+                                      ops=ops if type(ops) is int else None, args_after=plain(item.get("args_after"))))
         return results
 
     def _strike(self, labels: list[str], problem: SubmissionProblem) -> None:
@@ -417,10 +529,10 @@ class Session:
 
     def simple(self, op: str, target: dict, **fields):
         self._ensure(target.get("module"), [target])
-        reply, decode = self.request({"op": op, "target": target, **fields}, target.get("module"))
+        reply = self.request({"op": op, "target": target, **fields}, target.get("module"))
         if not reply.get("ok"):
-            raise self._problem(reply)
-        return decode(reply.get("value"))
+            raise self._problem(reply, _label(target))
+        return self._decoder(_label(target))(reply.get("value"))
 
     def close(self):
         """Stop the worker. Raises GraderFault if the grader failed during the session (see ``fault``): its
@@ -433,6 +545,15 @@ class Session:
 def load_params_step(target: dict, params: dict) -> tuple[dict, tuple, None, dict]:
     """A call for ``Session.run_many`` that copies ``params`` (tensors by name) into the module ``target`` names."""
     return target, (), None, {"op": "load_params", "params": params}
+
+
+LOCAL_OPTIONS = ("watch", "handles")  # call options the grading process acts on itself
+
+
+def _object_name(target: dict) -> str:
+    """The suite's name for an object a call builds: the class's name in the exercise, or the object's own."""
+    path = target.get("path", [])
+    return str(path[-1]) if "module" in target and path else str(target.get("type", "object"))
 
 
 def _label(target: dict) -> str:
@@ -457,12 +578,16 @@ class Remote:
         return self.run(args, kwargs).value
 
     def run(self, args=(), kwargs=None, **options) -> CallResult:
-        """Call with instrumentation options (seed, grad_output, watch, instrument, return_args)."""
+        """Call with options (see ``Session.run``)."""
         return self._session.run(self._target, args, kwargs, **options)
 
-    def get(self):
-        """The attribute's value (a tensor, a plain value, or a RemoteObject)."""
-        return self._session.simple("get", self._target)
+    def build(self, *args, **kwargs) -> "RemoteObject":
+        """Call something that returns an object kept in the worker (a constructor, ``module.to(...)``); a result
+        that is not such an object fails the check."""
+        value = self.run(args, kwargs, handles=True).value
+        if not isinstance(value, RemoteObject):
+            raise SubmissionProblem("result", f"{_label(self._target)} returned a plain value, not an object")
+        return value
 
     def __repr__(self):
         return f"<remote {self._target}>"
@@ -476,8 +601,11 @@ class RemoteObject(Remote, wire.Handle):
         wire.Handle.__init__(self, id, type_name)
 
     def params(self) -> dict:
-        """The module's named parameters, as plain tensors."""
-        return self._session.simple("params", self._target)
+        """The module's named parameters, as plain tensors by name (anything else fails the check)."""
+        value = self._session.simple("params", self._target)
+        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in value.items()):
+            raise SubmissionProblem("result", f"the parameters of the {self.type_name} are not tensors by name")
+        return value
 
     def load_params(self, params: dict) -> None:
         """Copy tensors into the module's parameters of the same names."""

@@ -172,14 +172,14 @@ def describe_status(status: int) -> str:
         number = os.WTERMSIG(status)
     elif os.WIFEXITED(status) and os.WEXITSTATUS(status) > 128:
         number = os.WEXITSTATUS(status) - 128
-    else:
-        return f"exited with status {os.WEXITSTATUS(status)}"
+    else:  # the student's code picks its exit status: say only whether it is 0
+        return "exited with status 0" if os.WEXITSTATUS(status) == 0 else "exited with a non-zero status"
     try:
         name = signal.Signals(number).name
     except ValueError:
-        name = f"signal {number}"
-    return {"SIGSEGV": "crashed (segmentation fault)", "SIGKILL": "was killed (SIGKILL)",
-            "SIGXCPU": "ran out of CPU time", "SIGABRT": "aborted"}.get(name, f"was killed by {name}")
+        name = ""
+    return {"SIGSEGV": "crashed (segmentation fault)", "SIGKILL": "was killed (SIGKILL)", "SIGXCPU": "ran out of CPU time",
+            "SIGABRT": "aborted", "SIGXFSZ": "wrote a file larger than allowed"}.get(name, "was killed by a signal")
 
 
 # ---------------------------------------------------------------- worker
@@ -302,11 +302,11 @@ class Worker:
                 for request in message["requests"]:
                     replies.append(self.handle(request, blob, replies))
                 return {"ok": True, "replies": replies}
+            if op == "sync":
+                return {"ok": True, "nonce": message.get("nonce")}
             if op == "import":
                 self.module(str(message["module"]))
                 return {"ok": True}
-            if op == "get":
-                return {"ok": True, "value": self.resolve(message["target"], earlier)}
             if op == "params":
                 return {"ok": True, "value": dict(self.resolve(message["target"], earlier).named_parameters())}
             if op == "load_params":
@@ -345,15 +345,9 @@ class Worker:
             seed_torch(int(message["seed"]))
         names = frozenset(message.get("watch", []))
         watch, dispatch = Watch(names), Dispatch(names)
-        if message.get("instrument"):
-            with watch, dispatch:
-                value = function(*args, **kwargs)
-        else:
+        with watch, dispatch:  # every call alike: the grading process sends the course's whole watch list each time
             value = function(*args, **kwargs)
-        reply = {"ok": True, "value": value}
-        if message.get("instrument"):
-            reply["called"] = sorted(watch.seen | dispatch.seen)
-            reply["ops"] = dispatch.count
+        reply = {"ok": True, "value": value, "called": sorted(watch.seen | dispatch.seen), "ops": dispatch.count}
         if message.get("return_args"):
             reply["args_after"] = args
         if grad_output is not None:

@@ -317,7 +317,7 @@ def test_missing_files_names_and_wrong_signatures_cost_only_their_points(tmp_pat
     exercises = results["exercises"]
     assert exercises["multihead"]["score"] == 0 and "multihead.py is not in the submission" in feedback(results, "multihead")
     assert 0 < exercises["quiz"]["score"] < exercises["quiz"]["max_score"]
-    assert "has no attribute 'quiz_answer'" in feedback(results, "quiz")
+    assert "quiz.quiz_answer: not found in your code" in feedback(results, "quiz")
     assert exercises["softmax"]["score"] < exercises["softmax"]["max_score"]
     assert "TypeError" in feedback(results, "softmax") and "dim" in feedback(results, "softmax")
     for name in set(MODULES) - {"multihead", "quiz", "softmax"}:
@@ -349,17 +349,17 @@ def test_a_batch_of_calls_builds_on_earlier_results(zygote, course):
         params = {name: p.detach() for name, p in reference.named_parameters()}
         x = torch.randn(4, 3)
         built = {"earlier": 0, "type": "SelfAttention"}
-        made, loaded, out = session.run_many([({"module": "qkv", "path": ["SelfAttention"]}, (3, 2), None, {}),
+        made, loaded, out = session.run_many([({"module": "qkv", "path": ["SelfAttention"]}, (3, 2), None, {"handles": True}),
                                               load_params_step(built, params), (built, (x,), None, {})])
         assert exchanges.count(CHECK) == 1, exchanges
         assert made.value.type_name == "SelfAttention" and loaded.value is None
         assert torch.allclose(out.value, reference(x).detach())
         with pytest.raises(StudentError) as failure:
-            session.run_many([({"module": "qkv", "path": ["SelfAttention"]}, ("three", 2), None, {}),
+            session.run_many([({"module": "qkv", "path": ["SelfAttention"]}, ("three", 2), None, {"handles": True}),
                               load_params_step(built, params)])
         assert failure.value.step == 0 and isinstance(failure.value, TypeError)
-        with pytest.raises(SubmissionProblem, match="has shape") as failure:
-            session.run_many([({"module": "qkv", "path": ["SelfAttention"]}, (5, 2), None, {}),
+        with pytest.raises(SubmissionProblem, match="does not have the shape") as failure:
+            session.run_many([({"module": "qkv", "path": ["SelfAttention"]}, (5, 2), None, {"handles": True}),
                               load_params_step(built, params), (built, (x,), None, {})])
         assert failure.value.step == 1
     finally:

@@ -42,8 +42,9 @@ from rich.console import Console
 
 from grader import ROOT, sandbox
 from grader.course import COURSE_FILE, MODULES, load_course
+from grader.intake import stage
 from grader.pipeline import grade_submission
-from grader.remote import Zygote
+from grader.remote import Session, Student, StudentError, Zygote
 from grader.reports import RESULTS_SCHEMA, print_summary
 
 AVAILABLE, WHY = sandbox.probe()
@@ -246,6 +247,20 @@ def outputs(results: dict, module: str = "quiz") -> str:
     return "\n".join(lines)
 
 
+def raised_by(path: Path, course, zygote, function: str = "quiz_answer") -> str:
+    """The message of what ``quiz.<function>()`` raised, as the grading process holds it: the channel a trick uses
+    to tell this test what it found (the feedback never shows a student's message)."""
+    staged = stage(path, course.grading.intake)
+    session = Session(zygote, str(staged.directory), course.grading.limits)
+    try:
+        with pytest.raises(StudentError) as raised:
+            getattr(Student(session).quiz, function)()
+    finally:
+        session.close()
+        staged.cleanup()
+    return raised.value.info["message"]
+
+
 def assert_trick_earns_nothing(results: dict, module: str = "quiz", everything: bool = False, baseline: float = 0.0):
     """The trick's exercise scores at most ``baseline`` (0, or what plain zeros score: see the ``baseline``
     fixture); with ``everything``, every other exercise has full marks."""
@@ -263,10 +278,10 @@ def assert_trick_earns_nothing(results: dict, module: str = "quiz", everything: 
 
 def test_frames_and_heap_hold_nothing_of_the_grader(tmp_path, zygote, course, baseline):
     """inspect.stack(), sys._getframe() and gc in the worker see only the worker: nothing to steal."""
-    results = grade(hostile_submission(tmp_path, "frames"), course, zygote, "quiz")
-    assert_trick_earns_nothing(results, baseline=baseline)
-    text = outputs(results)
-    assert "CLEAN: only the worker's frames are visible" in text and "LEAK:" not in text, text
+    path = hostile_submission(tmp_path, "frames")
+    assert_trick_earns_nothing(grade(path, course, zygote, "quiz"), baseline=baseline)
+    text = raised_by(path, course, zygote)
+    assert text == "CLEAN: only the worker's frames are visible", text
 
 
 def test_patched_comparisons_fool_nobody(tmp_path, zygote, course, baseline):
@@ -299,9 +314,10 @@ def test_forged_results_land_nowhere(tmp_path, zygote, course, private_tmp, base
 def test_snooping_finds_no_tests_references_or_secrets(tmp_path, zygote, course, baseline, capfd):
     """Walking the filesystem, /proc and the environment finds no hidden suite, no reference and no secret;
     and everything else is graded normally."""
-    results = grade(hostile_submission(tmp_path, "snoop", secret_name=SECRET_NAME), course, zygote)
+    path = hostile_submission(tmp_path, "snoop", secret_name=SECRET_NAME)
+    results = grade(path, course, zygote)
     assert_trick_earns_nothing(results, everything=True, baseline=baseline)
-    text = outputs(results)
+    text = raised_by(path, course, zygote)
     assert "SNOOPED secrets=[] refs=[] tests=[]" in text, text
     assert "BEGIN SOLUTION" not in json.dumps(results)
     captured = capfd.readouterr()
@@ -435,8 +451,10 @@ def test_no_network_not_even_loopback(tmp_path, zygote, course):
         # the listeners work: the test process itself can reach them
         socket.create_connection(("127.0.0.1", listener.getsockname()[1]), timeout=2).close()
         listener.accept()[0].close()
-        results = grade(hostile_submission(tmp_path, "network", port=listener.getsockname()[1], abstract=abstract,
-                                           hosts=[socket.gethostname(), *host_addresses()]), course, zygote, "quiz")
+        path = hostile_submission(tmp_path, "network", port=listener.getsockname()[1], abstract=abstract,
+                                  hosts=[socket.gethostname(), *host_addresses()])
+        results = grade(path, course, zygote, "quiz")
+        reached = raised_by(path, course, zygote)
         for sock in (listener, unix):
             with pytest.raises(BlockingIOError):
                 sock.accept()
@@ -447,7 +465,7 @@ def test_no_network_not_even_loopback(tmp_path, zygote, course):
         udp.close()
         unix.close()
     assert_trick_earns_nothing(results)
-    assert "NET reached=[]" in outputs(results), outputs(results)
+    assert reached == "NET reached=[]", reached
 
 
 def test_writes_outside_the_sandbox_land_nowhere(tmp_path, zygote, course, private_tmp):
@@ -458,9 +476,9 @@ def test_writes_outside_the_sandbox_land_nowhere(tmp_path, zygote, course, priva
     submission = hostile_submission(tmp_path, "write_outside", paths=[str(p) for p in targets])
     results = grade(submission, course, zygote, "quiz")
     assert_trick_earns_nothing(results)
+    text = raised_by(submission, course, zygote)
     for path in targets:
         assert not path.exists(), f"{path} was written from the sandbox"
-    text = outputs(results)
     wrote = re.findall(r"WROTE \[([^\]]*)\]", text)
     assert wrote, text
     for line in wrote:  # only the sandbox's own private /tmp and /dev/shm took writes (host /tmp paths land there)
@@ -499,12 +517,49 @@ def test_escapes_and_markup_in_messages(tmp_path, zygote, course):
     assert_trick_earns_nothing(outcome.results)
     text = json.dumps(outcome.results)
     assert "\\u001b" not in text and "\\u0007" not in text and "\\u202e" not in text
-    assert "[link=file:///etc/passwd]" in outputs(outcome.results), "the student's message did not reach the feedback"
+    assert "FAKE quiz 10/10" in outputs(outcome.results), "the student's line of code did not reach the feedback"
     buffer = io.StringIO()
     print_summary(outcome.grade, Console(file=buffer, width=1000, color_system=None))  # must not raise MarkupError
     printed = buffer.getvalue()
     assert "\x1b" not in printed
     assert "[link=file:///etc/passwd]" in printed, "the student's markup was interpreted, not shown"
+
+
+# ---------------------------------------------------------------- what comes back, and what the feedback says about it
+
+
+def test_feedback_carries_nothing_of_the_hidden_inputs(tmp_path, zygote, course, baseline):
+    """A submission that writes a number taken from each hidden input into every channel it has (its exception's
+    message and class name, a stub's name, the result's shape, the digits of its error, the position of a wrong entry,
+    an object's class name, its exit status, an import error after a restart) gets, word for word, the feedback of the
+    same submission writing a constant instead: nothing in the feedback depends on the inputs beyond what the suites
+    say about them, on two different seeds."""
+    for seed in (course.seed, course.seed + 1):
+        seeded = course.model_copy(update={"seed": seed})
+        (tmp_path / f"leaky{seed}").mkdir(), (tmp_path / f"blind{seed}").mkdir()
+        leaky = grade(hostile_submission(tmp_path / f"leaky{seed}", "encode_inputs"), seeded, zygote, "quiz")
+        blind = grade(hostile_submission(tmp_path / f"blind{seed}", "encode_inputs", blind=True), seeded, zygote, "quiz")
+        assert_trick_earns_nothing(leaky, baseline=baseline)
+        assert outputs(leaky) == outputs(blind)
+
+
+def test_results_of_the_wrong_kind_earn_nothing(tmp_path, zygote, course, baseline):
+    """An object with no wire form (answering every method), a tuple with one inside, a list, a dict: a check gets
+    no proxy it did not ask for and calls nothing in the worker; such results earn nothing."""
+    results = grade(hostile_submission(tmp_path, "wrong_kinds"), course, zygote, "quiz")
+    assert_trick_earns_nothing(results, baseline=baseline)
+    assert "neither a tensor nor a plain value" in outputs(results)
+
+
+def test_a_proxy_for_a_result_is_refused(tmp_path, zygote, course):
+    """softmax returning, for the check that -inf entries weigh exactly 0, an object whose methods answer zeros:
+    the check fails, and the trick scores no more than the same code without it."""
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    tricked = grade(hostile_submission(tmp_path / "a", "proxy_result", "softmax"), course, zygote, "softmax")
+    plain = grade(hostile_submission(tmp_path / "b", "proxy_result", "softmax", plain=True), course, zygote, "softmax")
+    assert tricked["exercises"]["softmax"]["score"] <= plain["exercises"]["softmax"]["score"]
+    negative = [t for t in tricked["tests"] if "-inf entries get weight exactly 0" in t["name"]]
+    assert all(t["score"] == 0 for t in negative) and negative, outputs(tricked, "softmax")
 
 
 def test_shipped_conftest_sitecustomize_pth_and_ini_are_never_used(tmp_path, zygote, course):

@@ -6,8 +6,11 @@ hold in one place:
 - a message names the property, the *class* of input (shapes, dtype, device,
   which dim, whether the temperature is below or above 1), never an input
   value or a reference output;
-- a value check reports the max absolute and relative error and the first
-  mismatching index;
+- what a message says about the student's result comes from a small fixed set
+  (a kind of value, its dtype and device, how its shape differs, the order of
+  magnitude of its error, the known mistake it matches): never a number, a
+  name or a text of the student's choosing, which could carry a hidden input
+  (``kind``, ``shape_fact``, ``error_scale``);
 - a hint aims at the likely misconception: the student's result is compared
   with what known mistakes would have produced on the same input (softmax
   over the wrong dim, scaling by ``d_k``, the mask after the softmax, heads
@@ -27,12 +30,11 @@ from typing import Callable, Iterable, Sequence
 
 import torch
 
-from grader.remote import CallResult, StudentError, load_params_step
-from grader.suites import CheckFailed, redact
+from grader.remote import CallResult, RemoteObject, StudentError, load_params_step
+from grader.suites import CheckFailed
 from grader.worker import seed_torch
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
-STUDENT_TEXT = 320  # at most this much of the student's own error message goes into ours
 
 
 # ---------------------------------------------------------------- describing inputs (never their values)
@@ -70,6 +72,43 @@ def temperature_class(t: float) -> str:
     return "temperature 1" if t == 1 else ("a temperature below 1" if t < 1 else "a temperature above 1")
 
 
+# ---------------------------------------------------------------- describing the student's results (a fixed set of facts)
+
+def kind(value) -> str:
+    """What kind of value the student returned, in a few fixed words ('a tensor', 'a tuple', 'None', ...)."""
+    if isinstance(value, torch.Tensor):
+        return "a tensor"
+    if isinstance(value, RemoteObject):
+        return "an object"
+    for types_, words in ((type(None), "None"), (bool, "a bool"), ((int, float), "a number"), (str, "a string"),
+                          (tuple, "a tuple"), (list, "a list"), (dict, "a dict")):
+        if isinstance(value, types_):
+            return words
+    return "another kind of value"
+
+
+def shape_fact(got: Sequence[int], want: Sequence[int]) -> str:
+    """How a result's shape differs from the expected one, in one of a few fixed phrases (never its sizes)."""
+    got, want = tuple(got), tuple(want)
+    if sorted(got) == sorted(want):
+        return "the right sizes in the wrong order"
+    if len(got) == len(want) - 1:
+        return "one dim fewer than expected"
+    if len(got) == len(want) + 1:
+        return "one dim more than expected"
+    if len(got) != len(want):
+        return "several dims fewer than expected" if len(got) < len(want) else "several dims more than expected"
+    return "the expected number of dims but other sizes"
+
+
+def error_scale(error: float) -> str:
+    """An error's order of magnitude, one of a dozen buckets: 'about 1e-3', 'about 1', '10 or more'."""
+    if math.isnan(error) or error >= 10:
+        return "10 or more"
+    exponent = max(-10, math.floor(math.log10(error))) if error > 0 else -10
+    return "about 1" if exponent >= 0 else f"about 1e{exponent}"
+
+
 # ---------------------------------------------------------------- calling the student
 
 def _hint(text: str | None) -> str:
@@ -77,12 +116,6 @@ def _hint(text: str | None) -> str:
     if not text:
         return ""
     return f" Hint: {text}" + ("" if text.rstrip().endswith((".", "?", "!", ")")) else ".")
-
-
-def _student_text(error: BaseException) -> str:
-    """The student's exception as text, with anything that could show hidden inputs cut out."""
-    text = redact(str(error))
-    return text if len(text) <= STUDENT_TEXT else text[:STUDENT_TEXT] + "…"
 
 
 KNOWN_ERRORS = [  # (part of torch's message, what it means for the student)
@@ -107,12 +140,11 @@ def attempt(thunk: Callable, what: str, on: str, hint: str | None = None):
 
 def failed(error: StudentError, what: str, on: str, hint: str | None = None) -> CheckFailed:
     """The CheckFailed for the student's exception ``error`` raised by ``what`` on inputs of class ``on``."""
-    text = str(error)
     if error.info.get("type") == "NotImplementedError":
         hint = None  # a stub: the message says what to do
     elif hint is None:
-        hint = next((h for pattern, h in KNOWN_ERRORS if pattern in text), None)
-    message = f"{what} failed on {on}: {_student_text(error)}"
+        hint = next((h for pattern, h in KNOWN_ERRORS if pattern in error.info.get("message", "")), None)
+    message = f"{what} failed on {on}: {error}"
     return CheckFailed(message.rstrip(".") + "." + _hint(hint))
 
 
@@ -127,13 +159,8 @@ def expect_raises(exception: type, thunk: Callable, what: str, when: str, hint: 
                 raise CheckFailed(f"{what} raises a {name} without a message when {when}: say what was wrong "
                                   f"(e.g. raise {name}(f\"... got {{...}}\"))") from None
             return error
-        raise CheckFailed(f"{what} should raise {name} when {when}, but it raised {error.info.get('type')} "
-                          f"({_student_text(error)}).{_hint(hint)}") from None
-    if hasattr(value, "type_name"):
-        kind = f"a {value.type_name}"
-    else:
-        kind = "a tensor" if isinstance(value, torch.Tensor) else f"a {type(value).__name__}"
-    raise CheckFailed(f"{what} returned {kind} instead of raising {name} when {when}.{_hint(hint)}")
+        raise CheckFailed(f"{what} should raise {name} when {when}, but {error}.{_hint(hint)}") from None
+    raise CheckFailed(f"{what} returned {kind(value)} instead of raising {name} when {when}.{_hint(hint)}")
 
 
 # ---------------------------------------------------------------- comparing values
@@ -192,29 +219,32 @@ def _diagnosis(got, diagnose: Iterable[Callable]) -> str | None:
     return None
 
 
-def _index(flat_position: int, shape_: Sequence[int]) -> tuple[int, ...]:
-    index = []
-    for size in reversed(shape_):
-        index.append(flat_position % size)
-        flat_position //= size
-    return tuple(reversed(index))
-
-
-def _fmt(value: float) -> str:
-    return "inf" if math.isinf(value) else ("nan" if math.isnan(value) else f"{value:.3g}")
-
-
 def expect_tensor(got, what: str, on: str, like: torch.Tensor | None = None) -> torch.Tensor:
+    """``got`` itself if it is a tensor; otherwise the check fails, saying what kind of value came back."""
     if isinstance(got, torch.Tensor):
         return got
-    kind = type(got).__name__ if not hasattr(got, "type_name") else got.type_name
     hint = ""
     if isinstance(got, (float, int)):
         hint = " Hint: return the tensor itself; .item(), float() or a Python sum turn it into a number, which loses autograd, dtype and device."
     elif isinstance(got, (list, tuple)):
         hint = " Hint: build the result with tensor operations (torch.stack, torch.cat) rather than a Python list."
     expected = f" of shape {shape(like)}" if like is not None else ""
-    raise CheckFailed(f"{what} returned a {kind} on {on}; expected a tensor{expected}.{hint}")
+    raise CheckFailed(f"{what} returned {kind(got)} on {on}; expected a tensor{expected}.{hint}")
+
+
+def expect_object(got, what: str, on: str) -> RemoteObject:
+    """``got`` itself if it is an object kept in the worker (the student's module); otherwise the check fails."""
+    if isinstance(got, RemoteObject):
+        return got
+    raise CheckFailed(f"{what} returned {kind(got)} on {on}; expected the object itself (an nn.Module).")
+
+
+def expect_tensors(got, count: int, what: str, on: str, expected: str) -> tuple[torch.Tensor, ...]:
+    """``got`` must be a tuple (or list) of ``count`` tensors, described as ``expected`` ('the pair (v, alphas)')."""
+    if not isinstance(got, (tuple, list)) or len(got) != count:
+        many = " of another length" if isinstance(got, (tuple, list)) else ""
+        raise CheckFailed(f"{what} returned {kind(got)}{many} on {on}; expected {expected}.")
+    return tuple(expect_tensor(item, f"item {i} of the result of {what}", on) for i, item in enumerate(got))
 
 
 def close(got, want: torch.Tensor, *, what: str, on: str, course=None, rtol: float | None = None, atol: float | None = None,
@@ -236,7 +266,8 @@ def close(got, want: torch.Tensor, *, what: str, on: str, course=None, rtol: flo
                      "x.T reverses every dim: use x.transpose(-2, -1) or x.mT)")
         if found is None and got.dim() != want.dim():
             found = "a reduction lost or kept a dim (keepdim?), or a batch dim was dropped or added"
-        raise CheckFailed(f"{what}: result of shape {shape(got)} on {on}; expected {shape(want)}.{_hint(found)}")
+        raise CheckFailed(f"{what}: the result's shape has {shape_fact(got.shape, want.shape)} on {on}; expected "
+                          f"{shape(want)}.{_hint(found)}")
     if check_dtype and got.dtype != want.dtype:
         note = dtype_note or ("the input's dtype. Hint: no .float()/.double(), no hard-coded dtype=... when you create "
                               "tensors: use x.dtype, x.new_*(...) or torch.*_like(x)")
@@ -251,18 +282,15 @@ def close(got, want: torch.Tensor, *, what: str, on: str, course=None, rtol: flo
     finite = torch.isfinite(b)
     broken = finite & ~torch.isfinite(a)
     if broken.any():
-        position = _index(int(broken.flatten().nonzero()[0]), a.shape)
         found = _matching_hint(got, hints, rtol, atol) or nonfinite or _diagnosis(got, diagnose) or generic
-        raise CheckFailed(f"{what}: NaN or inf on {on} where the result is finite (first at index {position}).{_hint(found)}")
+        raise CheckFailed(f"{what}: NaN or inf on {on} where the result is finite.{_hint(found)}")
     ok = torch.isclose(a, b, rtol=rtol, atol=atol) | (a == b)
     if bool(ok.all()):
         return got
     difference = (a - b).abs().where(finite, torch.zeros((), dtype=torch.float64))
-    relative = (difference / b.abs()).where(finite & (b != 0), torch.zeros((), dtype=torch.float64))
-    position = _index(int((~ok).flatten().nonzero()[0]), a.shape)
     found = _matching_hint(got, hints, rtol, atol) or _diagnosis(got, diagnose) or generic
-    raise CheckFailed(f"{what}: wrong values on {on}: max abs error {_fmt(float(difference.max()))}, "
-                      f"max rel error {_fmt(float(relative.max()))}, first mismatch at index {position}.{_hint(found)}")
+    raise CheckFailed(f"{what}: wrong values on {on}: off by {error_scale(float(difference.max()))} at worst."
+                      f"{_hint(found)}")
 
 
 def rows_sum_to_one(dim: int = -1, what: str = "weights"):
@@ -340,14 +368,15 @@ def vectorized(results: Sequence[tuple[str, CallResult]], what: str, loop_over: 
     base_label, base = results[0]
     for label, result in results[1:]:
         if result.ops is not None and base.ops is not None and result.ops > base.ops:
-            raise CheckFailed(f"{what} dispatches {result.ops} tensor operations for {label} but {base.ops} for "
+            raise CheckFailed(f"{what} dispatches more tensor operations for {label} than for "
                               f"{base_label}: the work grows with the size, so a Python loop runs over {loop_over}. "
                               f"Hint: use batched tensor operations (matmul/@ on (..., T, d) tensors, broadcasting, "
                               f"transpose(-2, -1)) that handle every position and batch element at once.")
 
 
 def own_implementation(result: CallResult, what: str, instead: str):
-    """None of the exercise's banned built-ins (course.yaml) may be called."""
+    """None of the exercise's banned built-ins (course.yaml) may be called (``result.called`` holds only the names
+    the check watched for)."""
     if result.called:
         names = ", ".join(result.called)
         raise CheckFailed(f"{what} calls the built-in {names}, which does the whole job of this exercise, so this part "
@@ -606,16 +635,15 @@ def on_meta(value):
 
 def same_params(got: dict, want: dict, what: str, on: str, how: str):
     """Parameters of a module constructed right after torch.manual_seed must equal the reference's (kind and order)."""
-    extra = sorted(set(got) - set(want))
-    if extra:
-        raise CheckFailed(f"{what} has unexpected parameters {', '.join(extra)} ({on}). Hint: {how}")
+    if not isinstance(got, dict) or set(got) - set(want):
+        raise CheckFailed(f"{what} has parameters other than {', '.join(want)} ({on}). Hint: {how}")
     for name, w in want.items():
         if name not in got:
             raise CheckFailed(f"{what} has no parameter named {name} ({on}); expected {', '.join(want)}.")
-        g = got[name]
+        g = expect_tensor(got[name], f"the parameter {name} of {what}", on)
         if tuple(g.shape) != tuple(w.shape):
-            turned = " (transposed)" if tuple(g.shape) == tuple(w.shape)[::-1] else ""
-            raise CheckFailed(f"parameter {name} of {what} has shape {shape(g)}{turned} ({on}); expected {shape(w)}. "
+            turned = "is transposed" if tuple(g.shape) == tuple(w.shape)[::-1] else f"has {shape_fact(g.shape, w.shape)}"
+            raise CheckFailed(f"parameter {name} of {what} {turned} ({on}); expected the shape {shape(w)}. "
                               f"Hint: {how}")
         if not torch.allclose(g.to(w), w):
             swapped = any(o != name and tuple(want[o].shape) == tuple(g.shape) and torch.allclose(g.to(w), want[o])
@@ -623,6 +651,11 @@ def same_params(got: dict, want: dict, what: str, on: str, how: str):
             reason = "the parameters are created in another order" if swapped else "it was drawn differently"
             raise CheckFailed(f"with torch.manual_seed(...) right before construction, parameter {name} of {what} "
                               f"differs from the expected one ({on}): {reason}. Hint: {how}")
+
+
+def build_seeded(constructor, args, kwargs: dict, seed: int, what: str, on: str) -> RemoteObject:
+    """The student's module built with ``args``/``kwargs`` right after the worker's generator is seeded with ``seed``."""
+    return expect_object(attempt(lambda: constructor.run(args, kwargs, seed=seed, handles=True).value, what, on), what, on)
 
 
 def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, device=None, mode: str | None = None,
@@ -633,17 +666,18 @@ def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, 
     if dtype is not None:
         params = {k: v.to(dtype) for k, v in params.items()}
     built = {"earlier": 0, "type": what}
-    steps = [((constructor._target, args, kwargs, {}), what)]
+    steps = [((constructor._target, args, kwargs, {"handles": True}), what)]
     if dtype is not None or (device is not None and torch.device(device).type != "cpu"):  # modules start on the CPU
         moved = {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
-        steps.append((({**built, "path": ["to"]}, (), moved, {}), f"{what}.to(...)"))
+        steps.append((({**built, "path": ["to"]}, (), moved, {"handles": True}), f"{what}.to(...)"))
     steps.append((load_params_step(built, params), f"copying the parameters into the {what}"))
     if mode is not None:
-        steps.append((({**built, "path": [mode]}, (), None, {}), f"{what}.{mode}()"))
+        steps.append((({**built, "path": [mode]}, (), None, {"handles": True}), f"{what}.{mode}()"))
     try:
-        return constructor._session.run_many([call for call, _ in steps])[0].value
+        built = constructor._session.run_many([call for call, _ in steps])[0].value
     except StudentError as error:
         raise failed(error, steps[error.step][1], "construction") from None
+    return expect_object(built, what, "construction")
 
 
 def wide(module: torch.nn.Module) -> torch.nn.Module:
@@ -681,12 +715,11 @@ def earlier_outputs_unchanged(call, x: torch.Tensor, changed: torch.Tensor, t: i
                    what, on)
     a, b = (expect_tensor(result.value, what, on) for result in both)
     if a.shape != b.shape or a.shape[:2] != x.shape[:2]:
-        raise CheckFailed(f"{what} returned shape {shape(a)} on {on}; expected {expected}.")
+        raise CheckFailed(f"{what} returned a result of another shape on {on}; expected {expected}.")
     if not bool(torch.isfinite(a).all()):
         raise CheckFailed(f"{what}: NaN or inf on {on}. Hint: every row must keep at least its diagonal entry, and "
                           f"masked scores get -inf before a (stable) softmax.")
     moved = ~((a[:, :t] - b[:, :t]).abs() <= 1e-9 + 1e-7 * a[:, :t].abs())
     if bool(moved.any()):
-        position = int(moved.nonzero()[0][1])
-        raise CheckFailed(f"changing the tokens from position {t} on changes the output at position {position} ({on}). "
+        raise CheckFailed(f"changing the tokens from position {t} on changes an output before position {t} ({on}). "
                           f"Hint: a later position changes an earlier output: {hint}")

@@ -55,7 +55,8 @@ def test_causal_mask(student, course, T):
     got = C.expect_tensor(C.attempt(lambda: student.causal.causal_mask(T), "causal_mask(T)", on), "causal_mask(T)", on)
     want = ref.causal_mask(T)
     if tuple(got.shape) != (T, T):
-        raise C.CheckFailed(f"causal_mask(T) returned shape {C.shape(got)} for {on}; expected ({T}, {T}).")
+        raise C.CheckFailed(f"causal_mask(T): the result's shape has {C.shape_fact(got.shape, (T, T))} for {on}; "
+                            f"expected ({T}, {T}).")
     if got.dtype != torch.bool:
         raise C.CheckFailed(f"causal_mask(T) returned {C.dtype_name(got.dtype)} for {on}; expected bool "
                             f"(True = may attend). Hint: create it with dtype=torch.bool or compare (== 1).")
@@ -69,8 +70,7 @@ def test_causal_mask(student, course, T):
             hint = "True marks the positions to hide; here True means 'may attend' (PyTorch's convention): invert it."
         else:
             hint = "True on and below the diagonal: torch.ones(T, T, dtype=torch.bool).tril()."
-        row, col = (got != want).nonzero()[0].tolist()
-        raise C.CheckFailed(f"causal_mask(T) is wrong for {on} (first wrong entry at [{row}, {col}]). Hint: {hint}")
+        raise C.CheckFailed(f"causal_mask(T) is wrong for {on}. Hint: {hint}")
 
 
 @pytest.mark.weight(1)
@@ -91,9 +91,8 @@ def test_seeded_init(student, course, case):
     """CausalAttention creates W_query, W_key, W_value = nn.Linear(d_in, d_out, bias=qkv_bias), in that order."""
     context_length = case.T + case.extra_context
     on = f"d_in={case.d_in}, d_out={case.d_out}, qkv_bias={case.qkv_bias}"
-    module = C.attempt(lambda: student.session.run(student.causal.CausalAttention._target,
-                                                   (case.d_in, case.d_out, context_length, 0.0, case.qkv_bias), {},
-                                                   seed=case.seed).value, "CausalAttention(...)", on)
+    module = C.build_seeded(student.causal.CausalAttention, (case.d_in, case.d_out, context_length, 0.0, case.qkv_bias),
+                            {}, case.seed, "CausalAttention(...)", on)
     C.seed(case.seed)
     want = C.detached(ref.CausalAttention(case.d_in, case.d_out, context_length, 0.0, case.qkv_bias))
     C.same_params(module.params(), want, "CausalAttention", on,
@@ -182,9 +181,9 @@ def test_dropout_eval(student, course, device):
 @pytest.mark.weight(1)
 def test_context_length_error(student, device):
     """A sequence longer than context_length raises ValueError."""
-    module = C.attempt(lambda: student.causal.CausalAttention(4, 3, 5, 0.0), "CausalAttention(4, 3, 5, 0.0)",
+    module = C.attempt(lambda: student.causal.CausalAttention.build(4, 3, 5, 0.0), "CausalAttention(4, 3, 5, 0.0)",
                        "construction")
-    module.to(device=device)
+    module.to.build(device=device)
     x = torch.ones(2, 7, 4, device=device)
     C.expect_raises(ValueError, lambda: module(x), WHAT, "T (7) is larger than context_length (5)",
                     "compare x.shape[1] with the mask's size first and raise ValueError(...)")
@@ -209,8 +208,8 @@ def test_float64_kept(student, course, device):
 @pytest.mark.weight(1)
 def test_device_kept(student, course, device):
     """The result stays on the input's device (module and input moved to meta, which has no data)."""
-    module = C.attempt(lambda: student.causal.CausalAttention(5, 3, 7, 0.0), "CausalAttention(5, 3, 7, 0.0)", "construction")
-    C.attempt(lambda: module.to(torch.device("meta")), "CausalAttention.to('meta')", "construction")
+    module = C.attempt(lambda: student.causal.CausalAttention.build(5, 3, 7, 0.0), "CausalAttention(5, 3, 7, 0.0)", "construction")
+    C.attempt(lambda: module.to.build(torch.device("meta")), "CausalAttention.to('meta')", "construction")
     x = torch.empty(2, 6, 5, device="meta")
     on = _on(x, 7)
     got = C.attempt(lambda: module(x), WHAT, on, C.META_HINT + "; register the mask with register_buffer so that it "
@@ -241,16 +240,16 @@ def test_input_not_modified(student, course, device):
 @pytest.mark.weight(1)
 def test_vectorized(student, device):
     """No Python loop over the sequence or the batch: the number of tensor operations stays the same."""
-    module = C.attempt(lambda: student.causal.CausalAttention(4, 3, 10, 0.0), "CausalAttention(4, 3, 10, 0.0)",
+    module = C.attempt(lambda: student.causal.CausalAttention.build(4, 3, 10, 0.0), "CausalAttention(4, 3, 10, 0.0)",
                        "construction")
-    module.to(device=device)
+    module.to.build(device=device)
     g = torch.Generator().manual_seed(23)
     runs = [("T=3, batch 2", (2, 3)), ("T=8, batch 2", (2, 8)), ("T=3, batch 6", (6, 3))]
     try:
         results = student.session.run_many([(module._target, (torch.randn(B, T, 4, generator=g).to(device),), None,
-                                             {"instrument": True}) for _, (B, T) in runs])
+                                             {}) for _, (B, T) in runs])
     except C.StudentError as error:
-        raise C.CheckFailed(f"{WHAT} failed on a batched input: {C._student_text(error)}") from None
+        raise C.CheckFailed(f"{WHAT} failed on a batched input: {error}") from None
     C.vectorized([(label, r) for (label, _), r in zip(runs, results)], WHAT, "tokens or batch elements")
 
 
@@ -258,7 +257,7 @@ def test_vectorized(student, device):
 def test_own_implementation(student, course, device):
     """No built-in attention (torch's scaled_dot_product_attention, nn.MultiheadAttention)."""
     _, module, x = _fixed_module(student, device, torch.float32, course.seed)
-    result = C.attempt(lambda: module.run(args=(x,), watch=course.banned["causal.CausalAttention"], instrument=True),
+    result = C.attempt(lambda: module.run(args=(x,), watch=course.banned["causal.CausalAttention"]),
                        WHAT, _on(x, 7))
     C.own_implementation(result, "CausalAttention", "scores, masked_fill with -inf, torch.softmax, self.dropout, @ values.")
 

@@ -52,7 +52,8 @@ def test_rows_sum_to_one(student, course, device):
     got = C.expect_tensor(C.attempt(lambda: student.context.attention_weights(x), "attention_weights(x)", on),
                           "attention_weights(x)", on)
     if tuple(got.shape) != (2, 3, 6, 6):
-        raise C.CheckFailed(f"attention_weights(x) returned shape {C.shape(got)} on {on}; expected (2, 3, 6, 6).")
+        raise C.CheckFailed(f"attention_weights(x): the result's shape has {C.shape_fact(got.shape, (2, 3, 6, 6))} on "
+                            f"{on}; expected (2, 3, 6, 6).")
     message = C.rows_sum_to_one(-1)(got)
     if message or bool((got < 0).any()):
         raise C.CheckFailed(f"the rows of attention_weights(x) are not distributions on {on}. Hint: "
@@ -122,9 +123,9 @@ def test_vectorized(student, device):
     for name in FUNCTIONS:
         target = getattr(student.context, name)._target
         try:
-            results = student.session.run_many([(target, (x.to(device),), None, {"instrument": True}) for _, x in runs])
+            results = student.session.run_many([(target, (x.to(device),), None, {}) for _, x in runs])
         except C.StudentError as error:
-            raise C.CheckFailed(f"{name} failed on a batched input: {C._student_text(error)}") from None
+            raise C.CheckFailed(f"{name} failed on a batched input: {error}") from None
         C.vectorized([(label, r) for (label, _), r in zip(runs, results)], name, "tokens or batch elements")
 
 
@@ -134,7 +135,7 @@ def test_own_implementation(student, course, device):
     x = torch.randn(2, 5, 4, device=device)
     for name in FUNCTIONS:
         result = C.attempt(lambda: getattr(student.context, name).run(
-            args=(x,), watch=course.banned[f"context.{name}"], instrument=True), name, C.describe(x=x))
+            args=(x,), watch=course.banned[f"context.{name}"]), name, C.describe(x=x))
         C.own_implementation(result, name, "scores x @ x.transpose(-2, -1), torch.softmax over the last dim, then @ x.")
 
 

@@ -192,11 +192,11 @@ def test_vectorized(student, device):
         return torch.randn(*shape, generator=g).to(device)
     runs = [("nq=3, nk=4, batch 2", (2, 3, 4)), ("nq=8, nk=9, batch 2", (2, 8, 9)), ("nq=3, nk=4, batch 6", (6, 3, 4))]
     calls = [(student.dictionary.attention._target, (r(B, nq, 5), r(B, nk, 5), r(B, nk, 2), 0.5), None,
-              {"instrument": True}) for _, (B, nq, nk) in runs]
+              {}) for _, (B, nq, nk) in runs]
     try:
         results = student.session.run_many(calls)
     except C.StudentError as error:
-        raise C.CheckFailed(f"{ATTENTION} failed on a batched input: {C._student_text(error)}") from None
+        raise C.CheckFailed(f"{ATTENTION} failed on a batched input: {error}") from None
     C.vectorized([(label, r_) for (label, _), r_ in zip(runs, results)], ATTENTION, "queries, keys or batch elements")
 
 
@@ -204,8 +204,7 @@ def test_vectorized(student, device):
 def test_own_implementation(student, course, device):
     """No built-in attention (torch's scaled_dot_product_attention, nn.MultiheadAttention) in attention."""
     args = _fixed(device, torch.float32, course.seed)
-    result = C.attempt(lambda: student.dictionary.attention.run(args=(*args, 0.5), watch=course.banned["dictionary.attention"],
-                                                                instrument=True), ATTENTION,
+    result = C.attempt(lambda: student.dictionary.attention.run(args=(*args, 0.5), watch=course.banned["dictionary.attention"]), ATTENTION,
                        C.describe(Q=args[0], K=args[1], V=args[2]))
     C.own_implementation(result, "attention", "Q @ K.transpose(-2, -1) / temperature, torch.softmax, @ V.")
 

@@ -49,9 +49,9 @@ def test_seeded_init(student, course, case):
     """MultiHeadAttention creates W_query, W_key, W_value (nn.Linear(d_in, d_out)), then out_proj, in that order."""
     context_length = case.T + case.extra_context
     on = f"d_in={case.d_in}, d_out={case.d_out}, num_heads={case.heads}, qkv_bias={case.qkv_bias}"
-    module = C.attempt(lambda: student.session.run(student.multihead.MultiHeadAttention._target,
-                                                   (case.d_in, case.d_out, context_length, 0.0, case.heads, case.qkv_bias),
-                                                   {}, seed=case.seed).value, "MultiHeadAttention(...)", on)
+    module = C.build_seeded(student.multihead.MultiHeadAttention,
+                            (case.d_in, case.d_out, context_length, 0.0, case.heads, case.qkv_bias), {}, case.seed,
+                            "MultiHeadAttention(...)", on)
     C.seed(case.seed)
     want = C.detached(ref.MultiHeadAttention(case.d_in, case.d_out, context_length, 0.0, case.heads, case.qkv_bias))
     C.same_params(module.params(), want, "MultiHeadAttention", on,
@@ -171,14 +171,14 @@ def test_dropout_eval(student, course, device):
 def test_errors(student, device):
     """d_out not divisible by num_heads raises ValueError, and so does a sequence longer than context_length."""
     for d_out, heads in ((5, 2), (6, 4)):
-        C.expect_raises(ValueError, lambda: student.multihead.MultiHeadAttention(3, d_out, 6, 0.0, heads),
+        C.expect_raises(ValueError, lambda: student.multihead.MultiHeadAttention.build(3, d_out, 6, 0.0, heads),
                         f"MultiHeadAttention(d_in, d_out={d_out}, ..., num_heads={heads})",
                         "d_out is not divisible by num_heads",
                         "check d_out % num_heads in __init__ and raise ValueError(...): d_out // num_heads would "
                         "silently drop dimensions")
-    module = C.attempt(lambda: student.multihead.MultiHeadAttention(3, 4, 5, 0.0, 2), "MultiHeadAttention(3, 4, 5, 0.0, 2)",
+    module = C.attempt(lambda: student.multihead.MultiHeadAttention.build(3, 4, 5, 0.0, 2), "MultiHeadAttention(3, 4, 5, 0.0, 2)",
                        "construction")
-    module.to(device=device)
+    module.to.build(device=device)
     C.expect_raises(ValueError, lambda: module(torch.ones(2, 7, 3, device=device)), WHAT,
                     "T (7) is larger than context_length (5)",
                     "compare x.shape[1] with the mask's size first and raise ValueError(...)")
@@ -203,9 +203,9 @@ def test_float64_kept(student, course, device):
 @pytest.mark.weight(1)
 def test_device_kept(student, course, device):
     """The result stays on the input's device (module and input moved to meta, which has no data)."""
-    module = C.attempt(lambda: student.multihead.MultiHeadAttention(5, 6, 7, 0.0, 3), "MultiHeadAttention(5, 6, 7, 0.0, 3)",
+    module = C.attempt(lambda: student.multihead.MultiHeadAttention.build(5, 6, 7, 0.0, 3), "MultiHeadAttention(5, 6, 7, 0.0, 3)",
                        "construction")
-    C.attempt(lambda: module.to(torch.device("meta")), "MultiHeadAttention.to('meta')", "construction")
+    C.attempt(lambda: module.to.build(torch.device("meta")), "MultiHeadAttention.to('meta')", "construction")
     x = torch.empty(2, 4, 5, device="meta")
     on = _on(x, 3, 7)
     got = C.attempt(lambda: module(x), WHAT, on, C.META_HINT + "; register the mask with register_buffer so that it "
@@ -241,14 +241,14 @@ def test_vectorized(student, device):
             ("2 heads, T=3, batch 6", 2, 6, 3)]
     calls = []
     for _, heads, B, T in runs:
-        module = C.attempt(lambda: student.multihead.MultiHeadAttention(4, 12, 10, 0.0, heads),
+        module = C.attempt(lambda: student.multihead.MultiHeadAttention.build(4, 12, 10, 0.0, heads),
                            "MultiHeadAttention(4, 12, 10, 0.0, num_heads)", "construction")
-        module.to(device=device)
-        calls.append((module._target, (torch.randn(B, T, 4, generator=g).to(device),), None, {"instrument": True}))
+        module.to.build(device=device)
+        calls.append((module._target, (torch.randn(B, T, 4, generator=g).to(device),), None, {}))
     try:
         results = student.session.run_many(calls)
     except C.StudentError as error:
-        raise C.CheckFailed(f"{WHAT} failed on a batched input: {C._student_text(error)}") from None
+        raise C.CheckFailed(f"{WHAT} failed on a batched input: {error}") from None
     C.vectorized([(label, r) for (label, *_), r in zip(runs, results)], WHAT, "heads, tokens or batch elements")
 
 
@@ -256,8 +256,7 @@ def test_vectorized(student, device):
 def test_own_implementation(student, course, device):
     """No built-in attention (torch's scaled_dot_product_attention, nn.MultiheadAttention)."""
     _, module, x = _fixed_module(student, device, torch.float32, course.seed)
-    result = C.attempt(lambda: module.run(args=(x,), watch=course.banned["multihead.MultiHeadAttention"],
-                                          instrument=True), WHAT, _on(x, 2, 7))
+    result = C.attempt(lambda: module.run(args=(x,), watch=course.banned["multihead.MultiHeadAttention"]), WHAT, _on(x, 2, 7))
     C.own_implementation(result, "MultiHeadAttention", "batched scores per head, masked_fill with -inf, torch.softmax, "
                                                        "self.dropout, @ values.")
 

@@ -30,9 +30,7 @@ def _mask(case, *shape, device):
 def _check_project(student, course, x, Wq, Wk, Wv):
     on = C.describe(x=x, W_query=Wq, W_key=Wk, W_value=Wv)
     got = C.attempt(lambda: student.qkv.project(x, Wq, Wk, Wv), PROJECT, on)
-    if not isinstance(got, (tuple, list)) or len(got) != 3:
-        kind = f"a {type(got).__name__}" + (f" of {len(got)} items" if isinstance(got, (tuple, list)) else "")
-        raise C.CheckFailed(f"{PROJECT} returned {kind} on {on}; expected the tuple (queries, keys, values).")
+    got = C.expect_tensors(got, 3, PROJECT, on, "the tuple (queries, keys, values)")
     want = C.in_float64(ref.project, x, Wq, Wk, Wv)
     weights = {"W_query": Wq, "W_key": Wk, "W_value": Wv}
     for name, g, w, own in zip(OUTPUTS, got, want, weights):
@@ -134,8 +132,8 @@ def test_sdpa_errors(student, device):
 def test_self_attention_seeded_init(student, course, device, case):
     """SelfAttention creates W_query, W_key, W_value = nn.Parameter(torch.rand(d_in, d_out)) in that order."""
     on = f"d_in={case.d_in}, d_out={case.d_out}"
-    module = C.attempt(lambda: student.session.run(student.qkv.SelfAttention._target, (case.d_in, case.d_out), {},
-                                                   seed=case.seed).value, "SelfAttention(d_in, d_out)", on)
+    module = C.build_seeded(student.qkv.SelfAttention, (case.d_in, case.d_out), {}, case.seed,
+                            "SelfAttention(d_in, d_out)", on)
     C.seed(case.seed)
     want = C.detached(ref.SelfAttention(case.d_in, case.d_out))
     C.same_params(module.params(), want, "SelfAttention", on,
@@ -148,9 +146,8 @@ def test_self_attention_seeded_init(student, course, device, case):
 def test_self_attention_linear_seeded_init(student, course, device, case, bias):
     """SelfAttentionLinear creates W_query, W_key, W_value = nn.Linear(d_in, d_out, bias=qkv_bias) in that order."""
     on = f"d_in={case.d_in}, d_out={case.d_out}, qkv_bias={bias}"
-    module = C.attempt(lambda: student.session.run(student.qkv.SelfAttentionLinear._target, (case.d_in, case.d_out),
-                                                   {"qkv_bias": bias}, seed=case.seed).value,
-                       "SelfAttentionLinear(d_in, d_out, qkv_bias)", on)
+    module = C.build_seeded(student.qkv.SelfAttentionLinear, (case.d_in, case.d_out), {"qkv_bias": bias}, case.seed,
+                            "SelfAttentionLinear(d_in, d_out, qkv_bias)", on)
     C.seed(case.seed)
     want = C.detached(ref.SelfAttentionLinear(case.d_in, case.d_out, qkv_bias=bias))
     C.same_params(module.params(), want, "SelfAttentionLinear", on,
@@ -211,10 +208,11 @@ def test_copy_linear_weights(student, course, device, case):
     C.seed(case.seed)
     src_ref = ref.SelfAttentionLinear(case.d_in, case.d_out).to(device)
     src = C.twin(student.qkv.SelfAttentionLinear, src_ref, case.d_in, case.d_out, what="SelfAttentionLinear", device=device)
-    dst = C.attempt(lambda: student.qkv.SelfAttention(case.d_in, case.d_out), "SelfAttention", "construction")
-    dst.to(device=device)
+    dst = C.attempt(lambda: student.qkv.SelfAttention.build(case.d_in, case.d_out), "SelfAttention", "construction")
+    dst.to.build(device=device)
     on = f"d_in={case.d_in}, d_out={case.d_out}"
-    returned = C.attempt(lambda: student.qkv.copy_linear_weights(src, dst), "copy_linear_weights(src, dst)", on,
+    returned = C.attempt(lambda: student.qkv.copy_linear_weights.run((src, dst), handles=True).value,
+                         "copy_linear_weights(src, dst)", on,
                          "copy into the parameters under torch.no_grad() (or replace them with new nn.Parameter objects)")
     if getattr(returned, "id", None) != dst.id:
         raise C.CheckFailed(f"copy_linear_weights(src, dst) should return dst itself ({on}); it returned "
@@ -275,8 +273,8 @@ def test_device_kept(student, course, device):
     got = got[0] if isinstance(got, (tuple, list)) and got else got
     C.close(got, C.on_meta(x @ W), what=PROJECT, on=C.describe(x=mx, W=mW), course=course)
     for cls, ctor in (("SelfAttention", (7, 3)), ("SelfAttentionLinear", (7, 3, True))):
-        module = C.attempt(lambda: getattr(student.qkv, cls)(*ctor), cls, "construction")
-        C.attempt(lambda: module.to(torch.device("meta")), f"{cls}.to('meta')", "construction")
+        module = C.attempt(lambda: getattr(student.qkv, cls).build(*ctor), cls, "construction")
+        C.attempt(lambda: module.to.build(torch.device("meta")), f"{cls}.to('meta')", "construction")
         got = C.attempt(lambda: module(mx), f"{cls}(x)", C.describe(x=mx), C.META_HINT)
         C.close(got, C.on_meta(torch.empty(2, 3, 3)), what=f"{cls}(x)", on=C.describe(x=mx), course=course)
 
@@ -317,8 +315,8 @@ def test_inputs_not_modified(student, course, device):
         result = C.attempt(lambda: remote.run(args=args, return_args=True), what, on)
         C.unchanged(before, result, names, what=what, on=on)
     for cls, ctor in (("SelfAttention", (7, 3)), ("SelfAttentionLinear", (7, 3))):
-        module = C.attempt(lambda: getattr(student.qkv, cls)(*ctor), cls, "construction")
-        module.to(device=device)
+        module = C.attempt(lambda: getattr(student.qkv, cls).build(*ctor), cls, "construction")
+        module.to.build(device=device)
         result = C.attempt(lambda: module.run(args=(x,), return_args=True), f"{cls}(x)", C.describe(x=x))
         C.unchanged([x], result, ("x",), what=f"{cls}(x)", on=C.describe(x=x))
 
@@ -338,14 +336,14 @@ def test_vectorized(student, device):
                                          lambda B, T: (r(B, T, 3), r(B, T + 1, 3), r(B, T + 1, 5))),
     }
     for cls in ("SelfAttention", "SelfAttentionLinear"):
-        module = C.attempt(lambda: getattr(student.qkv, cls)(4, 3), cls, "construction")
-        module.to(device=device)
+        module = C.attempt(lambda: getattr(student.qkv, cls).build(4, 3), cls, "construction")
+        module.to.build(device=device)
         plans[cls] = (module._target, lambda B, T: (r(B, T, 4),))
     for name, (target, make) in plans.items():
         try:
-            results = student.session.run_many([(target, make(B, T), None, {"instrument": True}) for _, B, T in sizes])
+            results = student.session.run_many([(target, make(B, T), None, {}) for _, B, T in sizes])
         except C.StudentError as error:
-            raise C.CheckFailed(f"{name} failed on a batched input: {C._student_text(error)}") from None
+            raise C.CheckFailed(f"{name} failed on a batched input: {error}") from None
         C.vectorized([(label, r_) for (label, _, _), r_ in zip(sizes, results)], name, "tokens or batch elements")
 
 
@@ -354,14 +352,14 @@ def test_own_implementation(student, course, device):
     """No built-in attention (scaled_dot_product_attention of torch, nn.MultiheadAttention) in the attention code."""
     q, k, v, x = _qkv_inputs(device, torch.float32, course.seed)
     result = C.attempt(lambda: student.qkv.scaled_dot_product_attention.run(
-        args=(q, k, v), watch=course.banned["qkv.scaled_dot_product_attention"], instrument=True), SDPA,
+        args=(q, k, v), watch=course.banned["qkv.scaled_dot_product_attention"]), SDPA,
         C.describe(queries=q, keys=k, values=v))
     C.own_implementation(result, "scaled_dot_product_attention", "queries @ keys.transpose(-2, -1) / sqrt(d_k), "
                                                                   "masked_fill, torch.softmax, @ values.")
     for cls in ("SelfAttention", "SelfAttentionLinear"):
-        module = C.attempt(lambda: getattr(student.qkv, cls)(7, 3), cls, "construction")
-        module.to(device=device)
-        result = C.attempt(lambda: module.run(args=(x,), watch=course.banned[f"qkv.{cls}"], instrument=True),
+        module = C.attempt(lambda: getattr(student.qkv, cls).build(7, 3), cls, "construction")
+        module.to.build(device=device)
+        result = C.attempt(lambda: module.run(args=(x,), watch=course.banned[f"qkv.{cls}"]),
                            f"{cls}(x)", C.describe(x=x))
         C.own_implementation(result, cls, "project, then your scaled_dot_product_attention.")
 

@@ -36,13 +36,14 @@ def test_quiz_answer(student, course):
                           "no arguments")
     want = torch.tensor(QUIZ_V)
     if tuple(got.shape) != (2,):
-        raise C.CheckFailed(f"quiz_answer() returned shape {C.shape(got)}; expected (2,), the vector v.")
+        raise C.CheckFailed(f"quiz_answer(): the result's shape has {C.shape_fact(got.shape, (2,))}; expected (2,), "
+                            f"the vector v.")
     if got.dtype != torch.float32:
         raise C.CheckFailed(f"quiz_answer() returned {C.dtype_name(got.dtype)}; expected float32 (torch.tensor of "
                             f"Python floats is float32 by default).")
     error = float((got.cpu().double() - want.double()).abs().max())
     if not error <= 1e-4:
-        raise C.CheckFailed(f"quiz_answer() is not the quiz's v (max abs error {error:.3g}). Hint: use the quiz's s and "
+        raise C.CheckFailed(f"quiz_answer() is not the quiz's v (off by {C.error_scale(error)}). Hint: use the quiz's s and "
                             f"h1, h2, h3 as given, H = [h1, h2, h3] (one state per row), and call decoder_attention.")
 
 
@@ -63,12 +64,10 @@ def test_return_weights(student, course, device, case):
     on = C.describe(s=s, H=H)
     got = C.attempt(lambda: student.quiz.decoder_attention(s, H, return_weights=True), WHAT + " with return_weights=True",
                     on, BATCH_HINT if s.dim() > 1 else None)
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise C.CheckFailed(f"decoder_attention(s, H, return_weights=True) returned a {type(got).__name__} on {on}; "
-                            f"expected the pair (v, alphas).")
+    got = C.expect_tensors(got, 2, "decoder_attention(s, H, return_weights=True)", on, "the pair (v, alphas)")
     v_want, alphas_want = C.in_float64(ref.decoder_attention, s, H, return_weights=True)
     swapped = "the pair is (v, alphas), in that order"
-    if (isinstance(got[0], torch.Tensor) and isinstance(got[1], torch.Tensor) and tuple(v_want.shape) != tuple(alphas_want.shape)
+    if (tuple(v_want.shape) != tuple(alphas_want.shape)
             and tuple(got[0].shape) == tuple(alphas_want.shape) and tuple(got[1].shape) == tuple(v_want.shape)):
         raise C.CheckFailed(f"decoder_attention(..., return_weights=True) returned (alphas, v) on {on}. Hint: {swapped}.")
     C.close(got[1], alphas_want, what="the alphas of decoder_attention", on=on, course=course,
@@ -146,11 +145,11 @@ def test_vectorized(student, device):
     runs = [("n=3, batch 2", (2, 3)), ("n=9, batch 2", (2, 9)), ("n=3, batch 6", (6, 3))]
     calls = [(student.quiz.decoder_attention._target,
               (torch.randn(B, 4, generator=g).to(device), torch.randn(B, n, 4, generator=g).to(device)), None,
-              {"instrument": True}) for _, (B, n) in runs]
+              {}) for _, (B, n) in runs]
     try:
         results = student.session.run_many(calls)
     except C.StudentError as error:
-        raise C.CheckFailed(f"{WHAT} failed on a batched input: {C._student_text(error)}") from None
+        raise C.CheckFailed(f"{WHAT} failed on a batched input: {error}") from None
     C.vectorized([(label, r) for (label, _), r in zip(runs, results)], WHAT, "the encoder states or the batch")
 
 
@@ -158,8 +157,7 @@ def test_vectorized(student, device):
 def test_own_implementation(student, course, device):
     """No built-in attention (torch's scaled_dot_product_attention, nn.MultiheadAttention)."""
     s, H = _fixed(device, torch.float32, course.seed)
-    result = C.attempt(lambda: student.quiz.decoder_attention.run(args=(s, H), watch=course.banned["quiz.decoder_attention"],
-                                                                  instrument=True), WHAT, C.describe(s=s, H=H))
+    result = C.attempt(lambda: student.quiz.decoder_attention.run(args=(s, H), watch=course.banned["quiz.decoder_attention"]), WHAT, C.describe(s=s, H=H))
     C.own_implementation(result, "decoder_attention", "dot products, torch.softmax over the states, weighted sum.")
 
 
