@@ -277,6 +277,7 @@ class Session:
         on a hang, a death or a malformed reply, stop the worker and raise SubmissionProblem."""
         timeout = max(timeout, 0.0)
         deadline = time.monotonic() + timeout
+        self._blob = None  # the last reply's bytes are not held while the next one arrives
         try:
             if frame is not None:
                 self.sock.settimeout(max(timeout, 0.001))  # a worker that does not read cannot block us
@@ -312,9 +313,12 @@ class Session:
             try:
                 return decoder(data)
             except wire.WireError as error:
-                if self.generation == generation:
-                    self.stop()
-                raise SubmissionProblem("reply", f"the reply of your code could not be read: {clean_text(str(error), 300)}") from None
+                why = str(error)
+            # Raised outside the except block: the WireError's traceback (and the tensors half-decoded in its
+            # frames, which share the reply's bytes) is not kept alive by the problem the suites hold on to.
+            if self.generation == generation:
+                self.stop()
+            raise SubmissionProblem("reply", f"the reply of your code could not be read: {clean_text(why, 300)}")
         return decode
 
     def _problem(self, reply: dict) -> Exception:

@@ -358,7 +358,7 @@ def serve(sock: socket.socket, isolation: str) -> None:
     sock.sendall(wire.encode({"ok": True, "isolation": isolation}))
     while True:
         try:
-            message, blob = wire.read_frame(sock, MAX_REQUEST_BYTES, max_body=MAX_REQUEST_BYTES)
+            message, blob = wire.read_frame(sock, MAX_REQUEST_BYTES, max_body=MAX_REQUEST_BYTES, max_values=None)
         except EOFError:
             return
         reply = worker.handle(message, blob)
