@@ -351,6 +351,7 @@ class Session:
         on a hang, a death or a malformed reply, stop the worker and raise SubmissionProblem."""
         timeout = max(timeout, 0.0)
         deadline = time.monotonic() + timeout
+        self._blob = None  # the last reply's bytes are not held while the next one arrives
         try:
             if frame is not None:
                 self.sock.settimeout(max(timeout, 0.001))  # a worker that does not read cannot block us
@@ -395,9 +396,12 @@ class Session:
             try:
                 return decoder(data)
             except wire.WireError:
-                if self.generation == generation:
-                    self.stop()
-                raise SubmissionProblem("reply", UNREADABLE) from None
+                pass
+            # Raised outside the except block: the WireError's traceback (and the tensors half-decoded in its
+            # frames, which share the reply's bytes) is not kept alive by the problem the suites hold on to.
+            if self.generation == generation:
+                self.stop()
+            raise SubmissionProblem("reply", UNREADABLE)
         return decode
 
     def _problem(self, reply: dict, label: str = "your code", early: bool = False) -> Exception:

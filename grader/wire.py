@@ -7,6 +7,7 @@ the process that reads it (no pickle, no subclasses, no object hooks).
 """
 from __future__ import annotations
 
+import bisect
 import ctypes
 import json
 import math
@@ -18,9 +19,15 @@ import time
 import torch
 
 HEADER = struct.Struct("!IQ")
-MAX_BODY_BYTES = 16 << 20  # the JSON part of a frame (tensor bytes travel in the blob)
+# What one reply of a worker may hold. Decoded tensors share the frame's blob (their byte ranges may not overlap;
+# a range misaligned for its dtype is copied), so the grading process holds about one frame per reply, plus the
+# JSON's Python objects (at most MAX_VALUES of them).
+MAX_BODY_BYTES = 4 << 20  # the JSON part of a frame (tensor bytes travel in the blob)
 MAX_REPLY_BYTES = 256 << 20  # a whole reply of the worker (the grader refuses larger ones)
+MAX_VALUES = 200_000  # JSON values (numbers, strings, lists, objects) in one frame
+MAX_TENSORS = 4096  # tensors in one frame
 MAX_DIMS = 64
+MAX_NUMEL = 1 << 40  # elements of one tensor (bytes are bounded by the blob; this bounds meta tensors)
 MAX_DEPTH = 200  # nesting of lists, tuples and dicts
 DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
@@ -107,6 +114,8 @@ class Encoder:
         if self.max_bytes is not None and len(body) > min(self.max_bytes, MAX_BODY_BYTES):
             raise WireError(f"the result is {len(body) / 2**20:.0f} MiB of plain Python values, over the "
                             f"{min(self.max_bytes, MAX_BODY_BYTES) / 2**20:.0f} MiB limit (return tensors, not lists)")
+        if self.max_bytes is not None and _values(body) > MAX_VALUES:
+            raise WireError(f"the result holds more than {MAX_VALUES} plain Python values (return tensors, not lists)")
         if self.max_bytes is not None and len(body) + self.size > self.max_bytes:
             raise WireError(f"the result is {(len(body) + self.size) / 2**20:.0f} MiB, over the "
                             f"{self.max_bytes / 2**20:.0f} MiB limit of a reply")
@@ -133,14 +142,32 @@ class Decoder:
     raises WireError (never another exception, never runs code of the peer's choosing).
     """
 
-    def __init__(self, blob: bytes, handle=None, device=None):
-        self.blob, self.handle, self.device = blob, handle, device
+    def __init__(self, blob: bytes | bytearray, handle=None, device=None):
+        # Tensors share the blob's memory (ranges never overlap), so it must be writable: read_frame gives a bytearray.
+        self.blob = blob if isinstance(blob, bytearray) else bytearray(blob)
+        self.handle, self.device = handle, device
+        self.ranges: list[tuple[int, int]] = []  # the blob's byte ranges taken by tensors so far, sorted
+
+    def claim(self, offset: int, nbytes: int) -> None:
+        """Take ``nbytes`` of the blob at ``offset`` for one tensor: inside the blob and overlapping no other
+        tensor's range, so that decoding a frame never copies more than its blob."""
+        if len(self.ranges) >= MAX_TENSORS:
+            raise WireError(f"more than {MAX_TENSORS} tensors in one reply")
+        if offset < 0 or offset + nbytes > len(self.blob):
+            raise WireError("tensor bytes outside the reply")
+        if not nbytes:
+            return
+        end = offset + nbytes
+        at = bisect.bisect_left(self.ranges, (offset, end))
+        if (at > 0 and self.ranges[at - 1][1] > offset) or (at < len(self.ranges) and self.ranges[at][0] < end):
+            raise WireError("two tensors of the reply share bytes")
+        self.ranges.insert(at, (offset, end))
 
     def tensor(self, data: dict) -> torch.Tensor:
         dtype = DTYPES.get(data["dtype"]) if type(data.get("dtype")) is str else None
         shape, where, device = data.get("shape"), data["$t"], data.get("device", "cpu")
         if (dtype is None or type(shape) is not list or len(shape) > MAX_DIMS
-                or not all(_int(n) and 0 <= n < 2**62 for n in shape)):
+                or not all(_int(n) and 0 <= n <= MAX_NUMEL for n in shape) or math.prod(shape) > MAX_NUMEL):
             raise WireError(f"bad tensor description {str(data)[:80]}")
         if type(device) is not str or not DEVICE.fullmatch(device):
             raise WireError(f"a tensor on an unknown device {str(device)[:40]!r}")
@@ -149,12 +176,15 @@ class Decoder:
         if type(where) is not list or len(where) != 2 or not all(_int(n) for n in where):
             raise WireError(f"bad tensor description {str(data)[:80]}")
         offset, nbytes = where
-        if nbytes != math.prod(shape) * dtype.itemsize or offset < 0 or offset + nbytes > len(self.blob):
+        if nbytes != math.prod(shape) * dtype.itemsize:
             raise WireError("tensor bytes do not match its shape")
-        if nbytes:
+        self.claim(offset, nbytes)
+        if not nbytes:
+            flat = torch.empty(0, dtype=dtype)
+        elif offset % dtype.itemsize:  # the blob's own bytes only where they are aligned for the dtype
             flat = torch.frombuffer(bytearray(memoryview(self.blob)[offset:offset + nbytes]), dtype=dtype)
         else:
-            flat = torch.empty(0, dtype=dtype)
+            flat = torch.frombuffer(self.blob, dtype=dtype, count=nbytes // dtype.itemsize, offset=offset)
         tensor = flat.reshape(shape)
         wanted = self.device if self.device is not None else device
         if str(wanted).startswith("meta"):
@@ -228,8 +258,9 @@ def _bad(data):
 
 
 def read_frame(sock: socket.socket, max_bytes: int, deadline: float | None = None,
-               max_body: int = MAX_BODY_BYTES) -> tuple[dict, bytes]:
-    """Read one frame of at most ``max_bytes`` (``max_body`` of them JSON); raise EOFError when the peer is gone,
+               max_body: int = MAX_BODY_BYTES, max_values: int | None = MAX_VALUES) -> tuple[dict, bytearray]:
+    """Read one frame of at most ``max_bytes`` (``max_body`` of them JSON, holding at most ``max_values`` values,
+    None for no limit); raise EOFError when the peer is gone,
     WireError when the frame is bad or too large, TimeoutError when ``deadline`` (a time.monotonic() value)
     passes before the whole frame has arrived."""
     header = _read_exactly(sock, HEADER.size, deadline)
@@ -238,8 +269,11 @@ def read_frame(sock: socket.socket, max_bytes: int, deadline: float | None = Non
         raise WireError(f"a reply of {(body_len + blob_len) / 2**20:.0f} MiB is over the {max_bytes / 2**20:.0f} MiB limit")
     if body_len > max_body:
         raise WireError(f"a reply with {body_len / 2**20:.0f} MiB of JSON is over the {max_body / 2**20:.0f} MiB limit")
+    body = _read_exactly(sock, body_len, deadline)
+    if max_values is not None and _values(body) > max_values:
+        raise WireError(f"a reply with more than {max_values} values is over the limit (return tensors, not lists)")
     try:
-        message = json.loads(_read_exactly(sock, body_len, deadline))
+        message = json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError) as error:
         raise WireError(f"reply is not JSON: {str(error)[:200]}") from None
     if not isinstance(message, dict):
@@ -247,7 +281,13 @@ def read_frame(sock: socket.socket, max_bytes: int, deadline: float | None = Non
     return message, _read_exactly(sock, blob_len, deadline)
 
 
-def _read_exactly(sock: socket.socket, n: int, deadline: float | None = None) -> bytes:
+def _values(body: bytes | bytearray) -> int:
+    """An upper bound on the number of values in a JSON text (every value but the first follows a comma or opens
+    a list or an object), cheap enough to check before parsing."""
+    return 1 + sum(map(body.count, (b",", b"[", b"{")))
+
+
+def _read_exactly(sock: socket.socket, n: int, deadline: float | None = None) -> bytearray:
     buffer = bytearray(n)
     view, got = memoryview(buffer), 0
     while got < n:
@@ -266,4 +306,4 @@ def _read_exactly(sock: socket.socket, n: int, deadline: float | None = None) ->
         if count == 0:
             raise EOFError("the worker closed the connection")
         got += count
-    return bytes(buffer)
+    return buffer

@@ -382,7 +382,7 @@ def serve(sock: socket.socket, isolation: str, cpu_cap: str) -> None:
     sock.sendall(wire.encode({"ok": True, "isolation": isolation, "cpu": cpu_cap}))
     while True:
         try:
-            message, blob = wire.read_frame(sock, MAX_REQUEST_BYTES, max_body=MAX_REQUEST_BYTES)
+            message, blob = wire.read_frame(sock, MAX_REQUEST_BYTES, max_body=MAX_REQUEST_BYTES, max_values=None)
         except EOFError:
             return
         reply = worker.handle(message, blob)

@@ -432,6 +432,38 @@ def test_replies_over_the_cap_are_refused(tmp_path, zygote, course):
     assert "MiB limit" in text, text
 
 
+def test_overlapping_reply_costs_the_grader_one_copy(tmp_path, zygote, course, baseline):
+    """A frame forged on the socket whose 120 tensors all point at one 64 MiB range is refused (the reply "could not
+    be read"): the grading process survives, the trick earns nothing and every other exercise keeps full marks."""
+    results = grade(hostile_submission(tmp_path, "overlapping_reply"), course, zygote)
+    assert_trick_earns_nothing(results, everything=True, baseline=baseline)
+    assert UNREADABLE in outputs(results), outputs(results)
+
+
+def test_overlapping_reply_memory_is_bounded(tmp_path):
+    """The grading process's peak memory under the overlapping-reply attack stays within a small multiple of the
+    reply (the frame, whose blob decoded tensors share): measured side by side with plain zeros in separate processes."""
+    peaks = {trick: grading_peak_mib(hostile_submission(tmp_path, trick)) for trick in ("zeros", "overlapping_reply")}
+    print(f"peak memory of the grading process: {peaks['zeros']:.0f} MiB beside zeros, "
+          f"{peaks['overlapping_reply']:.0f} MiB under the overlapping-reply attack (64 MiB frames)")
+    assert peaks["overlapping_reply"] <= peaks["zeros"] + 2 * 64, peaks
+
+
+def grading_peak_mib(submission: Path) -> float:
+    """The peak resident memory (MiB) of a fresh grading process that grades ``submission``'s quiz.py."""
+    script = ("import resource, sys\n"
+              "from grader.course import load_course\n"
+              "from grader.pipeline import grade_submission\n"
+              "course = load_course()\n"
+              "quiz = course.exercise('quiz')\n"
+              "course = course.model_copy(update={'exercises': [quiz], 'total_points': quiz.points})\n"
+              "grade_submission(sys.argv[1], course, select='quiz')\n"
+              "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    done = subprocess.run([sys.executable, "-c", script, str(submission)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, check=True)
+    return int(done.stdout.split()[-1]) / 1024
+
+
 # ---------------------------------------------------------------- reaching out
 
 
