@@ -44,7 +44,7 @@ from grader import ROOT, sandbox
 from grader.course import COURSE_FILE, MODULES, load_course
 from grader.intake import stage
 from grader.pipeline import grade_submission
-from grader.remote import Session, Student, StudentError, Zygote
+from grader.remote import UNREADABLE, Session, Student, StudentError, Zygote
 from grader.reports import RESULTS_SCHEMA, print_summary
 
 AVAILABLE, WHY = sandbox.probe()
