@@ -526,9 +526,10 @@ def test_nothing_passes_between_submissions(tmp_path, zygote, course):
     for n in range(2):
         folder = tmp_path / str(n)
         folder.mkdir()
-        results = grade(hostile_submission(folder, "channels"), course, zygote, "quiz")
-        assert_trick_earns_nothing(results)
-        reports.append(set(re.findall(r"CHANNELS found=(\[[^\]]*\]) wrote=(\[[^\]]*\])", outputs(results))))
+        submission = hostile_submission(folder, "channels")
+        assert_trick_earns_nothing(grade(submission, course, zygote, "quiz"))
+        message = raised_by(submission, course, zygote)  # what one more worker of the same uid found
+        reports.append(set(re.findall(r"CHANNELS found=(\[[^\]]*\]) wrote=(\[[^\]]*\])", message)))
     left = "['/tmp', '/dev/shm', 'sysv shm', 'sysv msg', 'sysv sem', 'mqueue', 'abstract socket']"
     assert reports == [{("[]", left)}] * 2, reports
 
