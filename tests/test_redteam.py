@@ -26,3 +26,23 @@ def test_the_line_number_of_an_exception_carries_no_input(tmp_path, zygote, cour
         blind = grade(hostile_submission(tmp_path / f"blind{seed}", "line_channel", blind=True), seeded, zygote, "quiz")
         assert_trick_earns_nothing(leaky, baseline=baseline)
         assert outputs(leaky) == outputs(blind)
+
+
+def test_a_stray_entry_with_a_non_utf8_name_costs_nothing(tmp_path):
+    """Bad input gets a clear one-line error naming the problem, a problem with one file costs at most that file's
+    exercise, and a bug of the grader's is never recorded as the student's final result (SECURITY.md, "What must
+    hold" 5 and 6): an nbgrader submission holding a valid 05_quiz notebook and a stray, empty folder whose name is
+    not UTF-8 (tests/hostile/nbgrader_odd_name) is read: quiz is taken, and every note is valid Unicode."""
+    import os
+    import shutil
+
+    from grader import ROOT
+    from grader.course import COURSE_FILE, load_course
+    from grader.intake import read_submission
+
+    student = tmp_path / "submitted" / "student"
+    shutil.copytree(ROOT / "nbgrader" / "source" / "05_quiz", student / "05_quiz")
+    os.mkdir(os.path.join(os.fsencode(student), b"notes\xff"))
+    files, problems, notes = read_submission(student, load_course(COURSE_FILE).grading.intake)
+    assert "quiz" in files and not problems
+    assert all(note.encode("utf-8") for note in notes)
