@@ -256,8 +256,8 @@ def _child(pipe: int, parent: int, path: Path, limits: Intake) -> None:
                               "hand in only the exercise files"}
         except Exception as error:  # noqa: BLE001 - a bug of the grader's: reported as a fault, never as the student's
             reply = {"fault": f"{type(error).__name__}: {error}"}
-        with open(pipe, "wb") as out:
-            out.write(json.dumps(reply, ensure_ascii=False).encode("utf-8"))
+        with open(pipe, "wb") as out:  # escaped to ASCII: a name that is not valid Unicode cannot stop the reply
+            out.write(json.dumps(reply, ensure_ascii=True).encode("ascii"))
         code = 0
     finally:
         os._exit(code)
@@ -288,6 +288,8 @@ def _collect(pipe: int, pid: int, limits: Intake) -> tuple[bytes, bool]:
 
 def _validated(reply: bytes, status: int, limits: Intake) -> tuple[dict[str, bytes], dict[str, str], list[str]]:
     """The child's reply, checked to be exactly what ``_read`` returns; IntakeError or IntakeFault otherwise."""
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 70:  # an exception escaped the child's own handling
+        raise IntakeFault("the child reading the submission failed outside its error handling (exit status 70)")
     if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
         how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit status {os.WEXITSTATUS(status)}"
         raise IntakeError(f"reading the submission stopped ({how}) within the course's limits of {limits.seconds:g} s "

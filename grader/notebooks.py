@@ -1494,7 +1494,7 @@ def modules_from_nbgrader_submission(student_dir, problems: dict[str, str] | Non
             continue
         module = ASSIGNMENTS.get(entry.name)
         if module is None:
-            notes.append(f"ignored {entry.name}: not one of the course's assignments")
+            notes.append(f"ignored {clean(entry.name, MAX_NAME)}: not one of the course's assignments")
             continue
         if entry.is_symlink() or not entry.is_dir():
             problems[module] = f"{entry.name} is not a folder of the submission"

@@ -409,7 +409,9 @@ class Session:
         and imports), so its own words may be shown; later, only the grader's words for the kind of failure."""
         if isinstance(reply.get("error"), dict):
             info = _clean_info(reply["error"])
-            return student_error(info, self._where(info["frames"]))
+            # The place only for a failure before any input reached the worker: later, the line that raises could
+            # be chosen from the input (a file padded with lines makes its number a channel of many bits).
+            return student_error(info, self._where(info["frames"]) if early else "")
         failure = reply.get("failure") if isinstance(reply.get("failure"), dict) else {}
         kind = clean(failure.get("kind", "unknown"), 40)
         if early:
