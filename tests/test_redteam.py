@@ -14,6 +14,16 @@ from test_hostile import (  # noqa: F401  (fixtures used by name)
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not AVAILABLE, reason=f"no sandbox here: {WHY}")]
 
 
+PAD_LINES = 10_100
+
+
+def padded(submission):
+    """line_channel's quiz.py with its padding: identical lines, so that every line number it may pick exists."""
+    with open(submission / "quiz.py", "a", encoding="utf-8") as quiz:
+        quiz.write("pass  # pad\n" * PAD_LINES)
+    return submission
+
+
 def test_the_line_number_of_an_exception_carries_no_input(tmp_path, zygote, course, baseline):
     """Feedback on a hidden check carries nothing the student's code chose after it saw an input (SECURITY.md, "What
     comes back"): quiz.py raising from line N of its own file, N computed from the hidden input (exec of code compiled
@@ -22,8 +32,9 @@ def test_the_line_number_of_an_exception_carries_no_input(tmp_path, zygote, cour
     for seed in (course.seed, course.seed + 1):
         seeded = course.model_copy(update={"seed": seed})
         (tmp_path / f"leaky{seed}").mkdir(), (tmp_path / f"blind{seed}").mkdir()
-        leaky = grade(hostile_submission(tmp_path / f"leaky{seed}", "line_channel"), seeded, zygote, "quiz")
-        blind = grade(hostile_submission(tmp_path / f"blind{seed}", "line_channel", blind=True), seeded, zygote, "quiz")
+        leaky = grade(padded(hostile_submission(tmp_path / f"leaky{seed}", "line_channel")), seeded, zygote, "quiz")
+        blind = grade(padded(hostile_submission(tmp_path / f"blind{seed}", "line_channel", blind=True)), seeded, zygote,
+                      "quiz")
         assert_trick_earns_nothing(leaky, baseline=baseline)
         assert outputs(leaky) == outputs(blind)
 
