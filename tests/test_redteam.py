@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from test_hostile import (  # noqa: F401  (fixtures used by name)
-    AVAILABLE, WHY, assert_trick_earns_nothing, baseline, course, grade, hostile_submission, nothing_left_behind,
-    outputs, private_tmp, secret_env, zygote)
+    AVAILABLE, WHY, assert_trick_earns_nothing, baseline, course, grade, grading_peak_mib, hostile_submission,
+    nothing_left_behind, outputs, private_tmp, secret_env, zygote)
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not AVAILABLE, reason=f"no sandbox here: {WHY}")]
 
@@ -57,3 +57,14 @@ def test_a_stray_entry_with_a_non_utf8_name_costs_nothing(tmp_path):
     files, problems, notes = read_submission(student, load_course(COURSE_FILE).grading.intake)
     assert "quiz" in files and not problems
     assert all(note.encode("utf-8") for note in notes)
+
+
+def test_a_reply_pins_no_more_than_its_own_frame_while_checks_fail(tmp_path):
+    """A reply costs the grading process about its own size, whatever it declares, and the grading process holds about
+    one frame per reply (SECURITY.md, "Where the boundary is" and the wire row of "What is isolated"): replies padded
+    with 128 MiB of blob bytes no tensor claims (tests/hostile/pinned_padding), each failing a check in another way,
+    keep the grading process's peak within two such frames of plain zeros' (measured: three frames are held at once,
+    the first failure of a hypothesis test, its replay and the last error pytest keeps)."""
+    pad = 128
+    peaks = {trick: grading_peak_mib(hostile_submission(tmp_path, trick)) for trick in ("zeros", "pinned_padding")}
+    assert peaks["pinned_padding"] <= peaks["zeros"] + 2 * pad, peaks
