@@ -19,9 +19,9 @@ import time
 import torch
 
 HEADER = struct.Struct("!IQ")
-# What one reply of a worker may hold. Decoded tensors share the frame's blob (their byte ranges may not overlap;
-# a range misaligned for its dtype is copied), so the grading process holds about one frame per reply, plus the
-# JSON's Python objects (at most MAX_VALUES of them).
+# What one reply of a worker may hold. A decoded tensor that covers at least half of the frame's blob is a view of
+# it, a smaller one a copy (byte ranges may not overlap), so decoding holds at most about one frame, and a tensor
+# kept afterwards at most twice its own bytes; plus the JSON's Python objects (at most MAX_VALUES of them).
 MAX_BODY_BYTES = 4 << 20  # the JSON part of a frame (tensor bytes travel in the blob)
 MAX_REPLY_BYTES = 256 << 20  # a whole reply of the worker (the grader refuses larger ones)
 MAX_VALUES = 200_000  # JSON values (numbers, strings, lists, objects) in one frame
@@ -181,7 +181,10 @@ class Decoder:
         self.claim(offset, nbytes)
         if not nbytes:
             flat = torch.empty(0, dtype=dtype)
-        elif offset % dtype.itemsize:  # the blob's own bytes only where they are aligned for the dtype
+        elif offset % dtype.itemsize or 2 * nbytes < len(self.blob):
+            # Copied where the range is misaligned for the dtype, or is less than half the blob: a view keeps the
+            # whole frame alive, so padding no tensor claims would cost the grading process for as long as it holds
+            # the tensor. A view thus never holds more than twice its own bytes.
             flat = torch.frombuffer(bytearray(memoryview(self.blob)[offset:offset + nbytes]), dtype=dtype)
         else:
             flat = torch.frombuffer(self.blob, dtype=dtype, count=nbytes // dtype.itemsize, offset=offset)

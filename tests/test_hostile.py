@@ -550,7 +550,7 @@ def test_escapes_and_markup_in_messages(tmp_path, zygote, course):
     assert_trick_earns_nothing(outcome.results)
     text = json.dumps(outcome.results)
     assert "\\u001b" not in text and "\\u0007" not in text and "\\u202e" not in text
-    assert "FAKE quiz 10/10" in outputs(outcome.results), "the student's line of code did not reach the feedback"
+    assert "FAKE quiz 10/10" in outputs(outcome.results), "the import error did not reach the feedback"
     buffer = io.StringIO()
     print_summary(outcome.grade, Console(file=buffer, width=1000, color_system=None))  # must not raise MarkupError
     printed = buffer.getvalue()

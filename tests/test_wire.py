@@ -153,13 +153,20 @@ def test_tensors_sharing_bytes_are_refused():
         wire.Decoder(blob)([tensor, half])
 
 
-def test_decoded_tensors_share_the_frame_instead_of_copying_it():
-    """A decoded tensor is a view of the reply's blob where its range is aligned (and a copy only where it is not)."""
-    message, blob = through_socket(wire.encode({"value": [torch.arange(4, dtype=torch.uint8), torch.arange(3.0)]}))
-    first, second = wire.Decoder(blob)(message["value"])
+def test_a_decoded_tensor_shares_the_frame_only_where_it_covers_most_of_it():
+    """A tensor covering at least half of the reply's blob is a view of it (no copy); a smaller one is copied, so that
+    bytes no tensor claims (padding) are never kept alive by a tensor the grading process holds on to."""
+    big, small = torch.arange(64.0), torch.arange(4, dtype=torch.uint8)
+    message, blob = through_socket(wire.encode({"value": [small, big]}))
+    got_small, got_big = wire.Decoder(blob)(message["value"])
     base = torch.frombuffer(blob, dtype=torch.uint8).data_ptr()
-    assert first.data_ptr() == base and second.data_ptr() == base + 4  # 4 bytes in: aligned for float32
-    assert first.tolist() == [0, 1, 2, 3] and second.tolist() == [0.0, 1.0, 2.0]
+    assert got_big.data_ptr() == base + 4  # 4 bytes in: aligned for float32, a view
+    assert not base <= got_small.data_ptr() < base + len(blob)  # a copy
+    assert got_small.tolist() == small.tolist() and got_big.tolist() == big.tolist()
+    padded = blob + bytearray(1 << 20)
+    (alone,) = wire.Decoder(padded)([message["value"][1]])
+    padded_base = torch.frombuffer(padded, dtype=torch.uint8).data_ptr()
+    assert not padded_base <= alone.data_ptr() < padded_base + len(padded) and alone.tolist() == big.tolist()
 
 
 @pytest.mark.parametrize("text, why", [

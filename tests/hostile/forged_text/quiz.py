@@ -1,5 +1,6 @@
-"""Hostile: exception messages that try to forge lines, headings, links, styles and workflow commands in every
-report (feedback pages, gradebook, job summary, annotations, terminal), and to crash them with a lone surrogate."""
+"""Hostile: an exception message that tries to forge lines, headings, links, styles and workflow commands in every
+report (feedback pages, gradebook, job summary, annotations, terminal), and to crash them with a lone surrogate.
+Raised at import: the one failure whose message the feedback shows (no input has reached the worker yet)."""
 import torch
 
 PARAMS = {}
@@ -13,9 +14,4 @@ class Forged(RuntimeError):
     pass
 
 
-def decoder_attention(s, H, return_weights=False):
-    raise Forged(FORGED)
-
-
-def quiz_answer():
-    raise RuntimeError(FORGED)
+raise Forged(FORGED)

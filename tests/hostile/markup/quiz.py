@@ -1,4 +1,5 @@
-"""Hostile: messages (and a line of code) full of terminal escapes and rich markup, to forge or break the grader's terminal output."""
+"""Hostile: a message (and a line of code) full of terminal escapes and rich markup, to forge or break the grader's
+terminal output. Raised at import: the one failure whose message and line the feedback shows."""
 import torch
 
 PARAMS = {}
@@ -10,9 +11,4 @@ class Nasty(RuntimeError):
     pass
 
 
-def decoder_attention(s, H, return_weights=False):
-    raise Nasty(NASTY)
-
-
-def quiz_answer():  # the line below is what the feedback shows (messages never are); it holds real escapes
-    raise RuntimeError(NASTY)  # [/bold][/][link=file:///etc/passwd]click[/link] [2J]0;owned FAKE quiz 10/10 [bold green]ALL TESTS PASSED[/] ‮evil‬
+raise Nasty(NASTY)  # [/bold][/][link=file:///etc/passwd]click[/link] [2J]0;owned FAKE quiz 10/10 [bold green]ALL TESTS PASSED[/] ‮evil‬
