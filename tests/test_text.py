@@ -62,7 +62,7 @@ def assert_clean(value: str, limit: int):
 
 # ----------------------------------------------------------------- the cleaner and the escapers (hypothesis)
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True)
 @given(TEXT, LIMITS)
 def test_clean_makes_one_capped_line_of_valid_printable_unicode(value, limit):
     """clean: valid UTF-8, no control, format or surrogate character, one line, at most ``limit``, idempotent."""
@@ -83,7 +83,7 @@ def inline_tokens(markdown: str) -> list[str]:
     return [child.type for token in MARKDOWN.parse(markdown) for child in (token.children or [])]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True)
 @given(TEXT, LIMITS)
 def test_markdown_shows_the_cleaned_text_and_nothing_else(value, limit):
     """markdown: at the start of a list item, in a table cell or mid-line, the rendered Markdown is one paragraph of
@@ -121,7 +121,7 @@ class Collector(HTMLParser):
         self.data.append(data)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True)
 @given(TEXT, LIMITS)
 def test_html_shows_the_cleaned_text_as_text(value, limit):
     """html: in an element and in an attribute, the page holds no tag but ours and reads exactly the cleaned text."""
@@ -131,7 +131,7 @@ def test_html_shows_the_cleaned_text_as_text(value, limit):
     assert page.tags == ["p"] and "".join(page.data) == text.clean(value, limit)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True)
 @given(TEXT, LIMITS)
 def test_csv_cells_are_no_formulas(value, limit):
     """csv_cell: a CSV row round-trips, and no cell starts with = + - @ (a spreadsheet formula)."""
@@ -140,10 +140,10 @@ def test_csv_cells_are_no_formulas(value, limit):
     csv.writer(buffer).writerow([cell, "x"])
     (row,) = list(csv.reader(io.StringIO(buffer.getvalue())))
     assert row == [cell, "x"] and not cell.startswith(("=", "+", "-", "@"))
-    assert len(cell) <= limit + 1 and cell.removeprefix("'") in (text.clean(value, limit), )
+    assert cell in (text.clean(value, limit), "'" + text.clean(value, limit)) and len(cell) <= limit + 1
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(TEXT, LIMITS)
 def test_terminal_prints_the_cleaned_text_as_it_is(value, limit):
     """terminal: rich prints exactly the cleaned text (no markup, emoji code or escape applied), on one line."""
@@ -157,7 +157,7 @@ def unescape_workflow(value: str) -> str:
     return value.replace("%0D", "\r").replace("%0A", "\n").replace("%3A", ":").replace("%2C", ",").replace("%25", "%")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True)
 @given(TEXT, TEXT, TEXT)
 def test_workflow_commands_are_one_line_with_our_properties_only(message, file, title):
     """workflow_command: one line; GitHub's parser reads back our properties and the message, line by line cleaned;
