@@ -151,6 +151,8 @@ def _read_sections(path: Path, kinds: dict[str, str], optional=frozenset(), grad
         if name in found or (test and any(t.name == test["name"] for t in tests)):
             raise LessonError(f"{_shown(path)}: section <!-- {name} --> appears twice")
         content = body.strip("\n") if kind == "text" else tuple(_code_cells(path, name, body))
+        if kind == "text" and not content.strip():
+            raise LessonError(f"{_shown(path)}: section <!-- {name} --> is empty")
         if kind == "code" and len(content) != 1:
             raise LessonError(f"{_shown(path)}: section <!-- {name} --> needs exactly one ```python block, not {len(content)}")
         if kind == "cells" and not content:
@@ -184,6 +186,9 @@ def lesson_files(folder: Path = LESSONS_DIR) -> dict[str, Path]:
     """The lesson file of every exercise of course.yaml; a lesson file of no exercise is an error."""
     folder = Path(folder)
     files = {module: folder / f"{module}.md" for module in MODULES}
+    for module, path in files.items():
+        if not path.is_file():
+            raise LessonError(f"{_shown(path)}: missing lesson file of exercise {module} (course.yaml lists it)")
     strays = sorted(set(folder.glob("*.md")) - set(files.values()) - {folder / SHARED_FILE})
     if strays:
         raise LessonError(f"{_shown(strays[0])}: no exercise of course.yaml has this lesson (rename or remove it)")
@@ -275,11 +280,11 @@ grades.csv
 """
 
 
-def render_course(lessons: Path = LESSONS_DIR) -> dict[str, str]:
+def render_course(lessons: Path | None = None) -> dict[str, str]:
     """Path (relative to the course folder) -> text of every generated file, from the lesson files in ``lessons``."""
     import nbformat
 
-    lessons = Path(lessons)
+    lessons = Path(lessons or LESSONS_DIR)
     shared = read_shared(lessons / SHARED_FILE)
     lesson_file = lesson_files(lessons)
     files = {".gitignore": GITIGNORE, "nbgrader_config.py": _config_text()}
