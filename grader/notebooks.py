@@ -126,7 +126,7 @@ def _split_sections(path: Path) -> list[tuple[str, str]]:
         elif sections:
             sections[-1][1].append(line)
         elif line.strip():
-            raise LessonError(f"{_shown(path)}:{number}: text before the first section marker (<!-- lesson -->)")
+            raise LessonError(f"{_shown(path)}:{number}: text before the first section marker")
     if fenced:
         raise LessonError(f"{_shown(path)}: a ``` block is not closed")
     return [(name, "".join(lines)) for name, lines in sections]
@@ -153,10 +153,9 @@ def _read_sections(path: Path, kinds: dict[str, str], optional=frozenset(), grad
         content = body.strip("\n") if kind == "text" else tuple(_code_cells(path, name, body))
         if kind == "text" and not content.strip():
             raise LessonError(f"{_shown(path)}: section <!-- {name} --> is empty")
-        if kind == "code" and len(content) != 1:
-            raise LessonError(f"{_shown(path)}: section <!-- {name} --> needs exactly one ```python block, not {len(content)}")
-        if kind == "cells" and not content:
-            raise LessonError(f"{_shown(path)}: section <!-- {name} --> needs at least one ```python block")
+        if kind != "text" and (len(content) != 1 if kind == "code" else not content):
+            wanted = "exactly one" if kind == "code" else "at least one"
+            raise LessonError(f"{_shown(path)}: section <!-- {name} --> needs {wanted} ```python block, not {len(content)}")
         if test:
             tests.append(Test(test["name"], int(test["points"]), content[0]))
         else:
