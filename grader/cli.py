@@ -25,16 +25,21 @@ def _stubs(args) -> int:
 
 
 def _notebooks(args) -> int:
-    from .notebooks import COURSE_DIR, generate_course, stale_notebooks
+    from .notebooks import COURSE_DIR, LessonError, generate_course, stale_notebooks
 
-    if args.check:
-        stale = stale_notebooks(COURSE_DIR)
-        if stale:
-            print(f"nbgrader/ is out of date with solutions/ ({', '.join(map(str, stale))}): run `python -m grader notebooks`")
-            return 1
-        print("nbgrader/ is up to date")
-        return 0
-    changed = generate_course(COURSE_DIR)
+    try:
+        if args.check:
+            stale = stale_notebooks(COURSE_DIR)
+            if stale:
+                print(f"nbgrader/ is out of date with lessons/ and solutions/ ({', '.join(map(str, stale))}): "
+                      "run `python -m grader notebooks`")
+                return 1
+            print("nbgrader/ is up to date")
+            return 0
+        changed = generate_course(COURSE_DIR)
+    except LessonError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
     print(f"regenerated {len(changed)} file(s) in nbgrader/" if changed else "nbgrader/ already up to date")
     return 0
 
@@ -162,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     stubs.add_argument("--check", action="store_true", help="only report whether exercises/ is stale")
     stubs.set_defaults(run=_stubs)
 
-    notebooks = commands.add_parser("notebooks", help="generate the nbgrader course (nbgrader/) from solutions/")
+    notebooks = commands.add_parser("notebooks", help="generate the nbgrader course (nbgrader/) from lessons/ and solutions/")
     notebooks.add_argument("--check", action="store_true", help="only report whether nbgrader/ is stale")
     notebooks.set_defaults(run=_notebooks)
 

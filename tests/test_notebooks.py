@@ -31,9 +31,9 @@ if str(ROOT) not in sys.path:
 from grader import cli, notebooks  # noqa: E402
 from grader.course import MODULES, course  # noqa: E402
 from grader.intake import IntakeError, read_submission  # noqa: E402
-from grader.notebooks import (ASSIGNMENTS, CODE_STUB, COURSE_DIR, assignment_name, generate_course,  # noqa: E402
-                              modules_from_nbgrader_submission, read_notebook, render_course, solution_grade_id,
-                              stale_notebooks)
+from grader.notebooks import (ASSIGNMENTS, CODE_STUB, COURSE_DIR, LESSONS_DIR, LessonError, assignment_name,  # noqa: E402
+                              generate_course, modules_from_nbgrader_submission, read_notebook, render_course,
+                              solution_grade_id, stale_notebooks)
 from grader.stubs import BEGIN, END  # noqa: E402
 
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
@@ -107,6 +107,61 @@ def test_cli_check_reports_the_course_up_to_date(capsys):
     """`grader notebooks --check` exits 0 and says so when nbgrader/ matches solutions/."""
     assert cli.main(["notebooks", "--check"]) == 0
     assert "up to date" in capsys.readouterr().out
+
+
+# (file, text replaced, replacement, what the error says): one flaw in a copy of the real lesson files.
+LESSON_FLAWS = {
+    "missing section": ("quiz.md", "<!-- picture -->", "", "missing section <!-- picture -->"),
+    "unknown section": ("quiz.md", "<!-- picture text -->", "<!-- caption -->", "unknown section <!-- caption -->"),
+    "section twice": ("quiz.md", "<!-- task -->", "<!-- lesson -->", "section <!-- lesson --> appears twice"),
+    "test without points": ("quiz.md", "<!-- test quiz_answer: 4 points -->", "<!-- test quiz_answer -->",
+                            "unknown section <!-- test quiz_answer -->"),
+    "points that do not add up": ("quiz.md", "quiz_answer: 4 points", "quiz_answer: 5 points", "add up to 11 points"),
+    "prose among the checks": ("quiz.md", "<!-- checks -->\n", "<!-- checks -->\nRun these.\n", "text outside"),
+    "empty text": ("quiz.md", "<!-- task -->\n", "<!-- task -->\n\n<!-- demo -->\n```python\npass\n```\n",
+                   "section <!-- task --> is empty"),
+    "unclosed block": ("quiz.md", "```\n\n<!-- picture text -->", "\n\n<!-- picture text -->", "not closed"),
+    "shared file's missing section": ("_shared.md", "<!-- tests intro -->", "", "missing section <!-- tests intro -->"),
+    "shared file's test": ("_shared.md", "<!-- tests intro -->", "<!-- test intro: 1 point -->",
+                           "unknown section <!-- test intro: 1 point -->"),
+}
+
+
+@pytest.mark.parametrize("flaw", LESSON_FLAWS)
+def test_flawed_lesson_file_is_a_one_line_error(tmp_path, flaw):
+    """A lesson file with a missing, unknown or malformed section stops the generator with one line naming both."""
+    name, old, new, message = LESSON_FLAWS[flaw]
+    lessons = shutil.copytree(LESSONS_DIR, tmp_path / "lessons")
+    text = (lessons / name).read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    (lessons / name).write_text(text.replace(old, new), encoding="utf-8")
+    with pytest.raises(LessonError) as error:
+        render_course(lessons)
+    assert str(error.value).startswith(str(lessons / name)) and message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_lesson_files_follow_course_yaml(tmp_path):
+    """Each exercise of course.yaml needs its lesson file, and a lesson file of no exercise is refused."""
+    lessons = shutil.copytree(LESSONS_DIR, tmp_path / "lessons")
+    assert sorted(p.stem for p in lessons.glob("[!_]*.md")) == sorted(MODULES)
+    (lessons / "extra.md").write_text((lessons / "quiz.md").read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(LessonError, match=r"extra\.md: no exercise of course\.yaml has this lesson"):
+        render_course(lessons)
+    (lessons / "extra.md").unlink()
+    (lessons / "quiz.md").unlink()
+    with pytest.raises(LessonError, match=r"quiz\.md: missing lesson file of exercise quiz"):
+        render_course(lessons)
+
+
+def test_cli_reports_a_flawed_lesson_in_one_line(tmp_path, monkeypatch, capsys):
+    """`grader notebooks --check` prints a lesson file's problem as one line and exits 2, writing nothing."""
+    lessons = shutil.copytree(LESSONS_DIR, tmp_path / "lessons")
+    (lessons / "_shared.md").unlink()
+    monkeypatch.setattr(notebooks, "LESSONS_DIR", lessons)
+    assert cli.main(["notebooks", "--check"]) == 2
+    error = capsys.readouterr().err
+    assert error == f"grader: {lessons / '_shared.md'}: no such lesson file\n"
 
 
 def test_one_assignment_per_exercise_in_syllabus_order():

@@ -48,7 +48,7 @@ def test_handout_layout(handout):
                 | {"README.md", "requirements.txt", "pyproject.toml", ".gitignore", WORKFLOW}
                 | {f"notebooks/{p.parent.name}/{p.name}" for p in notebook_sources()})
     assert files == expected
-    assert not any(part in ("solutions", "hidden", "nbgrader", "grader", "__pycache__") for f in files for part in f.split("/"))
+    assert not any(part in ("solutions", "hidden", "nbgrader", "lessons", "grader", "__pycache__") for f in files for part in f.split("/"))
     for name, text in render_exercises().items():
         assert (handout / "exercises" / name).read_text() == text
     assert (handout / "tests/public/conftest.py").read_bytes() == (ROOT / "tests/public/conftest.py").read_bytes()
