@@ -21,13 +21,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 HOG = REPO / "tests" / "hostile" / "cpu_hog" / "scores.py"
+RELENTLESS = True  # the hog's processes spin without pausing: the most CPU it can take from the machine
 
 
 def make_class(folder: Path, with_hog: bool) -> None:
     shutil.copytree(REPO / "solutions", folder / "ada")
     if with_hog:
         shutil.copytree(REPO / "solutions", folder / "hog")
-        (folder / "hog" / "scores.py").write_text(HOG.read_text(encoding="utf-8"), encoding="utf-8")
+        hog = HOG.read_text(encoding="utf-8").replace("PARAMS = {}\n", f"PARAMS = {{'relentless': {RELENTLESS}}}\n", 1)
+        (folder / "hog" / "scores.py").write_text(hog, encoding="utf-8")
 
 
 def grade_class(work: Path, label: str, with_hog: bool) -> dict[str, dict]:

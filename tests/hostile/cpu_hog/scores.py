@@ -1,6 +1,7 @@
 """Hostile: a CPU hog. At import it forks as many busy processes as it may, each trying to leave for a session
 (so a scheduling group) of its own and to leave the worker's cgroup, spinning whenever the worker is idle (the
-grader's time, other students' time) and pausing while the worker runs (so that its own calls stay fast and score).
+grader's time, other students' time) and pausing while the worker runs (so that its own calls stay fast and score);
+with PARAMS {"relentless": True} it never pauses.
 Named so that the test can find them. The exercise itself is answered correctly."""
 import ctypes
 import os
@@ -41,7 +42,7 @@ def _hog():
         spin_until = time.monotonic() + 0.01
         while time.monotonic() < spin_until:
             pass
-        while _worker_runs():
+        while not PARAMS.get("relentless") and _worker_runs():
             time.sleep(0.02)
 
 
