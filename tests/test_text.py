@@ -33,7 +33,8 @@ from grader.intake import IntakeError, read_submission
 from grader.notebooks import read_notebook
 from grader.reports import (classroom_output, classroom, junit_xml, markdown_summary, prairielearn, print_summary,
                             results)
-from grader.scores import ExerciseScore, Grade, TestScore
+from grader.scores import ExerciseScore, Grade
+from grader.scores import TestScore as ScoredTest  # (a name pytest would try to collect)
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = ROOT / "tests" / "hostile"
@@ -185,9 +186,9 @@ NASTY = "".join(ATTACKS) + "x" * (8 << 20)  # every attack, then 8 MiB
 
 
 def nasty_grade() -> Grade:
-    test = TestScore("softmax", "test_softmax.py::t[a]", NASTY, 1, "failed", 0, 10, NASTY)
+    test = ScoredTest("softmax", "test_softmax.py::t[a]", NASTY, 1, "failed", 0, 10, NASTY)
     return Grade([ExerciseScore("softmax", NASTY, 0, 10, NASTY, [test]),
-                  ExerciseScore("quiz", "Quiz", 0, 10, "", [TestScore("quiz", "q", "doc", 1, "failed", 0, 10, NASTY)])],
+                  ExerciseScore("quiz", "Quiz", 0, 10, "", [ScoredTest("quiz", "q", "doc", 1, "failed", 0, 10, NASTY)])],
                  notes=[NASTY] * 3)
 
 
