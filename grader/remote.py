@@ -379,20 +379,22 @@ class Session:
 
     # -- requests
 
-    def _decoder(self, label: str, objects: str | None = None):
-        """A decoder of the last reply. An object kept in the worker (a handle) becomes a RemoteObject named
-        ``objects`` (the suite's name for it, never the student's) where the check asked for one, and fails
-        the call anywhere else: a check never receives a proxy it did not ask for."""
-        generation, blob = self.generation, self._blob
+    def _decoder(self):
+        """A decoder of the last reply, one for all of its parts, so that their tensors' byte ranges are checked
+        against each other. ``decode(data, label, objects)``: an object kept in the worker (a handle) becomes a
+        RemoteObject named ``objects`` (the suite's name for it, never the student's) where the check asked for one,
+        and fails the call ``label`` anywhere else: a check never receives a proxy it did not ask for."""
+        generation, asked = self.generation, {}
 
         def handle(h: wire.Handle):
-            if objects is None:
-                raise SubmissionProblem("result", f"{label} returned an object that is neither a tensor nor a plain "
-                                                  "value (a number, or a tuple or list of tensors): return tensors")
-            return RemoteObject(self, h.id, objects, generation)
-        decoder = wire.Decoder(blob, handle=handle)
+            if asked["objects"] is None:
+                raise SubmissionProblem("result", f"{asked['label']} returned an object that is neither a tensor nor a "
+                                                  "plain value (a number, or a tuple or list of tensors): return tensors")
+            return RemoteObject(self, h.id, asked["objects"], generation)
+        decoder = wire.Decoder(self._blob, handle=handle)
 
-        def decode(data):
+        def decode(data, label: str, objects: str | None = None):
+            asked.update(label=label, objects=objects)
             try:
                 return decoder(data)
             except wire.WireError:
@@ -498,8 +500,8 @@ class Session:
             if not reply.get("ok") and ("error" in reply or "failure" in reply):
                 raise self._problem(reply, labels[0])
             self.stop()
-            raise SubmissionProblem("reply", "the reply of your code could not be read: it does not answer the calls made")
-        results = []
+            raise SubmissionProblem("reply", f"{UNREADABLE}: it does not answer the calls made")
+        results, decode = [], self._decoder()  # one decoder: the byte ranges of all calls' results are checked together
         for step, (label, item, call) in enumerate(zip(labels, replies, calls)):
             if not item.get("ok"):
                 problem = self._problem(item, label)
@@ -511,12 +513,11 @@ class Session:
                 raise problem
             options, called, ops = call[3], item.get("called", []), item.get("ops")
             wanted = set(options.get("watch", ()))
-            plain = self._decoder(label)
-            value = self._decoder(label, _object_name(call[0]) if options.get("handles") else None)(item.get("value"))
-            results.append(CallResult(value=value, arg_grads=plain(item.get("arg_grads")),
-                                      param_grads=plain(item.get("param_grads")),
+            value = decode(item.get("value"), label, _object_name(call[0]) if options.get("handles") else None)
+            results.append(CallResult(value=value, arg_grads=decode(item.get("arg_grads"), label),
+                                      param_grads=decode(item.get("param_grads"), label),
                                       called=sorted({n for n in called if n in wanted}) if isinstance(called, list) else [],
-                                      ops=ops if type(ops) is int else None, args_after=plain(item.get("args_after"))))
+                                      ops=ops if type(ops) is int else None, args_after=decode(item.get("args_after"), label)))
         return results
 
     def _strike(self, labels: list[str], problem: SubmissionProblem) -> None:
@@ -538,7 +539,7 @@ class Session:
         reply = self.request({"op": op, "target": target, **fields}, target.get("module"))
         if not reply.get("ok"):
             raise self._problem(reply, _label(target))
-        return self._decoder(_label(target))(reply.get("value"))
+        return self._decoder()(reply.get("value"), _label(target))
 
     def close(self):
         """Stop the worker. Raises GraderFault if the grader failed during the session (see ``fault``): its
