@@ -24,12 +24,13 @@ from pathlib import Path
 import nbformat
 
 from grader import ROOT
+from grader.authoring.notebooks import COURSE_DIR
+from grader.course import ASSIGNMENTS
+from grader.authoring.stubs import BEGIN, END
 from grader.batch import run_batch
 from grader.course import COURSE_FILE, MODULES
-from grader.notebooks import ASSIGNMENTS, COURSE_DIR
-from grader.stubs import BEGIN, END
 
-sys.path.insert(0, str(ROOT / "tests" / "corpus"))
+sys.path.insert(0, str(ROOT / "tests" / "grader" / "corpus"))
 from variants import VARIANTS  # noqa: E402
 
 
@@ -37,7 +38,7 @@ def synthetic_class(target: Path, count: int, seed: int = 0) -> None:
     """``count`` submissions: 35% the references, 35% one correct variant, 25% one bug, 5% one hostile module."""
     rng = random.Random(seed)
     variants = {kind: [v for v in VARIANTS if v.kind == kind] for kind in ("correct", "buggy")}
-    hostile = sorted(p for p in (ROOT / "tests" / "hostile").glob("*/*.py") if p.stem in MODULES)
+    hostile = sorted(p for p in (ROOT / "tests" / "grader" / "hostile").glob("*/*.py") if p.stem in MODULES)
     for n in range(count):
         folder = target / f"student{n:04d}"
         folder.mkdir(parents=True)

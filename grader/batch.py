@@ -30,15 +30,16 @@ from functools import lru_cache
 from multiprocessing import get_context
 from pathlib import Path
 
-from . import ROOT, __version__
-from .course import Course, load_course
-from .intake import IntakeError, IntakeFault, digest, read_submission
-from .lifeline import die_with_parent
-from .reports import write_atomic, write_json
-from .text import MAX_NAME, clean, csv_cell, html, markdown
+from grader import ROOT, __version__
+from grader.course import Course, load_course
+from grader.intake import IntakeError, IntakeFault
+from grader.intake.submission import digest, read_submission
+from grader.reports import write_atomic, write_json
+from grader.sandbox.lifeline import die_with_parent
+from grader.text import MAX_NAME, clean, csv_cell, html, markdown
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
-MATERIAL = ("course.yaml", "solutions", "tests/hidden")
+MATERIAL = ("course.yaml", "solutions", "tests/course/hidden")
 MAX_ID_BYTES = 200  # a student id is part of file names (at most 255 bytes on most file systems)
 MAX_STATUS = 300  # characters of a status in the gradebook
 GRADER_FAULT = "grader error"
@@ -124,8 +125,8 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
     batch whose pool broke knows whom to suspect); None keeps the system's temporary folder (remote Dask workers).
     """
     global _zygote
-    from .pipeline import grade_submission
-    from .remote import Zygote
+    from grader.grade import grade_submission
+    from grader.sandbox.client import Zygote
 
     with _one_at_a_time:
         if staging:
@@ -172,7 +173,7 @@ def _give_this_process_its_own_sandbox_uid():
     that no other live process holds (a lock file per uid; see ``sandbox.lease_sandbox_uid``)."""
     global _sandbox_uid_lease
     if _sandbox_uid_lease[0] != os.getpid():  # a forked process shares its parent's lock: it needs its own
-        from .sandbox import SANDBOX_UID, lease_sandbox_uid
+        from grader.sandbox.confine import SANDBOX_UID, lease_sandbox_uid
 
         uid, fd = lease_sandbox_uid(SANDBOX_UID + 1)
         _sandbox_uid_lease = (os.getpid(), fd)
@@ -349,7 +350,7 @@ def _import_grading_stack():
     importing them again (about 2 s of CPU per job)."""
     import hypothesis  # noqa: F401  (the suites' strategies)
 
-    from . import pipeline  # noqa: F401  (torch, pytest, pytest-json-report, the worker's client)
+    import grader.grade  # noqa: F401  (torch, pytest, pytest-json-report, the worker's client)
 
 
 def _job_process(batch: int):

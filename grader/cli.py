@@ -5,12 +5,12 @@ import argparse
 import os
 import sys
 
-from . import __version__
-from .course import COURSE_FILE
+from grader import __version__
+from grader.course import COURSE_FILE
 
 
 def _stubs(args) -> int:
-    from .stubs import stale_files, write_exercises
+    from grader.authoring.stubs import stale_files, write_exercises
 
     if args.check:
         stale = stale_files()
@@ -25,7 +25,8 @@ def _stubs(args) -> int:
 
 
 def _notebooks(args) -> int:
-    from .notebooks import COURSE_DIR, LessonError, generate_course, stale_notebooks
+    from grader.authoring.lessons import LessonError
+    from grader.authoring.notebooks import COURSE_DIR, generate_course, stale_notebooks
 
     try:
         if args.check:
@@ -46,15 +47,14 @@ def _notebooks(args) -> int:
 
 def _grade(args) -> int:
     from rich.console import Console
-
     from rich.text import Text
 
-    from .course import CourseError, load_course
-    from .intake import IntakeError
-    from .pipeline import DeviceError, grade_submission, resolve_device
-    from .remote import GraderFault
-    from .reports import print_summary, write_json
-    from .text import terminal
+    from grader.course import CourseError, load_course
+    from grader.grade import DeviceError, grade_submission, resolve_device
+    from grader.intake import IntakeError
+    from grader.reports import print_summary, write_json
+    from grader.sandbox.client import GraderFault
+    from grader.text import terminal
 
     console = Console(stderr=True, soft_wrap=True)
     try:
@@ -81,7 +81,13 @@ class BatchProgress:
     """A live progress bar with ETA and running counts, then a final table."""
 
     def __init__(self, console):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
         self.bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                             TextColumn("{task.description}"), console=console)
@@ -105,10 +111,10 @@ def _batch(args) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from .batch import BatchError, run_batch
-    from .course import CourseError
-    from .pipeline import DeviceError, resolve_device
-    from .text import MAX_NAME, terminal
+    from grader.batch import BatchError, run_batch
+    from grader.course import CourseError
+    from grader.grade import DeviceError, resolve_device
+    from grader.text import MAX_NAME, terminal
 
     console = Console(stderr=True, soft_wrap=True)
     progress = BatchProgress(console)
@@ -132,8 +138,8 @@ def _batch(args) -> int:
 
 
 def _release(args) -> int:
-    from .course import CourseError
-    from .release import ReleaseError, build_handout, gradescope_zip
+    from grader.authoring.release import ReleaseError, build_handout, gradescope_zip
+    from grader.course import CourseError
 
     try:
         handout = build_handout(args.outdir, course_file=args.course, grader_repository=args.grader_repository,
@@ -143,7 +149,7 @@ def _release(args) -> int:
         return 2
     for note in handout.notes:
         print(f"note: {note}")
-    print(f"wrote the handout ({len(handout.files)} files) to {handout.root}; no line of tests/hidden or of the "
+    print(f"wrote the handout ({len(handout.files)} files) to {handout.root}; no line of tests/course/hidden or of the "
           "solution blocks is in it")
     if args.gradescope:
         print(f"wrote the Gradescope autograder to {gradescope_zip(args.gradescope, device=args.device)} "
@@ -152,7 +158,7 @@ def _release(args) -> int:
 
 
 def _ci(args) -> int:
-    from .github import run_ci
+    from grader.ci import run_ci
 
     return run_ci(args.path, course_file=args.course, min_score=args.min_score, device=args.device,
                   results_path=args.results, junit_path=args.junit)

@@ -6,14 +6,30 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+    model_validator,
+)
 
-from . import ROOT
+from grader import ROOT
 
 COURSE_FILE = ROOT / "course.yaml"
 MODULES = ("scores", "softmax", "context", "qkv", "quiz", "dictionary", "causal", "multihead")
 DTYPES = ("float64", "float32", "float16", "bfloat16")
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+
+
+def assignment_name(module: str) -> str:
+    """The nbgrader assignment (and notebook) name of an exercise: ``01_scores`` ... ``08_multihead``."""
+    return f"{MODULES.index(module) + 1:02d}_{module}"
+
+
+ASSIGNMENTS = {assignment_name(module): module for module in MODULES}
 
 
 class CourseError(ValueError):

@@ -1,0 +1,345 @@
+"""`grader release OUTDIR`: the handout students clone, and the Gradescope autograder zip.
+
+The handout holds only what students may see:
+
+* ``exercises/``: the stubs, generated from ``solutions/`` (``grader.authoring.stubs.render_exercises``);
+* ``tests/public/``: the public checks (``tests/course/public`` here) and their conftest (they test ``exercises`` by default);
+* ``notebooks/``: the released course notebooks, when ``nbgrader/source/*/*.ipynb`` exist
+  (solution blocks become stubs, hidden tests and outputs are removed);
+* ``README.md`` (set-up, public checks, submitting, how scores are computed), ``requirements.txt``
+  and a ``pyproject.toml`` that points pytest at the public checks;
+* ``.github/workflows/classroom.yml``: the workflow that grades every push with `grader ci`.
+
+After writing it, ``build_handout`` scans every line of the handout for the lines of the hidden
+suites and of the solution blocks (``find_leaks``) and refuses a handout that holds any.
+``gradescope_zip`` packs the grader with its suites and references for Gradescope: that zip is
+the instructor's, never the students'.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tomllib
+
+from grader import ROOT
+from grader.authoring.stubs import (
+    BEGIN,
+    END,
+    SOLUTIONS,
+    StubError,
+    render_exercises,
+    solution_blocks,
+    strip_solutions,
+)
+from grader.course import COURSE_FILE, MODULES, Course, load_course
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+PUBLIC = ROOT / "tests" / "course" / "public"
+HIDDEN = ROOT / "tests" / "course" / "hidden"
+NOTEBOOK_SOURCES = ROOT / "nbgrader" / "source"
+WORKFLOW = ".github/workflows/classroom.yml"
+DEFAULT_GRADER_REPOSITORY = "ORG/attention-grader"
+PYTHON = "3.11"
+
+# What goes into the Gradescope zip besides setup.sh and run_autograder (the grader, its suites, the references).
+AUTOGRADER_SOURCES = ("grader", "solutions", "tests/course/hidden", "course.yaml", "pyproject.toml", "README.md")
+
+HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[^\n]*\n.*?^[ \t]*### END HIDDEN TESTS[^\n]*(\n|\Z)", re.S | re.M)
+CODE_STUB = 'raise NotImplementedError("{target}: fill in this stub")'
+ANSWER_STUB = "YOUR ANSWER HERE"
+
+# A line shorter than this, or one of these shapes, tells nothing (imports, markers, brackets, seeds, test names).
+MIN_SECRET_CHARS = 16
+TRIVIAL = re.compile(r"(import |from \S+ import |@pytest\.mark\.\w+(\(\s*[\d.]+\s*\))?$|pytestmark = pytest\.mark\.\w+$)"
+                     r"|[\W_]*$|super\(\)\.__init__\(\)$|torch\.manual_seed\(\d+\)$"
+                     r'|"""[^"]*"""$')  # a one-line docstring: a hidden test's is its name in the feedback
+
+
+class ReleaseError(ValueError):
+    """The handout cannot be built (one line, for the instructor)."""
+
+
+@dataclass
+class Handout:
+    root: Path
+    files: list[str]  # paths relative to root, sorted
+    notes: list[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------- templates
+
+def render(template: str, values: dict[str, str]) -> str:
+    """A template from grader/authoring/templates with each ``@@KEY@@`` replaced; every placeholder must be given."""
+    text = (TEMPLATES / template).read_text(encoding="utf-8")
+    for key, value in values.items():
+        text = text.replace(f"@@{key}@@", value)
+    left = sorted(set(re.findall(r"@@(\w+)@@", text)))
+    if left:
+        raise ReleaseError(f"template {template} has placeholders without values: {', '.join(left)}")
+    return text
+
+
+def pinned(name: str) -> str:
+    """The version the project pins for a dependency (pyproject.toml: ``name==X``)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    for requirement in project.get("dependencies", []):
+        match = re.fullmatch(rf"\s*{re.escape(name)}\s*==\s*([\w.+-]+)\s*", requirement, re.I)
+        if match:
+            return match[1]
+    raise ReleaseError(f"pyproject.toml pins no version of {name}")
+
+
+def exercises_table(course: Course) -> str:
+    """The exercises in order, their files and points, as a Markdown table."""
+    rows = ["| # | file | what you build | points |", "|---:|---|---|---:|"]
+    rows += [f"| {n} | `exercises/{e.module}.py` | {e.title} | {e.points} |" for n, e in enumerate(course.exercises, 1)]
+    return "\n".join(rows)
+
+
+def points_list(course: Course) -> str:
+    lines = [f"- {e.title} (`{e.module}`): {e.points} points" for e in course.exercises]
+    return "\n".join([*lines, f"- **total: {course.total_points} points**"])
+
+
+# ----------------------------------------------------------------- notebooks
+
+def notebook_sources(source: Path = NOTEBOOK_SOURCES) -> list[Path]:
+    """The nbgrader source notebooks (``nbgrader/source/<assignment>/<notebook>.ipynb``), if any."""
+    return sorted(source.glob("*/*.ipynb")) if source.is_dir() else []
+
+
+def notebook_module(path: Path) -> str | None:
+    """The exercise a notebook belongs to: the first module named in its file name, else in its assignment's."""
+    for name in (path.stem, path.parent.name):
+        found = [m for m in MODULES if re.search(rf"(^|[^a-z]){m}([^a-z]|$)", name.lower())]
+        if found:
+            return found[0]
+    return None
+
+
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def _strip_blocks(source: str, replacement: str) -> str:
+    """Each solution block replaced by ``replacement`` at the block's indentation (no parsing needed)."""
+    lines = source.splitlines(keepends=True)
+    for begin, end in reversed(solution_blocks(source)):
+        indent = re.match(r"\s*", lines[begin]).group()
+        lines[begin:end + 1] = [f"{indent}{replacement}\n"]
+    return "".join(lines)
+
+
+def release_cell(cell: dict, module: str) -> dict:
+    """A cell as students get it: no hidden tests, solution blocks as stubs, no outputs."""
+    cell = json.loads(json.dumps(cell))
+    source = _source(cell)
+    if HIDDEN_TESTS.search(source):
+        source = HIDDEN_TESTS.sub("", source).rstrip() + "\n"
+    grading = cell.get("metadata", {}).get("nbgrader", {})
+    has_blocks = BEGIN in source
+    if cell.get("cell_type") == "code":
+        if has_blocks:
+            try:
+                source = strip_solutions(source, module)
+            except (SyntaxError, StubError, ValueError):  # magics or loose markers: no names to give, same stubs
+                source = _strip_blocks(source, CODE_STUB.format(target=module))
+        elif grading.get("solution"):
+            source = CODE_STUB.format(target=module) + "\n"
+        cell["outputs"] = []
+        cell["execution_count"] = None
+    elif has_blocks:
+        source = _strip_blocks(source, ANSWER_STUB)
+    elif grading.get("solution"):
+        source = ANSWER_STUB
+    if BEGIN in source or END in source:
+        raise ReleaseError(f"a cell of the {module} notebook keeps a solution marker after release")
+    cell["source"] = source
+    if "checksum" in grading:  # nbgrader's checksum was of the source version
+        del cell["metadata"]["nbgrader"]["checksum"]
+    return cell
+
+
+def release_notebook(notebook: dict, module: str) -> dict:
+    """The student version of an nbgrader source notebook (the JSON of an .ipynb)."""
+    released = dict(notebook)
+    released["cells"] = [release_cell(cell, module) for cell in notebook.get("cells", [])]
+    return released
+
+
+# ----------------------------------------------------------------- leaks
+
+def meaningful(line: str) -> bool:
+    """A line long and specific enough that finding it in the handout would give something away."""
+    line = line.strip()
+    return len(line) >= MIN_SECRET_CHARS and not TRIVIAL.match(line)
+
+
+def _text_lines(path: Path) -> list[str]:
+    """The lines a file shows: a notebook's cell sources, a text file's lines (binary files have none)."""
+    if path.suffix == ".ipynb":
+        try:
+            cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+        except (ValueError, OSError):
+            return path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return [line for cell in cells for line in _source(cell).splitlines()]
+    data = path.read_bytes()
+    if b"\0" in data:
+        return []
+    return data.decode("utf-8", errors="replace").splitlines()
+
+
+def public_sources() -> set[str]:
+    """Stripped lines of what is public by design: the generated stubs and the public checks."""
+    lines = {line.strip() for text in render_exercises().values() for line in text.splitlines()}
+    for path in sorted(PUBLIC.rglob("*.py")):
+        lines |= {line.strip() for line in path.read_text(encoding="utf-8").splitlines()}
+    return lines
+
+
+def secret_lines(*, exempt_public: bool = True) -> dict[str, str]:
+    """Stripped meaningful line -> where it comes from ("tests/course/hidden/test_quiz.py:12"): every line of the hidden
+    suites, every line inside a solution block of solutions/, and every line of the source notebooks' solution
+    blocks and hidden tests. ``exempt_public`` leaves out lines the public sources hold too (they are public by
+    design)."""
+    secrets: dict[str, str] = {}
+    for path in sorted(p for p in HIDDEN.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        for number, line in enumerate(_text_lines(path), 1):
+            if meaningful(line):
+                secrets.setdefault(line.strip(), f"{path.relative_to(ROOT)}:{number}")
+    for path in sorted(SOLUTIONS.glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for begin, end in solution_blocks(source):
+            for number in range(begin + 1, end):
+                if meaningful(lines[number]):
+                    secrets.setdefault(lines[number].strip(), f"{path.relative_to(ROOT)}:{number + 1}")
+    notebooks = {path: json.loads(path.read_text(encoding="utf-8")) for path in notebook_sources()}
+    # A notebook's hidden test may repeat a line some notebook shows anyway (a visible check, a helper): it is public.
+    visible = {line.strip() for path, notebook in notebooks.items()
+               for cell in release_notebook(notebook, notebook_module(path) or path.stem)["cells"]
+               for line in _source(cell).splitlines()}
+    for path, notebook in notebooks.items():  # the source notebooks' solution blocks and hidden tests
+        for number, cell in enumerate(notebook.get("cells", []), 1):
+            source = _source(cell)
+            blocks = [match[0] for match in HIDDEN_TESTS.finditer(source)]
+            lines = source.splitlines()
+            try:
+                blocks += ["\n".join(lines[begin + 1:end]) for begin, end in solution_blocks(source)]
+            except StubError:
+                blocks.append(source)
+            for line in "\n".join(blocks).splitlines():
+                if meaningful(line) and line.strip() not in visible:
+                    secrets.setdefault(line.strip(), f"{path.relative_to(ROOT)} cell {number}")
+    if exempt_public:
+        for line in public_sources() & secrets.keys():
+            del secrets[line]
+    return secrets
+
+
+def find_leaks(folder: str | os.PathLike, secrets: dict[str, str] | None = None) -> list[tuple[str, int, str]]:
+    """(file, line number, origin) of every line of ``folder`` that is a line of the hidden suites or solutions."""
+    folder = Path(folder)
+    secrets = secret_lines() if secrets is None else secrets
+    leaks = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts):
+        for number, line in enumerate(_text_lines(path), 1):
+            origin = secrets.get(line.strip())
+            if origin:
+                leaks.append((path.relative_to(folder).as_posix(), number, origin))
+    return leaks
+
+
+# ----------------------------------------------------------------- the handout
+
+def handout_files(course: Course, *, grader_repository: str = DEFAULT_GRADER_REPOSITORY, grader_ref: str = "main",
+                  notebooks: Path = NOTEBOOK_SOURCES) -> tuple[dict[str, str], list[str]]:
+    """Relative path -> text of every file of the handout, and notes for the instructor."""
+    torch, pytest_version = pinned("torch"), pinned("pytest")
+    files: dict[str, str] = {f"exercises/{name}": text for name, text in render_exercises().items()}
+    for path in sorted(PUBLIC.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            files[f"tests/public/{path.relative_to(PUBLIC).as_posix()}"] = path.read_text(encoding="utf-8")
+    notes = []
+    released = []
+    for path in notebook_sources(notebooks):
+        module = notebook_module(path) or path.stem
+        relative = f"notebooks/{path.parent.name}/{path.name}"
+        files[relative] = json.dumps(release_notebook(json.loads(path.read_text(encoding="utf-8")), module),
+                                     indent=1, ensure_ascii=False) + "\n"
+        released.append(relative)
+    if released:
+        section = ("\n## Notebooks\n\nThe notebooks in `notebooks/` walk through the same exercises with the lecture's "
+                   "examples; open them with Jupyter (`python -m pip install jupyterlab`, then `jupyter lab`). The "
+                   "graded code is the code in `exercises/`.\n")
+    else:
+        section = ""
+        notes.append(f"no notebooks released: {notebooks.relative_to(ROOT) if notebooks.is_relative_to(ROOT) else notebooks}"
+                     "/*/*.ipynb does not exist yet (rerun `grader release` once they do)")
+    values = {"TITLE": course.title, "PYTHON": PYTHON, "TORCH": torch, "PYTEST": pytest_version,
+              "EXERCISES": exercises_table(course), "POINTS": points_list(course),
+              "TOTAL": str(course.total_points), "NOTEBOOKS": section,
+              "GRADER_REPOSITORY": grader_repository, "GRADER_REF": grader_ref}
+    files["README.md"] = render("handout/README.md", values)
+    files["requirements.txt"] = render("handout/requirements.txt", values)
+    files["pyproject.toml"] = render("handout/pyproject.toml", values)
+    files[".gitignore"] = render("handout/gitignore", values)
+    files[WORKFLOW] = render("handout/classroom.yml", values)
+    return files, notes
+
+
+def build_handout(outdir: str | os.PathLike, *, course_file: str | os.PathLike = COURSE_FILE,
+                  grader_repository: str = DEFAULT_GRADER_REPOSITORY, grader_ref: str = "main", force: bool = False,
+                  notebooks: Path = NOTEBOOK_SOURCES) -> Handout:
+    """Write the handout into ``outdir`` (which must be empty or absent unless ``force``) and check it for leaks."""
+    outdir = Path(outdir)
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", grader_repository):
+        raise ReleaseError(f"--grader-repository must be OWNER/NAME, not {grader_repository!r}")
+    if outdir.resolve() == ROOT or ROOT.is_relative_to(outdir.resolve()):
+        raise ReleaseError(f"{outdir} is the course repository itself (or holds it): choose a new folder")
+    if outdir.exists() and any(outdir.iterdir()):
+        if not force:
+            raise ReleaseError(f"{outdir} is not empty (use --force to replace its contents)")
+        shutil.rmtree(outdir)
+    course = load_course(course_file)
+    files, notes = handout_files(course, grader_repository=grader_repository, grader_ref=grader_ref, notebooks=notebooks)
+    for relative, text in files.items():
+        target = outdir / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    leaks = find_leaks(outdir)
+    if leaks:
+        shutil.rmtree(outdir)
+        shown = "; ".join(f"{file}:{line} is {origin}" for file, line, origin in leaks[:5])
+        raise ReleaseError(f"the handout would hold {len(leaks)} line(s) of the hidden suites or solutions ({shown}); "
+                           "nothing was written")
+    return Handout(outdir, sorted(files), notes)
+
+
+# ----------------------------------------------------------------- Gradescope
+
+def gradescope_zip(path: str | os.PathLike, *, device: str = "cpu") -> Path:
+    """The Gradescope autograder: setup.sh and run_autograder at the root, the grader with its suites beside them."""
+    path = Path(path)
+    values = {"TORCH": pinned("torch"), "DEVICE": device}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in ("setup.sh", "run_autograder"):
+            info = zipfile.ZipInfo(name)
+            info.external_attr = 0o100755 << 16
+            archive.writestr(info, render(f"gradescope/{name}", values))
+        for source in AUTOGRADER_SOURCES:
+            root = ROOT / source
+            members = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+            for member in members:
+                if "__pycache__" in member.parts or member.suffix == ".pyc":
+                    continue
+                archive.write(member, member.relative_to(ROOT).as_posix())
+    return path

@@ -1,0 +1,96 @@
+"""Generate the student stubs in exercises/ from the references in solutions/.
+
+Every block between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` becomes a
+``raise NotImplementedError(...)`` naming the function to fill in; everything
+else (imports, signatures, docstrings) is kept. The notebooks are generated
+from the same blocks.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from grader import ROOT
+from grader.course import MODULES
+
+SOLUTIONS = ROOT / "solutions"
+EXERCISES = ROOT / "exercises"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+HEADER = "# Generated from solutions/ by `python -m grader stubs`: fill in the stubs below.\n"
+PACKAGE_DOC = '"""Your implementations: fill in each stub, then run `python -m pytest tests/public`."""\n'
+
+
+class StubError(ValueError):
+    """A solution file whose markers do not pair up."""
+
+
+def _enclosing_names(source: str) -> dict[int, str]:
+    """Map each line number to the qualified name of the innermost def/class around it."""
+    names: dict[int, str] = {}
+
+    def visit(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                for line in range(child.lineno, child.end_lineno + 1):
+                    names[line] = name
+                visit(child, name + ".")
+
+    visit(ast.parse(source), "")
+    return names
+
+
+def solution_blocks(source: str) -> list[tuple[int, int]]:
+    """(begin, end) line indices (0-based, inclusive) of every solution block."""
+    blocks, begin = [], None
+    for index, line in enumerate(source.splitlines()):
+        marker = line.strip()
+        if marker == BEGIN:
+            if begin is not None:
+                raise StubError(f"line {index + 1}: {BEGIN} inside another solution block")
+            begin = index
+        elif marker == END:
+            if begin is None:
+                raise StubError(f"line {index + 1}: {END} without {BEGIN}")
+            blocks.append((begin, index))
+            begin = None
+    if begin is not None:
+        raise StubError(f"line {begin + 1}: {BEGIN} is never closed")
+    return blocks
+
+
+def strip_solutions(source: str, module: str) -> str:
+    """The stub of one solution module: each solution block replaced by a NotImplementedError."""
+    lines = source.splitlines(keepends=True)
+    names = _enclosing_names(source)
+    for begin, end in reversed(solution_blocks(source)):
+        indent = re.match(r"\s*", lines[begin]).group()
+        target = f"{module}.{names.get(begin + 1, module)}"
+        lines[begin:end + 1] = [f'{indent}raise NotImplementedError("{target}: fill in this stub (see its docstring)")\n']
+    return "".join(lines)
+
+
+def render_exercises() -> dict[str, str]:
+    """File name -> text of every file of exercises/, as generated from solutions/."""
+    files = {"__init__.py": PACKAGE_DOC}
+    for module in MODULES:
+        source = (SOLUTIONS / f"{module}.py").read_text(encoding="utf-8")
+        files[f"{module}.py"] = HEADER + strip_solutions(source, module)
+    return files
+
+
+def stale_files(target: Path = EXERCISES) -> list[str]:
+    """Files of ``target`` that differ from what the generator would write."""
+    return [name for name, text in render_exercises().items()
+            if not (target / name).is_file() or (target / name).read_text(encoding="utf-8") != text]
+
+
+def write_exercises(target: Path = EXERCISES) -> list[str]:
+    """Regenerate ``target`` from solutions/; return the names of the files that changed."""
+    changed = stale_files(target)
+    target.mkdir(parents=True, exist_ok=True)
+    files = render_exercises()
+    for name in changed:
+        (target / name).write_text(files[name], encoding="utf-8")
+    return changed

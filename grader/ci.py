@@ -1,0 +1,230 @@
+"""`grader ci`: grade a student's checkout inside GitHub Actions and report it the ways GitHub shows it.
+
+The checkout's ``exercises/`` folder (or the folder itself, where it has none) is graded like any
+submission, then:
+
+* a job summary (exercises, points, what to fix) is appended to ``$GITHUB_STEP_SUMMARY``;
+* an annotation per exercise that lost points points at the student's file, and at the line
+  where the feedback names one (tracebacks, import and syntax errors carry "softmax.py, line 12";
+  an unfinished stub is found by its ``raise NotImplementedError``): an error, or a notice for
+  an exercise not started yet;
+* the GitHub Classroom result (base64 JSON, see ``reports.CLASSROOM_SCHEMA``) goes to
+  ``$GITHUB_OUTPUT`` as ``result``, with ``score`` and ``max-score`` beside it;
+* the terminal summary and, last, the plain line ``Score: 83.5/100`` go to standard output.
+
+The exit status is 0 whatever the score (``--never-fail``, the default) or 1 below ``--min-score``;
+2 means the grader itself could not run (a broken course.yaml, a grader fault).
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from grader.course import COURSE_FILE, Course, CourseError, load_course
+from grader.points import ExerciseScore, Grade
+from grader.reports import (
+    classroom,
+    classroom_output,
+    complete,
+    feedback_line,
+    junit_xml,
+    markdown_summary,
+    print_summary,
+    results,
+    score_line,
+    stubs_left,
+    untouched,
+    what_to_fix,
+    write_atomic,
+    write_json,
+)
+from grader.text import clean, workflow_data, workflow_property
+
+# GitHub shows at most 10 error (and 10 warning, 10 notice) annotations per step; one per exercise stays under it.
+MAX_ANNOTATIONS = 10
+
+
+@dataclass
+class CiResult:
+    grade: Grade
+    status: str  # pass, fail or error (the submission could not be graded)
+    message: str  # why it could not be graded, for status "error"
+    files: dict[str, tuple[str, int]]  # exercise -> (path from the workspace, line or 0)
+    execution_time: float
+    sha256: str
+
+
+def exercises_folder(checkout: Path) -> Path:
+    """What to grade in a checkout: its ``exercises/`` folder, or the checkout itself where it has none."""
+    return checkout / "exercises" if (checkout / "exercises").is_dir() else checkout
+
+
+def _relative(path: Path, workspace: Path) -> str:
+    try:
+        return path.resolve().relative_to(workspace.resolve()).as_posix()
+    except ValueError:
+        return os.path.relpath(path.resolve(), workspace.resolve()).replace(os.sep, "/")
+
+
+def _stub_line(path: Path, target: str) -> int:
+    """The line of ``raise NotImplementedError("<target>: ...")`` in the student's file, or 0."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return 0
+    needle = f'NotImplementedError("{target}:'
+    return next((number for number, line in enumerate(lines, 1) if needle in line), 0)
+
+
+def locate(exercise: ExerciseScore, folder: Path, workspace: Path) -> tuple[str, int]:
+    """(path from the workspace, line) of the place the exercise's feedback points at; line 0 for the whole file."""
+    named = feedback_line(exercise)
+    if named is not None:
+        return _relative(folder / named[0], workspace), named[1]
+    path = folder / f"{exercise.module}.py"
+    stubs = stubs_left(exercise)
+    return _relative(path, workspace), _stub_line(path, stubs[0]) if stubs else 0
+
+
+def workflow_command(level: str, message: str, *, file: str | None = None, line: int = 0, title: str = "") -> str:
+    """``::error file=exercises/softmax.py,line=12,title=...::message``, escaped as GitHub's toolkit does.
+
+    The message keeps its lines (each one ``clean``), which GitHub shows in the annotation; properties are one line."""
+    properties = [f"file={workflow_property(file)}"] if file else []
+    if file and line:
+        properties.append(f"line={int(line)}")
+    if title:
+        properties.append(f"title={workflow_property(title)}")
+    return f"::{level}{' ' + ','.join(properties) if properties else ''}::{workflow_data(message, lines=True)}"
+
+
+def annotations(outcome: CiResult) -> list[str]:
+    """One annotation per exercise with a failed check: a notice for an unstarted one, else an error."""
+    if outcome.status == "error":
+        return [workflow_command("error", outcome.message, title="The grader could not grade this commit")]
+    lines = []
+    for exercise in outcome.grade.exercises:
+        if complete(exercise):
+            continue
+        path, line = outcome.files[exercise.module]
+        level = "notice" if untouched(exercise) else "error"
+        title = f"{exercise.module}: {exercise.score:g}/{exercise.max_score:g} points"
+        lines.append(workflow_command(level, what_to_fix(exercise), file=path, line=line, title=title))
+    return lines[:MAX_ANNOTATIONS]
+
+
+def not_graded(course: Course, message: str, folder: Path, workspace: Path, execution_time: float = 0.0) -> CiResult:
+    """The outcome for a commit that could not be graded at all: zero points, status "error", ``message`` as a note."""
+    exercises = [ExerciseScore(e.module, e.title, 0.0, float(e.points), "not graded (see the note above)")
+                 for e in course.exercises]
+    files = {e.module: (_relative(folder / f"{e.module}.py", workspace), 0) for e in course.exercises}
+    return CiResult(Grade(exercises, notes=[f"cannot grade this commit: {message}"]), "error", message, files,
+                    execution_time, "0" * 64)
+
+
+def grade_checkout(checkout: Path, course: Course, zygote, device: str = "cpu", workspace: Path | None = None) -> CiResult:
+    """Grade the checkout's exercises; a submission that cannot be graded at all gives status "error"."""
+    from grader.grade import grade_submission
+    from grader.intake import IntakeError
+
+    workspace = workspace or Path.cwd()
+    folder = exercises_folder(checkout)
+    started = time.monotonic()
+    try:
+        outcome = grade_submission(folder, course, zygote, device)
+    except IntakeError as error:
+        return not_graded(course, clean(str(error)), folder, workspace, time.monotonic() - started)
+    grade = outcome.grade
+    files = {e.module: locate(e, folder, workspace) for e in grade.exercises}
+    status = "pass" if all(map(complete, grade.exercises)) else "fail"
+    return CiResult(grade, status, "", files, outcome.results["execution_time"], outcome.results["submission_sha256"])
+
+
+def _append(path: str | None, text: str) -> None:
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text if text.endswith("\n") else text + "\n")
+
+
+def report(outcome: CiResult, *, title: str, env: Mapping[str, str], stdout: TextIO, device: str = "cpu",
+           results_path: str | None = None, junit_path: str | None = None) -> None:
+    """Write every output of `grader ci` for a graded (or ungradable) checkout."""
+    from rich.console import Console
+
+    grade = outcome.grade
+    _append(env.get("GITHUB_STEP_SUMMARY"), markdown_summary(grade, title=title, files=outcome.files))
+    result = classroom(grade, files=outcome.files, status=outcome.status, message=outcome.message)
+    _append(env.get("GITHUB_OUTPUT"), f"result={classroom_output(result)}\nscore={grade.score:g}\nmax-score={grade.max_score:g}")
+    if results_path:
+        write_json(results(grade, execution_time=outcome.execution_time, device=device, sha256=outcome.sha256), results_path)
+    if junit_path:
+        write_atomic(junit_xml(grade, name=title, execution_time=outcome.execution_time), junit_path)
+    on_actions = env.get("GITHUB_ACTIONS") == "true"
+    if on_actions:  # the summary repeats what student code said (exception messages): no workflow command in it counts
+        resume = secrets.token_hex(16)
+        print(f"::stop-commands::{resume}", file=stdout)
+    print_summary(grade, Console(file=stdout, width=120, highlight=False))
+    if on_actions:
+        print(f"::{resume}::", file=stdout)
+        for line in annotations(outcome):
+            print(line, file=stdout)
+    print(score_line(grade), file=stdout, flush=True)
+
+
+def exit_status(grade: Grade, min_score: float | None) -> int:
+    """0 whatever the score when ``min_score`` is None (never fail); else 1 below it."""
+    return 1 if min_score is not None and grade.score < min_score else 0
+
+
+def run_ci(path: str | os.PathLike = ".", *, course_file: str | os.PathLike = COURSE_FILE, min_score: float | None = None,
+           device: str = "cpu", env: Mapping[str, str] | None = None, stdout: TextIO | None = None, zygote=None,
+           results_path: str | None = None, junit_path: str | None = None) -> int:
+    """`grader ci`: grade the checkout at ``path`` on ``device`` (cpu, cuda or auto), write the GitHub outputs,
+    return the exit status."""
+    env = os.environ if env is None else env
+    stdout = stdout or sys.stdout
+    try:
+        course = load_course(course_file)
+    except CourseError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    checkout = Path(path)
+    if not checkout.is_dir():
+        print(f"grader: {checkout} is not a folder (give the checkout to grade)", file=sys.stderr)
+        return 2
+    from grader.grade import (  # imports torch: after the cheap checks
+        DeviceError,
+        resolve_device,
+    )
+
+    try:
+        device = resolve_device(device)
+    except DeviceError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    workspace = Path(env.get("GITHUB_WORKSPACE") or Path.cwd())
+    own = zygote is None
+    if own:
+        from grader.sandbox.client import Zygote
+
+        zygote = Zygote()
+    status = None
+    try:
+        outcome = grade_checkout(checkout, course, zygote, device, workspace)
+    except Exception as error:  # a grader fault: still tell the student, and fail the step whatever the policy
+        message = f"the grader failed ({type(error).__name__}: {clean(str(error))}); please tell your instructor"
+        print(f"grader: {message}", file=sys.stderr)
+        outcome = not_graded(course, message, exercises_folder(checkout), workspace)
+        status = 2
+    finally:
+        if own:
+            zygote.close()
+    report(outcome, title=course.title, env=env, stdout=stdout, device=device, results_path=results_path,
+           junit_path=junit_path)
+    return status if status is not None else exit_status(outcome.grade, min_score)

@@ -1,0 +1,86 @@
+"""The whole path of one submission: intake -> worker session -> suites -> scores -> results."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from grader.course import Course
+from grader.intake.submission import stage
+from grader.points import Grade, score
+from grader.reports import results
+from grader.sandbox.client import Session, SubmissionProblem, Zygote
+from grader.suites.plugin import run_suites
+from grader.text import clean
+
+MAX_NOTES = 20  # notes about a submission shown (then their count)
+SANDBOX_WARNING = "WARNING: no sandbox could be built here ({}); student code ran with resource limits only"
+CPU_NOTE = "note: the worker's CPU was not capped by a cgroup ({}); it shared the CPU with other gradings by its session only"
+
+
+class DeviceError(ValueError):
+    """The requested device is not available."""
+
+
+def resolve_device(device: str) -> str:
+    """'auto' becomes 'cuda' when a GPU is present, else 'cpu'; 'cuda' without a GPU is an error."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise DeviceError("--device cuda was asked for, but torch sees no CUDA device here")
+    if device not in ("cpu", "cuda"):
+        raise DeviceError(f"unknown device {device!r}: use cpu, cuda or auto")
+    return device
+
+
+@dataclass
+class Outcome:
+    grade: Grade
+    results: dict
+    isolation: str
+
+
+def grade_submission(path, course: Course, zygote: Zygote | None = None, device: str = "cpu",
+                     require_sandbox: bool = False, select: str | None = None) -> Outcome:
+    """Grade one submission; raises IntakeError when it cannot be graded at all.
+
+    Without a ``zygote`` one is started after intake (so a submission that cannot be graded is refused at once)
+    and stopped at the end.
+    """
+    started = time.monotonic()
+    staged = stage(path, course.grading.intake)
+    own_zygote = zygote is None
+    try:
+        zygote = zygote or Zygote()
+    except BaseException:
+        staged.cleanup()
+        raise
+    session = Session(zygote, str(staged.directory), course.grading.limits, device, require_sandbox)
+    try:
+        for module, problem in staged.problems.items():
+            session.broken[module] = SubmissionProblem("intake", problem)
+        report = run_suites(session, course, device, select=select)
+    finally:
+        try:
+            session.close()
+        finally:
+            staged.cleanup()
+            if own_zygote:
+                zygote.close()
+    problems = {module: clean(str(problem)) for module, problem in session.broken.items()}
+    if select:  # only the exercises the selection reached are scored
+        graded = {test.get("metadata", {}).get("exercise") for test in report.get("tests", [])}
+        course = course.model_copy(update={"exercises": [e for e in course.exercises if e.module in graded]})
+    grade = score(report, course, problems)
+    grade.notes.extend(clean(note) for note in staged.notes[:MAX_NOTES])
+    if len(staged.notes) > MAX_NOTES:
+        grade.notes.append(f"... and {len(staged.notes) - MAX_NOTES} more notes")
+    if session.isolation.startswith("rlimits only"):
+        grade.notes.insert(0, SANDBOX_WARNING.format(session.isolation.removeprefix("rlimits only: ")))
+    if session.cpu_cap.startswith("none: "):
+        grade.notes.append(CPU_NOTE.format(session.cpu_cap.removeprefix("none: ")))
+    data = results(grade, execution_time=time.monotonic() - started, device=device, sha256=staged.sha256,
+                   visibility=course.visibility)
+    return Outcome(grade, data, session.isolation)
+

@@ -1,0 +1,291 @@
+"""Reading notebooks: the code of each exercise's nbgrader solution cell, and nothing else of the notebook.
+
+``read_notebook`` finds each exercise's solution cell by its nbgrader ``grade_id`` (``<module>_solution``)
+and returns the code of those cells only. ``modules_from_nbgrader_submission`` does the same for nbgrader's
+``submitted/<student>/<assignment>/<assignment>.ipynb`` layout.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import stat
+from functools import cache
+from pathlib import Path
+
+from grader import ROOT
+from grader.course import ASSIGNMENTS, MODULES
+from grader.intake import IntakeError
+from grader.text import MAX_NAME, clean
+
+SOLUTIONS = ROOT / "solutions"
+
+# Defaults of read_notebook's caps (a notebook with cleared outputs is a few tens of KiB).
+MAX_NOTEBOOK_MB = 8
+MAX_CELL_MB = 1
+
+
+
+def solution_grade_id(module: str) -> str:
+    """The nbgrader grade_id of the cell that holds the exercise's code: how the grader finds it."""
+    return f"{module}_solution"
+
+
+
+SOLUTION_ID = re.compile(r"(?P<module>[a-z]+)_solution")
+IPYTHON_LINE = re.compile(r"^(?P<indent>[ \t]*)(?P<command>[!%].*)$")
+
+
+@cache
+def _public_names(module: str) -> frozenset[str]:
+    """Top-level functions and classes of an exercise module (from its reference), to recognize a stripped cell."""
+    try:
+        tree = ast.parse((SOLUTIONS / f"{module}.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return frozenset()
+    return frozenset(node.name for node in tree.body
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+
+
+def _read_capped(path: Path, cap: int) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:
+        raise IntakeError(f"{path.name} cannot be read ({error.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise IntakeError(f"{path.name} is not a regular file")
+        if info.st_size > cap:
+            raise IntakeError(f"{path.name} is {info.st_size / 2**20:.1f} MiB, over the {cap / 2**20:g} MiB limit for a "
+                              "notebook: clear its outputs (Edit > Clear Outputs of All Cells), save it and hand it in again")
+        data = handle.read(cap + 1)
+    if len(data) > cap:
+        raise IntakeError(f"{path.name} is over the {cap / 2**20:g} MiB limit for a notebook")
+    return data
+
+
+def _parse(path: Path, data: bytes) -> list:
+    """The notebook's list of cells; IntakeError when it is not a readable nbformat 4 notebook."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise IntakeError(f"{path.name} is not a notebook: it is not UTF-8 text (byte {data[error.start]:#04x} at "
+                          f"offset {error.start})") from None
+    try:
+        notebook = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise IntakeError(f"{path.name} is not valid notebook JSON (line {error.lineno}, column {error.colno}: "
+                          f"{error.msg}): open it in Jupyter, save it and hand it in again") from None
+    except (ValueError, RecursionError) as error:
+        raise IntakeError(f"{path.name} is not valid notebook JSON ({type(error).__name__})") from None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        if isinstance(notebook, dict) and "worksheets" in notebook:
+            raise IntakeError(f"{path.name} is an old-format notebook (nbformat 3): open and save it with a current "
+                              "Jupyter, which writes format 4")
+        raise IntakeError(f"{path.name} is not a Jupyter notebook: it has no list of cells")
+    version = notebook.get("nbformat")
+    if version != 4:
+        raise IntakeError(f"{path.name} is in notebook format {clean(repr(version), MAX_NAME)}; only format 4 "
+                          "(current Jupyter) is read")
+    return notebook["cells"]
+
+
+def _grade_id(cell) -> str | None:
+    metadata = cell.get("metadata") if isinstance(cell, dict) else None
+    nbgrader = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+    grade_id = nbgrader.get("grade_id") if isinstance(nbgrader, dict) else None
+    return grade_id if isinstance(grade_id, str) else None
+
+
+def _source(cell) -> str | None:
+    source = cell.get("source", "")
+    if isinstance(source, str):
+        return source
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        return "".join(source)
+    return None
+
+
+def _lookalikes(cells: list, module: str) -> list[str]:
+    """Cells without the module's metadata whose code defines the module's functions or classes."""
+    names = _public_names(module)
+    found = []
+    for index, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code" or _grade_id(cell) == solution_grade_id(module):
+            continue
+        source = _source(cell) or ""
+        defined = {m.group(2) for m in re.finditer(r"^(def|class)\s+(\w+)", source, re.MULTILINE)} & names
+        if defined:
+            found.append(f"cell {index} (defines {', '.join(sorted(defined))})")
+    return found
+
+
+def _without_ipython(source: str) -> tuple[str, list[int]]:
+    """Turn IPython-only lines (``!pip ...``, ``%time ...``) into ``pass`` with a comment, when that makes the code parse.
+
+    The module is graded as plain Python, where such lines are syntax errors. They are replaced only when
+    the cell does not parse as it is and does parse without them; line numbers stay the same.
+    """
+    lines = source.splitlines(keepends=True)
+    touched = [i for i, line in enumerate(lines) if IPYTHON_LINE.match(line.rstrip("\r\n"))]
+    if not touched:
+        return source, []
+    try:
+        ast.parse(source)
+        return source, []
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    for i in touched:
+        match = IPYTHON_LINE.match(lines[i].rstrip("\r\n"))
+        ending = lines[i][len(lines[i].rstrip("\r\n")):]
+        lines[i] = f"{match['indent']}pass  # IPython line left out by the grader: {match['command']}{ending}"
+    changed = "".join(lines)
+    try:
+        ast.parse(changed)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return source, []
+    return changed, [i + 1 for i in touched]
+
+
+def read_notebook(path, problems: dict[str, str], notes: list[str], limits=None) -> dict[str, bytes]:
+    """The exercise code of a notebook: module -> source bytes of its solution cell (grade_id ``<module>_solution``).
+
+    Only solution cells are read; every other cell (scratch work, shell commands, outputs) is ignored.
+    A notebook may hold one exercise's cell (one assignment) or several. Problems with one exercise's cell
+    (missing, duplicated, metadata changed, not text) go to ``problems[module]``; a file that is not a
+    readable notebook raises ``IntakeError``. ``limits`` (course.yaml's intake section) sets the caps:
+    ``max_total_mb`` for the notebook and ``max_file_mb`` for one cell; without it, 8 MiB and 1 MiB.
+    """
+    path = Path(path)
+    notebook_cap = int((limits.max_total_mb if limits else MAX_NOTEBOOK_MB) * 2**20)
+    cell_cap = int((limits.max_file_mb if limits else MAX_CELL_MB) * 2**20)
+    cells = _parse(path, _read_capped(path, notebook_cap))
+
+    found: dict[str, list[int]] = {}
+    mentioned: set[str] = set()
+    for index, cell in enumerate(cells, 1):
+        grade_id = _grade_id(cell)
+        if grade_id is None:
+            continue
+        match = SOLUTION_ID.fullmatch(grade_id)
+        if match and match["module"] in MODULES:
+            found.setdefault(match["module"], []).append(index)
+        mentioned.update(m for m in MODULES if grade_id.startswith(m + "_"))
+
+    files: dict[str, bytes] = {}
+    for module in MODULES:
+        grade_id = solution_grade_id(module)
+        indices = found.get(module, [])
+        if not indices:
+            # A cell defining the module's names counts as a stripped solution cell only where the notebook
+            # belongs to this exercise (other cells of it are there) or has lost all its solution cells.
+            lookalikes = _lookalikes(cells, module) if module in mentioned or not found else []
+            if lookalikes:
+                problems[module] = (f"{', '.join(lookalikes)} of {path.name} holds code of {module}.py but is not the "
+                                    f"notebook's solution cell (nbgrader grade_id {grade_id!r}): its metadata was "
+                                    "removed or changed. Put your code back into the solution cell of the course notebook")
+            elif module in mentioned:
+                problems[module] = (f"{path.name} holds cells of {module} but not its solution cell (nbgrader grade_id "
+                                    f"{grade_id!r}): it was deleted or its metadata changed. Copy your code into the "
+                                    "solution cell of a fresh copy of the course notebook")
+            continue
+        if len(indices) > 1:
+            where = ", ".join(str(i) for i in indices)
+            problems[module] = (f"{path.name} holds {len(indices)} solution cells of {module} (cells {where} all have "
+                                f"grade_id {grade_id!r}): keep only one, the grader cannot tell which to grade")
+            continue
+        index = indices[0]
+        cell = cells[index - 1]
+        meta = cell["metadata"]["nbgrader"]
+        if cell.get("cell_type") != "code":
+            kind = clean(str(cell.get("cell_type", "typeless")), MAX_NAME)
+            problems[module] = (f"the solution cell of {module} (cell {index} of {path.name}) is a {kind} cell, "
+                                "not a code cell: change it back to code")
+            continue
+        if meta.get("solution") is not True:
+            problems[module] = (f"cell {index} of {path.name} has grade_id {grade_id!r} but is not marked as a solution "
+                                "cell (its nbgrader metadata was changed): use the solution cell of a fresh copy of "
+                                "the course notebook")
+            continue
+        source = _source(cell)
+        if source is None:
+            problems[module] = f"the solution cell of {module} (cell {index}) does not hold text"
+            continue
+        try:
+            data = source.encode("utf-8")
+        except UnicodeEncodeError:
+            problems[module] = f"the solution cell of {module} (cell {index}) holds characters that are not valid text"
+            continue
+        if len(data) > cell_cap:
+            problems[module] = (f"the solution cell of {module} (cell {index}) is {len(data) / 2**20:.1f} MiB, over the "
+                                f"{cell_cap / 2**20:g} MiB limit")
+            continue
+        if "\0" in source:
+            problems[module] = f"the solution cell of {module} (cell {index}) contains NUL characters"
+            continue
+        source, dropped = _without_ipython(source)
+        if dropped:
+            lines = ", ".join(str(line) for line in dropped)
+            notes.append(f"{module}: IPython line(s) {lines} of the solution cell (shell commands or magics) were left "
+                         "out: the grader runs the cell as plain Python")
+        if source and not source.endswith("\n"):
+            source += "\n"
+        files[module] = source.encode("utf-8")
+    if files:
+        taken = ", ".join(f"{module} (cell {found[module][0]})" for module in files)
+        notes.append(f"exercise code taken from the solution cells of {path.name}: {taken}")
+    elif not problems:
+        raise IntakeError(f"{path.name} holds no solution cell: none of its cells carries an nbgrader grade_id such as "
+                          "'scores_solution'. Hand in the course notebook itself; the grader finds your code through "
+                          "the metadata of its solution cell")
+    return files
+
+
+def modules_from_nbgrader_submission(student_dir, problems: dict[str, str] | None = None,
+                                     notes: list[str] | None = None, limits=None) -> dict[str, bytes]:
+    """The exercise code of one student's nbgrader submission: module -> source bytes.
+
+    ``student_dir`` is ``submitted/<student>`` (or ``autograded/<student>``) of an nbgrader course: it holds
+    one folder per assignment, ``<assignment>/<assignment>.ipynb``. Assignments the student did not hand in
+    are simply absent from the result; problems with one notebook go to ``problems`` under its module.
+    """
+    problems = {} if problems is None else problems
+    notes = [] if notes is None else notes
+    student_dir = Path(student_dir)
+    if student_dir.is_symlink() or not student_dir.is_dir():
+        raise IntakeError(f"{student_dir} is not a folder of nbgrader assignments")
+    files: dict[str, bytes] = {}
+    for entry in sorted(student_dir.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        module = ASSIGNMENTS.get(entry.name)
+        if module is None:
+            notes.append(f"ignored {clean(entry.name, MAX_NAME)}: not one of the course's assignments")
+            continue
+        if entry.is_symlink() or not entry.is_dir():
+            problems[module] = f"{entry.name} is not a folder of the submission"
+            continue
+        notebook = entry / f"{entry.name}.ipynb"
+        if not os.path.lexists(notebook):
+            others = sorted(p for p in entry.glob("*.ipynb") if not p.is_symlink() and p.is_file())
+            if len(others) != 1:
+                problems[module] = (f"{entry.name}/ holds no notebook {notebook.name}" if not others else
+                                    f"{entry.name}/ holds {len(others)} notebooks and none is {notebook.name}")
+                continue
+            notebook = others[0]
+        local: dict[str, str] = {}
+        try:
+            found = read_notebook(notebook, local, notes, limits)
+        except IntakeError as error:
+            problems[module] = str(error)
+            continue
+        for name, data in found.items():
+            if name in files:
+                problems[name] = f"{name} appears in more than one assignment's notebook; only the first was taken"
+            else:
+                files[name] = data
+        for name, problem in local.items():
+            problems.setdefault(name, problem)
+    return files

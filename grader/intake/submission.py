@@ -1,0 +1,360 @@
+"""Intake: turn what a student handed in into a private folder holding only the exercise files.
+
+A submission is a folder (the files at its root, in ``exercises/``, or one
+level further down), a ``.zip`` of such a folder, or a notebook. Nothing is
+executed or imported here, the original is never modified, symbolic links are
+never followed, and every size is capped by course.yaml. Problems with single
+files are kept per exercise, so they cost that exercise and nothing else.
+The reading itself (walking folders, unzipping, parsing notebooks) runs in a
+forked child bounded in CPU time, wall clock and memory (course.yaml's
+``grading.intake``), which sends back only plain, validated data.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import stat
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from grader.course import MODULES, Intake
+from grader.intake import IntakeError, IntakeFault
+from grader.sandbox.lifeline import die_with_parent
+from grader.text import MAX_NAME, clean
+
+MAX_DEPTH = 3
+MAX_NOTES = 5  # notes about ignored archive entries (then one line with the count of the rest)
+
+
+@dataclass
+class Staged:
+    """The private copy of a submission: ``directory`` holds ``<module>.py`` files only."""
+
+    directory: Path
+    sha256: str
+    problems: dict[str, str] = field(default_factory=dict)  # module -> why its file was not taken
+    notes: list[str] = field(default_factory=list)
+
+    def cleanup(self):
+        shutil.rmtree(self.directory.parent, ignore_errors=True)
+
+
+def _show(path) -> str:
+    """A path or name for a one-line message (``text.clean``: one line, printable, capped)."""
+    return clean(str(path), MAX_NAME)
+
+
+def _module_of(name: str) -> str | None:
+    stem, dot, suffix = name.rpartition(".")
+    return stem if dot and suffix == "py" and stem in MODULES else None
+
+
+def _choose_folder(folders: dict[str, set[str]], notes: list[str]) -> str | None:
+    """Of the folders that hold exercise files, the one holding most (ties: the shallowest, then by name);
+    ``notes`` learns which one was taken when it is not the top folder."""
+    if not folders:
+        return None
+    key = lambda f: (-len(folders[f]), f.count("/"), f)  # noqa: E731
+    chosen = min(folders, key=key)
+    rivals = sorted((f for f in folders if f != chosen and key(f)[:2] == key(chosen)[:2]), key=key)
+    if rivals:
+        names = ", ".join(_show(f + "/" if f else "the top folder") for f in [chosen, *rivals][:4])
+        notes.append(f"several folders hold exercise files ({names}): graded {_show(chosen + '/' if chosen else 'the top folder')}")
+    if chosen:
+        notes.append(f"exercise files taken from {_show(chosen)}/")
+    return chosen
+
+
+def _check_text(module: str, data: bytes, problems: dict[str, str]) -> bytes | None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        problems[module] = f"{module}.py is not UTF-8 text (byte {data[error.start]:#04x} at offset {error.start}): save it as UTF-8"
+        return None
+    if b"\0" in data:
+        problems[module] = f"{module}.py contains NUL bytes: it looks like a binary file, not Python source"
+        return None
+    return data
+
+
+def _from_folder(root: Path, limits: Intake, problems: dict[str, str], notes: list[str]) -> dict[str, bytes]:
+    try:
+        os.scandir(root).close()
+    except OSError as error:
+        raise IntakeError(f"{_show(root.name or root)} cannot be read: {error.strerror}") from None
+    folders: dict[str, set[str]] = {}
+    seen = 0
+    for current, dirs, files in os.walk(root, followlinks=False):
+        relative = Path(current).relative_to(root)
+        depth = len(relative.parts)
+        seen += len(files) + len(dirs)  # directories count too: a million empty folders is no submission either
+        if seen > limits.max_files:
+            raise IntakeError(f"the submission holds more than {limits.max_files} files; hand in only the exercise files")
+        dirs[:] = sorted(d for d in dirs if depth < MAX_DEPTH and not d.startswith((".", "__")))
+        for name in files:
+            if _module_of(name):
+                folders.setdefault(relative.as_posix() if depth else "", set()).add(name)
+    chosen = _choose_folder(folders, notes)
+    taken: dict[str, bytes] = {}
+    if chosen is None:
+        return taken
+    limit = int(limits.max_file_mb * 2**20)
+    for name in sorted(folders[chosen]):
+        module, path = _module_of(name), root / chosen / name
+        try:
+            info = path.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                problems[module] = f"{name} is a symbolic link; hand in the file itself"
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                problems[module] = f"{name} is not a regular file"
+                continue
+            if info.st_size > limit:
+                problems[module] = f"{name} is {info.st_size / 2**20:.1f} MiB, over the {limits.max_file_mb:g} MiB limit"
+                continue
+            # O_NOFOLLOW and O_NONBLOCK: a file swapped for a link or a FIFO since lstat is refused, never waited on
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            with open(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    problems[module] = f"{name} is not a regular file"
+                    continue
+                raw = handle.read(limit + 1)
+        except OSError as error:
+            problems[module] = f"{name} could not be read ({error.strerror or error})"
+            continue
+        if len(raw) > limit:
+            problems[module] = f"{name} is over the {limits.max_file_mb:g} MiB limit"
+            continue
+        data = _check_text(module, raw, problems)
+        if data is not None:
+            taken[module] = data
+    return taken
+
+
+def _from_zip(path: Path, limits: Intake, problems: dict[str, str], notes: list[str]) -> dict[str, bytes]:
+    label = _show(path.name)
+    try:
+        if not path.is_file():
+            raise IntakeError(f"{label} is not a regular file")
+        size = path.stat().st_size
+        if size > limits.max_total_mb * 2**20:
+            raise IntakeError(f"{label} is {size / 2**20:.1f} MiB, over the {limits.max_total_mb:g} MiB limit of a submission")
+        archive = zipfile.ZipFile(path)
+    except IntakeError:
+        raise
+    except Exception as error:  # noqa: BLE001 - zipfile raises many kinds on a hostile archive
+        raise IntakeError(f"{label} is not a readable zip file ({_show(error)})") from None
+    with archive:
+        members = archive.infolist()
+        if len(members) > limits.max_files:
+            raise IntakeError(f"{label} holds {len(members)} entries, over the limit of {limits.max_files}")
+        if sum(m.file_size for m in members) > limits.max_total_mb * 2**20:
+            raise IntakeError(f"{label} unpacks to more than {limits.max_total_mb:g} MiB")
+        folders: dict[str, set[str]] = {}
+        entries: dict[tuple[str, str], zipfile.ZipInfo] = {}
+        ignored: list[str] = []
+        for member in members:
+            name = PurePosixPath(member.filename)
+            if member.filename.startswith("/") or ".." in name.parts or ":" in member.filename or "\\" in member.filename:
+                ignored.append(member.filename)
+                continue
+            if member.is_dir() or not _module_of(name.name) or len(name.parts) > MAX_DEPTH + 1:
+                continue
+            if any(part.startswith((".", "__")) for part in name.parts[:-1]):
+                continue
+            folder = name.parent.as_posix() if name.parent.as_posix() != "." else ""
+            folders.setdefault(folder, set()).add(name.name)
+            entries[folder, name.name] = member
+        for filename in ignored[:MAX_NOTES]:
+            notes.append(f"ignored {_show(repr(filename))}: paths must stay inside the archive")
+        if len(ignored) > MAX_NOTES:
+            notes.append(f"ignored {len(ignored) - MAX_NOTES} more entries whose paths leave the archive")
+        chosen = _choose_folder(folders, notes)
+        taken: dict[str, bytes] = {}
+        if chosen is None:
+            return taken
+        for name in sorted(folders[chosen]):
+            member, module = entries[chosen, name], _module_of(name)
+            if stat.S_ISLNK(member.external_attr >> 16):
+                problems[module] = f"{name} is a symbolic link; hand in the file itself"
+            elif member.file_size > limits.max_file_mb * 2**20:
+                problems[module] = f"{name} is {member.file_size / 2**20:.1f} MiB, over the {limits.max_file_mb:g} MiB limit"
+            else:
+                try:
+                    with archive.open(member) as handle:
+                        data = handle.read(int(limits.max_file_mb * 2**20) + 1)
+                except Exception as error:  # noqa: BLE001 - BadZipFile, zlib.error, NotImplementedError, ...
+                    problems[module] = f"{name} could not be unpacked ({_show(error)})"
+                    continue
+                if len(data) > limits.max_file_mb * 2**20:
+                    problems[module] = f"{name} unpacks to more than its declared size"
+                    continue
+                data = _check_text(module, data, problems)
+                if data is not None:
+                    taken[module] = data
+        return taken
+
+
+def read_submission(path: str | os.PathLike, limits: Intake) -> tuple[dict[str, bytes], dict[str, str], list[str]]:
+    """The exercise files of a submission (module -> source bytes), the per-module problems, and notes.
+
+    Read in a forked child limited to ``limits.seconds`` of CPU and wall clock and ``limits.memory_mb`` more
+    memory; IntakeError when the submission cannot be graded (reading it exceeded a bound included)."""
+    from grader.intake import notebooks  # noqa: F401  (imported here, once, instead of in every child)
+
+    read_end, write_end = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        _child(write_end, parent, Path(path), limits)
+    os.close(write_end)
+    try:
+        reply, timed_out = _collect(read_end, pid, limits)
+    finally:
+        os.close(read_end)
+        _, status = os.waitpid(pid, 0)
+    if timed_out or os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+        raise IntakeError(f"reading the submission took more than {limits.seconds:g} s (the course's limit): hand in "
+                          "only the exercise files")
+    return _validated(reply, status, limits)
+
+
+def _child(pipe: int, parent: int, path: Path, limits: Intake) -> None:
+    """In the forked child: bound this process, read the submission, send the outcome as JSON; never returns."""
+    code = 70
+    try:
+        die_with_parent(parent)
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        memory = mapped + limits.memory_mb * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        cpu = max(1, round(limits.seconds))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        try:
+            files, problems, notes = _read(path, limits)
+            reply = {"files": {m: data.decode("utf-8") for m, data in files.items()}, "problems": problems, "notes": notes}
+        except IntakeError as error:
+            reply = {"error": str(error)}
+        except MemoryError:
+            reply = {"error": f"reading the submission needed more than {limits.memory_mb} MB (the course's limit): "
+                              "hand in only the exercise files"}
+        except Exception as error:  # noqa: BLE001 - a bug of the grader's: reported as a fault, never as the student's
+            reply = {"fault": f"{type(error).__name__}: {error}"}
+        with open(pipe, "wb") as out:  # escaped to ASCII: a name that is not valid Unicode cannot stop the reply
+            out.write(json.dumps(reply, ensure_ascii=True).encode("ascii"))
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _collect(pipe: int, pid: int, limits: Intake) -> tuple[bytes, bool]:
+    """What the child wrote until it closed the pipe (at most what a valid reply can take), and whether it ran
+    past the wall clock (it is then killed)."""
+    cap = 6 * int(limits.max_file_mb * 2**20) * len(MODULES) + 2**20  # JSON escapes take at most 6 bytes a byte
+    deadline = time.monotonic() + limits.seconds
+    poller = select.poll()
+    poller.register(pipe, select.POLLIN)
+    chunks, size = [], 0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not poller.poll(left * 1000):
+            os.kill(pid, signal.SIGKILL)
+            return b"", True
+        chunk = os.read(pipe, 1 << 20)
+        if not chunk:
+            return b"".join(chunks), False
+        size += len(chunk)
+        if size > cap:
+            os.kill(pid, signal.SIGKILL)
+            raise IntakeError(f"reading the submission gave more than {cap} bytes: hand in only the exercise files")
+        chunks.append(chunk)
+
+
+def _validated(reply: bytes, status: int, limits: Intake) -> tuple[dict[str, bytes], dict[str, str], list[str]]:
+    """The child's reply, checked to be exactly what ``_read`` returns; IntakeError or IntakeFault otherwise."""
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 70:  # an exception escaped the child's own handling
+        raise IntakeFault("the child reading the submission failed outside its error handling (exit status 70)")
+    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+        how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit status {os.WEXITSTATUS(status)}"
+        raise IntakeError(f"reading the submission stopped ({how}) within the course's limits of {limits.seconds:g} s "
+                          f"and {limits.memory_mb} MB: hand in only the exercise files")
+    try:
+        data = json.loads(reply)
+    except ValueError as error:
+        raise IntakeFault(f"the reply of the child reading the submission is not JSON ({error})") from None
+    if not isinstance(data, dict):
+        data = {}
+    if set(data) == {"error"} and isinstance(data["error"], str):
+        raise IntakeError(_show(data["error"])[:1000])
+    if set(data) == {"fault"}:
+        raise IntakeFault(f"reading the submission failed: {_show(data['fault'])[:1000]}")
+    files, problems, notes = data.get("files"), data.get("problems"), data.get("notes")
+    if (set(data) != {"files", "problems", "notes"} or not isinstance(files, dict) or not isinstance(problems, dict)
+            or not isinstance(notes, list) or not set(files) | set(problems) <= set(MODULES)
+            or not all(isinstance(v, str) for v in [*files.values(), *problems.values(), *notes])):
+        raise IntakeFault("the child reading the submission sent back something else than files, problems and notes")
+    return {m: text.encode("utf-8") for m, text in files.items()}, problems, notes
+
+
+def _read(path: Path, limits: Intake) -> tuple[dict[str, bytes], dict[str, str], list[str]]:
+    problems: dict[str, str] = {}
+    notes: list[str] = []
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        raise IntakeError(f"{_show(path.name or path)} does not exist") from None
+    except OSError as error:
+        raise IntakeError(f"{_show(path.name or path)} cannot be read: {error.strerror}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise IntakeError(f"{_show(path.name or path)} is a symbolic link; give the submission itself")
+    if stat.S_ISDIR(info.st_mode):
+        files = _from_folder(path, limits, problems, notes)
+        if not files and not problems and any(path.glob("*/*.ipynb")):
+            from grader.intake.notebooks import modules_from_nbgrader_submission
+
+            files = modules_from_nbgrader_submission(path, problems, notes, limits)
+    elif path.suffix.lower() == ".zip":
+        files = _from_zip(path, limits, problems, notes)
+    elif path.suffix.lower() == ".ipynb":
+        from grader.intake.notebooks import read_notebook
+
+        files = read_notebook(path, problems, notes, limits)
+    else:
+        raise IntakeError(f"{_show(path.name)} is not a folder, a .zip or a .ipynb notebook")
+    if not files and not problems:
+        raise IntakeError(f"{_show(path.name or path)} holds none of the exercise files ({', '.join(m + '.py' for m in MODULES)})")
+    return files, problems, notes
+
+
+def digest(files: dict[str, bytes]) -> str:
+    """The submission's SHA-256: of the exercise files taken, by name and content."""
+    hasher = hashlib.sha256()
+    for module in sorted(files):
+        hasher.update(f"{module}.py\0{len(files[module])}\0".encode() + files[module])
+    return hasher.hexdigest()
+
+
+def stage(path: str | os.PathLike, limits: Intake) -> Staged:
+    """Copy the exercise files of a submission into a fresh private folder (readable by the sandbox user)."""
+    files, problems, notes = read_submission(path, limits)
+    base = Path(tempfile.mkdtemp(prefix="grader-"))  # mode 0700: no other user of this machine can read it
+    directory = base / "submission"
+    try:
+        directory.mkdir()
+        for module, data in files.items():
+            (directory / f"{module}.py").write_bytes(data)
+            os.chmod(directory / f"{module}.py", 0o644)
+        os.chmod(directory, 0o755)  # bind-mounted into the sandbox as /submission: its uid must read it
+    except BaseException:
+        shutil.rmtree(base, ignore_errors=True)
+        raise
+    return Staged(directory, digest(files), problems, notes)

@@ -1,0 +1,641 @@
+"""The grading process's side of the worker: start workers, send calls, turn replies into values or errors.
+
+``Student`` is what the suites see: ``student.softmax.softmax(x)`` calls the
+student's function in the worker and returns a plain tensor;
+``student.qkv.SelfAttention(4, 3)`` returns a ``RemoteObject`` whose methods,
+parameters and backward the test drives. Student exceptions come back as
+``StudentError`` (also an instance of the matching built-in, so
+``pytest.raises(ValueError)`` works); everything else that goes wrong with a
+submission is a ``SubmissionProblem`` with a message meant for the student.
+"""
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import torch
+
+from grader import ROOT
+from grader.course import MODULES
+from grader.course import Limits as CourseLimits
+from grader.sandbox import wire
+from grader.sandbox.lifeline import describe_status
+from grader.text import MAX_NAME, clean
+
+MAX_REPLY_BYTES = wire.MAX_REPLY_BYTES
+HELLO_SECONDS = 60
+EXIT_GRACE_SECONDS = 2.0  # a worker that closed its socket gets this long to exit before it is killed
+CRASHES_PER_FUNCTION = 3  # a function that crashed the worker this often is not called again
+OUT_OF_MEMORY = ("MemoryError", "OutOfMemoryError")  # a function that raised one of these is not called again
+CHECK = "during this check"
+
+
+class GraderFault(RuntimeError):
+    """The grader itself could not do its job (the zygote died, a required sandbox is unavailable):
+    not the submission's fault. Recorded in ``Session.fault``; the submission must not be scored."""
+
+
+class SubmissionProblem(Exception):
+    """The submission could not be called: a missing file or name, a failed import, a crash, a time-out."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class StudentError(Exception):
+    """The student's code raised an exception; ``info`` holds its type, message and the student's frames.
+
+    Its text (what the student reads) holds none of what the student's code chose after it saw an input: the type
+    only when it is a built-in exception class, the place only as checked against the submission's own file
+    (``where``), never the message. A stub's NotImplementedError is named only when it is one of the handout's.
+    """
+
+    def __init__(self, info: dict, where: str = ""):
+        info = _clean_info(info)
+        self.info = info
+        if info["type"] == "NotImplementedError":
+            stub = STUB_MESSAGE.fullmatch(info["message"])
+            self.message = (f"not implemented yet: {stub['target']}: fill in this stub (see its docstring)"
+                            if stub and stub["target"] in handout_stubs() else "not implemented yet: fill in the stub")
+        else:
+            kind = info["type"] if _builtin_exception(info["type"]) else "an exception of its own class"
+            self.message = f"your code raised {kind}" + (f" ({where})" if where else "")
+        Exception.__init__(self, self.message)
+
+    def __str__(self):
+        return self.message
+
+
+STUB_MESSAGE = re.compile(r"(?P<target>\w+\.[\w.]+): fill in this stub \(see its docstring\)")
+
+
+@lru_cache(maxsize=1)
+def handout_stubs() -> frozenset[str]:
+    """The stubs of the handout (``qkv.project``, ``causal.CausalAttention.forward``, ...), read from exercises/."""
+    return frozenset(match["target"] for path in sorted((ROOT / "exercises").glob("*.py"))
+                     for match in STUB_MESSAGE.finditer(path.read_text()))
+
+
+def _builtin_exception(name: str) -> bool:
+    cls = getattr(builtins, name, None)
+    return isinstance(cls, type) and issubclass(cls, BaseException)
+
+
+def _clean_info(info) -> dict:
+    """A worker's description of an exception, with every field of the expected type and cleaned."""
+    info = info if isinstance(info, dict) else {}
+    frames = info.get("frames") if isinstance(info.get("frames"), list) else []
+    names = info.get("builtins") if isinstance(info.get("builtins"), list) else []
+    return {"type": clean(info.get("type", "Exception"), MAX_NAME),
+            "builtins": [n for n in names if isinstance(n, str) and n.isidentifier()][:20],
+            "message": clean(info.get("message", "")),
+            "frames": [clean(f, 300) for f in frames[-8:]]}
+
+
+@lru_cache(maxsize=256)
+def _student_error_class(names: tuple[str, ...]) -> type:
+    bases = [getattr(builtins, n) for n in names if n not in ("Exception", "BaseException")]
+    bases = [b for b in bases if isinstance(b, type) and issubclass(b, Exception)]
+    bases = [b for i, b in enumerate(bases) if b not in bases[:i] and not any(o is not b and issubclass(o, b) for o in bases)]
+    while bases:  # drop bases until the class can be built and instantiated (layout conflicts, picky __new__s)
+        try:
+            cls = type("StudentError", (StudentError, *bases), {})
+            _instance(cls)
+            return cls
+        except TypeError:
+            bases.pop()
+    return StudentError
+
+
+def _instance(cls: type) -> StudentError:
+    for new in (cls.__new__, Exception.__new__, BaseException.__new__):
+        try:
+            return new(cls)
+        except TypeError:
+            continue
+    raise TypeError(f"cannot create a {cls.__mro__[1:]}")
+
+
+def student_error(info: dict, where: str = "") -> StudentError:
+    """A StudentError that is also an instance of the student's exception's built-in classes."""
+    info = _clean_info(info)
+    error = _instance(_student_error_class(tuple(info["builtins"])))
+    StudentError.__init__(error, info, where)
+    return error
+
+
+# What the grader says when the worker reports a failure of one of these kinds: the grader's own words, since
+# the worker's are the student's once their code has run (only the start's import failures are shown as sent).
+FAILURES = {
+    "missing": "{label}: not found in your code (a function, class, method, attribute or parameter name is "
+               "missing or misspelled: compare with the exercise's stub)",
+    "skipped": "not run: the step it builds on failed",
+    "shape": "{label}: a parameter does not have the shape the exercise asks for (compare with the stub)",
+    "autograd": "the result is not connected to the inputs by autograd (no grad_fn): was something detached, or "
+                "turned into a Python number?",
+    "reply": "the result of {label} cannot be sent back to the grader: is it over the reply's "
+             f"{wire.MAX_REPLY_BYTES >> 20} MiB limit, or does it hold something other than tensors and plain values?",
+}
+UNREADABLE = "the reply of your code could not be read"
+STUDENT_FRAME = re.compile(r"(?P<module>\w+)\.py, line (?P<line>\d+)\b")
+
+
+@dataclass
+class CallResult:
+    value: object
+    arg_grads: list | None = None
+    param_grads: dict | None = None
+    called: list[str] = field(default_factory=list)
+    ops: int | None = None
+    args_after: list | None = None
+
+
+class Zygote:
+    """A fresh interpreter with torch imported, forking sandboxed workers on request.
+
+    One zygote serves one grading process, one request at a time (it is not thread-safe).
+    Should it die, the next ``spawn`` starts a new one.
+    """
+
+    def __init__(self, namespaces: bool = True):
+        """``namespaces=False`` never builds the namespace sandbox (workers get rlimits only, as on a machine
+        without namespaces): for testing that degraded path, never for grading students."""
+        self.namespaces = namespaces
+        self._launch()
+
+    def _launch(self):
+        self.spawned = 0
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.log = tempfile.TemporaryFile()
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "PYTHONPATH": str(ROOT),
+               "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+        env.update({k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "GRADER_SANDBOX_UID", "GRADER_SANDBOX_GID", "GRADER_CGROUP")
+                    if k in os.environ})
+        flags = [] if self.namespaces else ["--no-namespaces"]
+        self.process = subprocess.Popen([sys.executable, "-m", "grader.sandbox.lifeline", str(os.getpid()), str(theirs.fileno()), *flags],
+                                        pass_fds=[theirs.fileno()], env=env, cwd="/", stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=self.log)
+        theirs.close()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def _ask(self, request: dict, fds=()) -> dict:
+        try:
+            socket.send_fds(self.control, [json.dumps(request).encode()], list(fds))
+            reply = self.control.recv(65536)
+        except OSError:
+            reply = b""
+        if not reply:
+            self.log.seek(0)
+            raise GraderFault(f"the worker zygote stopped: {self.log.read()[-2000:].decode(errors='replace')}")
+        return json.loads(reply)
+
+    def spawn(self, submission: str, limits: CourseLimits, device: str, require_sandbox: bool) -> tuple[int, socket.socket]:
+        if not self.alive():  # it died (it never runs student code): start a new one
+            self.close()
+            self._launch()
+        ours, theirs = socket.socketpair()
+        limits = {k: getattr(limits, k) for k in ("memory_mb", "cpu_seconds", "processes", "file_size_mb", "open_files", "tmp_mb")}
+        try:
+            pid = self._ask({"op": "spawn", "submission": str(submission), "limits": limits, "device": device,
+                             "require_sandbox": require_sandbox}, [theirs.fileno()])["pid"]
+        finally:
+            theirs.close()
+        self.spawned += 1
+        return pid, ours
+
+    def reap(self, pid: int) -> int | None:
+        """Wait for a worker that was killed; its wait status (None when the zygote is gone)."""
+        try:
+            return self._ask({"op": "reap", "pid": pid})["status"]
+        except GraderFault:
+            return None
+
+    def wait(self, pid: int, timeout: float) -> int | None:
+        """The wait status of a worker that exits within ``timeout`` seconds, else None (it is then still running)."""
+        try:
+            return self._ask({"op": "wait", "pid": pid, "timeout": timeout})["status"]
+        except GraderFault:
+            return None
+
+    def close(self):
+        """Stop the zygote (and with it any worker still running: they die with their parent)."""
+        self.control.close()
+        try:  # it exits when it sees the control socket closed; one that never spawned may still be warming up
+            self.process.wait(timeout=10 if self.spawned else 0.5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+class Session:
+    """Grading one submission: a worker that is restarted after a crash or a time-out, and the limits."""
+
+    def __init__(self, zygote: Zygote, submission: str, limits: CourseLimits, device: str = "cpu",
+                 require_sandbox: bool = False):
+        self.zygote, self.submission, self.limits = zygote, submission, limits
+        self.device, self.require_sandbox = device, require_sandbox
+        self.deadline = time.monotonic() + limits.submission_seconds
+        self.pid: int | None = None
+        self.sock: socket.socket | None = None
+        self.generation = 0
+        self.imported: set[str] = set()
+        self.broken: dict[str, SubmissionProblem] = {}
+        self.abandoned: dict[str, SubmissionProblem] = {}  # function label -> why it is not called again
+        self.crashes: dict[str, int] = {}
+        self.isolation = "not started"
+        self.cpu_cap = "not started"  # how the worker's CPU is capped: "cgroup v1: cpu, pids", or "none: <why>"
+        self.fault: str | None = None  # set when the grader (not the submission) failed: do not score
+        self.watch: list[str] = []  # the course's banned names: every call is instrumented for all of them
+        self._sources: dict[str, list[str]] = {}
+
+    # -- worker lifecycle
+
+    def _start(self):
+        """Start a worker and import every exercise module not known to be broken, before any input reaches it
+        (so an import error, shown with its message, cannot carry an input); a module whose import kills the
+        worker is marked broken and the others are imported again in a fresh one."""
+        while True:
+            self._spawn()
+            if self._import_all():
+                return
+
+    def _spawn(self):
+        try:
+            self.pid, self.sock = self.zygote.spawn(self.submission, self.limits, self.device, self.require_sandbox)
+        except GraderFault as fault:
+            self.fault = str(fault)
+            raise
+        self.generation += 1
+        self.imported.clear()
+        hello = self._exchange(None, min(HELLO_SECONDS, self._remaining()), "while starting")
+        self.isolation = clean(hello.get("isolation", "unknown"), 300)
+        self.cpu_cap = clean(hello.get("cpu", "unknown"), 300)
+        if not hello.get("ok"):
+            problem = self._problem(hello, early=True)
+            self.stop()
+            if getattr(problem, "kind", None) == "sandbox":
+                self.fault = str(problem)
+                raise GraderFault(str(problem))
+            raise problem
+
+    def _import_all(self) -> bool:
+        """Import the modules not imported or broken yet, each within ``import_seconds``; False if the worker died."""
+        for module in MODULES:
+            if module in self.broken or module in self.imported:
+                continue
+            try:
+                reply = self._exchange(wire.encode({"op": "import", "module": module}),
+                                       min(self.limits.import_seconds, self._remaining()), f"while importing {module}.py")
+                if not reply.get("ok"):
+                    raise self._problem(reply, module, early=True)
+                self._sync(f"after importing {module}.py")
+            except (SubmissionProblem, StudentError) as problem:
+                self.broken[module] = problem if isinstance(problem, SubmissionProblem) else SubmissionProblem("import", str(problem))
+                if self.pid is None:
+                    return False
+                continue
+            self.imported.add(module)
+        return True
+
+    def stop(self, grace: float = 0.0) -> int | None:
+        """Stop the worker (if any) and return its wait status (None if unknown).
+
+        With ``grace``, a worker that is exiting on its own (its socket closed) gets that long to
+        finish, so that its own exit status (a segfault, say) is reported rather than our SIGKILL.
+        """
+        if self.pid is None:
+            return None
+        pid, sock = self.pid, self.sock
+        self.pid = self.sock = None
+        sock.close()
+        status = self.zygote.wait(pid, grace) if grace > 0 else None
+        if status is None:
+            for kill in (os.kill, os.killpg) if self.isolation.startswith("rlimits only") else (os.kill,):
+                try:  # without namespaces the worker leads its own process group: take its children too
+                    kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            status = self.zygote.reap(pid)
+        if status is None and not self.zygote.alive():
+            self.fault = "the worker zygote stopped while grading"
+        return status
+
+    def _sync(self, doing: str) -> None:
+        """A round trip with a fresh nonce the worker echoes: a reply out of step (frames the student's code wrote
+        on the socket, say) stops the worker and raises SubmissionProblem."""
+        nonce = secrets.token_hex(8)
+        reply = self._exchange(wire.encode({"op": "sync", "nonce": nonce}), min(self.limits.call_seconds, self._remaining()), doing)
+        if reply.get("nonce") != nonce:
+            self.stop()
+            raise SubmissionProblem("reply", f"{UNREADABLE} {doing}: does your code write to the worker's socket?")
+
+    def _remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def _exchange(self, frame: bytes | None, timeout: float, doing: str) -> dict:
+        """Send a frame (None: only read) and read the reply within ``timeout`` seconds in all;
+        on a hang, a death or a malformed reply, stop the worker and raise SubmissionProblem."""
+        timeout = max(timeout, 0.0)
+        deadline = time.monotonic() + timeout
+        self._blob = None  # the last reply's bytes are not held while the next one arrives
+        try:
+            if frame is not None:
+                self.sock.settimeout(max(timeout, 0.001))  # a worker that does not read cannot block us
+                try:
+                    self.sock.sendall(frame)
+                finally:
+                    self.sock.settimeout(None)
+            message, blob = wire.read_frame(self.sock, MAX_REPLY_BYTES, deadline)
+        except TimeoutError:
+            self.stop()
+            if self._remaining() <= 0.05:
+                raise SubmissionProblem("timeout", f"grading your submission took more than "
+                                                   f"{self.limits.submission_seconds:g} s in all; your code was stopped {doing}") from None
+            raise SubmissionProblem("timeout", f"your code ran for more than {timeout:.3g} s {doing} and was stopped "
+                                               "(an endless loop, or far too slow?)") from None
+        except (EOFError, OSError):
+            status = self.stop(grace=EXIT_GRACE_SECONDS)
+            what = describe_status(status) if status is not None else "stopped"
+            raise SubmissionProblem("crash", f"the worker running your code {what} {doing}") from None
+        except wire.WireError:
+            self.stop()
+            raise SubmissionProblem("reply", UNREADABLE) from None
+        self._blob = blob
+        return message
+
+    # -- requests
+
+    def _decoder(self):
+        """A decoder of the last reply, one for all of its parts, so that their tensors' byte ranges are checked
+        against each other. ``decode(data, label, objects)``: an object kept in the worker (a handle) becomes a
+        RemoteObject named ``objects`` (the suite's name for it, never the student's) where the check asked for one,
+        and fails the call ``label`` anywhere else: a check never receives a proxy it did not ask for."""
+        generation, asked = self.generation, {}
+
+        def handle(h: wire.Handle):
+            if asked["objects"] is None:
+                raise SubmissionProblem("result", f"{asked['label']} returned an object that is neither a tensor nor a "
+                                                  "plain value (a number, or a tuple or list of tensors): return tensors")
+            return RemoteObject(self, h.id, asked["objects"], generation)
+        decoder = wire.Decoder(self._blob, handle=handle)
+
+        def decode(data, label: str, objects: str | None = None):
+            asked.update(label=label, objects=objects)
+            try:
+                return decoder(data)
+            except wire.WireError:
+                pass
+            # Raised outside the except block: the WireError's traceback (and the tensors half-decoded in its
+            # frames, which share the reply's bytes) is not kept alive by the problem the suites hold on to.
+            if self.generation == generation:
+                self.stop()
+            raise SubmissionProblem("reply", UNREADABLE)
+        return decode
+
+    def _problem(self, reply: dict, label: str = "your code", early: bool = False) -> Exception:
+        """The failure a reply reports. ``early``: the reply came before any input reached the worker (its start
+        and imports), so its own words may be shown; later, only the grader's words for the kind of failure."""
+        if isinstance(reply.get("error"), dict):
+            info = _clean_info(reply["error"])
+            # The place only for a failure before any input reached the worker: later, the line that raises could
+            # be chosen from the input (a file padded with lines makes its number a channel of many bits).
+            return student_error(info, self._where(info["frames"]) if early else "")
+        failure = reply.get("failure") if isinstance(reply.get("failure"), dict) else {}
+        kind = clean(failure.get("kind", "unknown"), 40)
+        if early:
+            return SubmissionProblem(kind, clean(failure.get("message", UNREADABLE)))
+        return SubmissionProblem(kind, FAILURES.get(kind, UNREADABLE).format(label=label))
+
+    def _where(self, frames: list[str]) -> str:
+        """'softmax.py, line 12: <that line>' for the innermost frame the worker names, with the line read from the
+        submission's own file (static text), or '' when that frame is not a line of an exercise file."""
+        match = STUDENT_FRAME.match(frames[-1]) if frames else None
+        if match is None or match["module"] not in MODULES:
+            return ""
+        module, number = match["module"], int(match["line"])
+        if module not in self._sources:
+            try:
+                with open(os.path.join(self.submission, f"{module}.py"), "rb") as file:
+                    self._sources[module] = file.read(1 << 20).decode(errors="replace").splitlines()
+            except OSError:
+                self._sources[module] = []
+        lines = self._sources[module]
+        if not 1 <= number <= len(lines) or not lines[number - 1].strip():
+            return ""
+        return f"{module}.py, line {number}: {clean(lines[number - 1].strip(), 200)}"
+
+    def _ensure(self, module: str | None, targets=()):
+        for target in targets:
+            if target.get("generation", self.generation) != self.generation:
+                raise SubmissionProblem("restarted", f"this {target.get('type', 'object')} was lost when the worker "
+                                                     "was restarted after an earlier failure")
+        if module in self.broken:
+            raise self.broken[module]
+        if self._remaining() <= 0:
+            raise SubmissionProblem("timeout", f"grading your submission took more than {self.limits.submission_seconds:.0f} s "
+                                               "in all; the remaining checks were not run")
+        if self.pid is None:
+            self._start()
+            if module in self.broken:
+                raise self.broken[module]
+
+    def request(self, message: dict, module: str | None, calls: int = 1) -> dict:
+        """Send one request about ``module`` and return its reply (decode it with ``_decoder``)."""
+        self._ensure(module)
+        frame = wire.encode(message)
+        timeout = min(self.limits.call_seconds * calls, self._remaining())
+        return self._exchange(frame, timeout, CHECK)
+
+    def run(self, target: dict, args=(), kwargs=None, **options) -> CallResult:
+        """Call the object ``target`` names with ``args`` and ``kwargs``; options: seed, grad_output, return_args
+        (sent to the worker), watch (the banned names to report in ``called``) and handles (the result may be an
+        object kept in the worker: a constructor, ``module.to(...)``)."""
+        return self.run_many([(target, args, kwargs, options)])[0]
+
+    def run_many(self, calls: list[tuple[dict, tuple, dict | None, dict]]) -> list[CallResult]:
+        """Several calls in one round trip, run in order; raises the first failure, with its index in ``step``.
+
+        A call's target may be ``{"earlier": i, "type": name}``: the value returned by call ``i`` of the same
+        batch (build a module, then call its methods, in one round trip); ``load_params_step`` makes a call that
+        copies parameters into such a module.
+
+        A function whose call timed out or ran out of memory (or that crashed the worker CRASHES_PER_FUNCTION
+        times) is not called again: later calls fail at once with the same problem, so one endless loop costs one
+        ``call_seconds`` and not one per check (nor the other exercises their share of the time).
+        """
+        labels = [_label(c[0]) for c in calls]
+        for label in labels:
+            if label in self.abandoned:
+                raise self.abandoned[label]
+        modules = {c[0].get("module") for c in calls} - {None}
+        for module in sorted(modules) or [None]:
+            self._ensure(module, [c[0] for c in calls])
+        # Every call is instrumented alike, for all of the course's banned names: student code cannot tell a
+        # checked call from another; the grading process keeps what each check asked for.
+        requests = [{"op": "call", "target": target, "args": list(args), "kwargs": kwargs or {}, "watch": self.watch,
+                     **{k: v for k, v in options.items() if k not in LOCAL_OPTIONS}}
+                    for target, args, kwargs, options in calls]
+        try:
+            reply = self.request({"op": "batch", "requests": requests}, None, calls=len(calls))
+        except SubmissionProblem as problem:
+            self._strike(labels, problem)
+            raise
+        replies = reply.get("replies")
+        if not reply.get("ok") or not isinstance(replies, list) or len(replies) != len(calls) \
+                or not all(isinstance(item, dict) for item in replies):
+            if not reply.get("ok") and ("error" in reply or "failure" in reply):
+                raise self._problem(reply, labels[0])
+            self.stop()
+            raise SubmissionProblem("reply", f"{UNREADABLE}: it does not answer the calls made")
+        results, decode = [], self._decoder()  # one decoder: the byte ranges of all calls' results are checked together
+        for step, (label, item, call) in enumerate(zip(labels, replies, calls)):
+            if not item.get("ok"):
+                problem = self._problem(item, label)
+                if isinstance(problem, StudentError) and problem.info["type"] in OUT_OF_MEMORY:
+                    self.abandoned[label] = SubmissionProblem(
+                        "memory", f"{label} is not called again: in an earlier check it ran out of memory "
+                                  f"({problem.info['type']}; a worker may use {self.limits.memory_mb} MB)")
+                problem.step = step
+                raise problem
+            options, called, ops = call[3], item.get("called", []), item.get("ops")
+            wanted = set(options.get("watch", ()))
+            value = decode(item.get("value"), label, _object_name(call[0]) if options.get("handles") else None)
+            results.append(CallResult(value=value, arg_grads=decode(item.get("arg_grads"), label),
+                                      param_grads=decode(item.get("param_grads"), label),
+                                      called=sorted({n for n in called if n in wanted}) if isinstance(called, list) else [],
+                                      ops=ops if type(ops) is int else None, args_after=decode(item.get("args_after"), label)))
+        return results
+
+    def _strike(self, labels: list[str], problem: SubmissionProblem) -> None:
+        earlier = str(problem).replace(f" {CHECK}", "")
+        if problem.kind == "timeout" and self._remaining() > 0:
+            for label in labels:
+                self.abandoned[label] = SubmissionProblem(
+                    "timeout", f"{label} is not called again: in an earlier check, {earlier}")
+        elif problem.kind == "crash":
+            for label in labels:
+                self.crashes[label] = self.crashes.get(label, 0) + 1
+                if self.crashes[label] >= CRASHES_PER_FUNCTION:
+                    self.abandoned[label] = SubmissionProblem(
+                        "crash", f"{label} is not called again: it crashed the worker {self.crashes[label]} times "
+                                 f"(the last time, {earlier})")
+
+    def simple(self, op: str, target: dict, **fields):
+        self._ensure(target.get("module"), [target])
+        reply = self.request({"op": op, "target": target, **fields}, target.get("module"))
+        if not reply.get("ok"):
+            raise self._problem(reply, _label(target))
+        return self._decoder()(reply.get("value"), _label(target))
+
+    def close(self):
+        """Stop the worker. Raises GraderFault if the grader failed during the session (see ``fault``): its
+        results say nothing about the submission and must not be recorded as its grade."""
+        self.stop()
+        if self.fault:
+            raise GraderFault(self.fault)
+
+
+def load_params_step(target: dict, params: dict) -> tuple[dict, tuple, None, dict]:
+    """A call for ``Session.run_many`` that copies ``params`` (tensors by name) into the module ``target`` names."""
+    return target, (), None, {"op": "load_params", "params": params}
+
+
+LOCAL_OPTIONS = ("watch", "handles")  # call options the grading process acts on itself
+
+
+def _object_name(target: dict) -> str:
+    """The suite's name for an object a call builds: the class's name in the exercise, or the object's own."""
+    path = target.get("path", [])
+    return str(path[-1]) if "module" in target and path else str(target.get("type", "object"))
+
+
+def _label(target: dict) -> str:
+    """A call target in words: ``quiz.decoder_attention``, ``SelfAttention.forward``, ``SelfAttention(...)``."""
+    head = str(target.get("module") or clean(target.get("type", "object"), MAX_NAME))
+    path = [str(p) for p in target.get("path", [])]
+    return ".".join([head, *path]) if path or "module" in target else f"{head}(...)"
+
+
+class Remote:
+    """A name in the worker: a module, a handle, or an attribute path below one. Calling it runs the call there."""
+
+    def __init__(self, session: Session, target: dict):
+        self._session, self._target = session, target
+
+    def __getattr__(self, name: str) -> "Remote":
+        if _probe(name):
+            raise AttributeError(name)
+        return Remote(self._session, {**self._target, "path": [*self._target.get("path", []), name]})
+
+    def __call__(self, *args, **kwargs):
+        return self.run(args, kwargs).value
+
+    def run(self, args=(), kwargs=None, **options) -> CallResult:
+        """Call with options (see ``Session.run``)."""
+        return self._session.run(self._target, args, kwargs, **options)
+
+    def build(self, *args, **kwargs) -> "RemoteObject":
+        """Call something that returns an object kept in the worker (a constructor, ``module.to(...)``); a result
+        that is not such an object fails the check."""
+        value = self.run(args, kwargs, handles=True).value
+        if not isinstance(value, RemoteObject):
+            raise SubmissionProblem("result", f"{_label(self._target)} returned a plain value, not an object")
+        return value
+
+    def __repr__(self):
+        return f"<remote {self._target}>"
+
+
+class RemoteObject(Remote, wire.Handle):
+    """An object living in the worker, e.g. the student's nn.Module."""
+
+    def __init__(self, session: Session, id: int, type_name: str, generation: int):
+        Remote.__init__(self, session, {"handle": id, "type": type_name, "generation": generation})
+        wire.Handle.__init__(self, id, type_name)
+
+    def params(self) -> dict:
+        """The module's named parameters, as plain tensors by name (anything else fails the check)."""
+        value = self._session.simple("params", self._target)
+        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in value.items()):
+            raise SubmissionProblem("result", f"the parameters of the {self.type_name} are not tensors by name")
+        return value
+
+    def load_params(self, params: dict) -> None:
+        """Copy tensors into the module's parameters of the same names."""
+        self._session.simple("load_params", self._target, params=params)
+
+
+class Student:
+    """The submission as the suites see it: ``student.<module>.<name>``."""
+
+    def __init__(self, session: Session):
+        self.session = session
+
+    def __getattr__(self, module: str) -> Remote:
+        if module not in MODULES:
+            raise AttributeError(f"the submission has no exercise {module!r}")
+        return Remote(self.session, {"module": module})
+
+    def __repr__(self):
+        return "<the student's submission>"
+
+
+def _probe(name: str) -> bool:
+    """Names that tools probe objects for (``__len__``, IPython's and hypothesis's ``_repr_pretty_``), never the
+    student's: looking them up must not become a call into the worker."""
+    return name.startswith("__") or (name.startswith("_") and name.endswith("_"))

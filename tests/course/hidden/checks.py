@@ -1,0 +1,730 @@
+"""Comparison and feedback helpers shared by the hidden suites.
+
+Everything a student reads about a failed check is written here, so the rules
+hold in one place:
+
+- a message names the property, the *class* of input (shapes, dtype, device,
+  which dim, whether the temperature is below or above 1), never an input
+  value or a reference output;
+- what a message says about the student's result comes from a small fixed set
+  (a kind of value, its dtype and device, how its shape differs, the order of
+  magnitude of its error, the known mistake it matches): never a number, a
+  name or a text of the student's choosing, which could carry a hidden input
+  (``kind``, ``shape_fact``, ``error_scale``);
+- a hint aims at the likely misconception: the student's result is compared
+  with what known mistakes would have produced on the same input (softmax
+  over the wrong dim, scaling by ``d_k``, the mask after the softmax, heads
+  split without a transpose, ...), and the matching mistake is named.
+
+Failures are raised as ``grader.suites.plugin.CheckFailed``; ``StudentError`` (the
+student's own exception) is turned into one with the input class added;
+``SubmissionProblem`` (missing file or name, crash, time-out) is left alone
+for the plugin.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import torch
+
+from grader.sandbox.client import (
+    CallResult,
+    RemoteObject,
+    StudentError,
+    load_params_step,
+)
+from grader.sandbox.seed import seed_torch
+from grader.suites.plugin import CheckFailed
+
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+
+
+# ---------------------------------------------------------------- describing inputs (never their values)
+
+def shape(t) -> str:
+    return "(" + ", ".join(str(n) for n in t.shape) + ("," if t.dim() == 1 else "") + ")"
+
+
+def dtype_name(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def describe(**named) -> str:
+    """'x (2, 3, 5) float64 on cpu': names and shapes, the floating dtype and the device; never a value.
+
+    Non-tensor values (dims, sizes) are shown as given; bool/int tensors carry their own dtype.
+    """
+    floating = [v for v in named.values() if isinstance(v, torch.Tensor) and v.is_floating_point()]
+    dtypes = {v.dtype for v in floating}
+    parts = []
+    for name, value in named.items():
+        if isinstance(value, torch.Tensor):
+            own = len(dtypes) != 1 or not value.is_floating_point()
+            parts.append(f"{name} {shape(value)}" + (f" {dtype_name(value.dtype)}" if own else ""))
+            if not own and value is floating[-1]:
+                parts[-1] += f" {dtype_name(value.dtype)}"
+        elif value is not None:
+            parts.append(f"{name} {value}")
+    devices = sorted({v.device.type for v in named.values() if isinstance(v, torch.Tensor)})
+    return ", ".join(parts) + (f" on {', '.join(devices)}" if devices else "")
+
+
+def temperature_class(t: float) -> str:
+    """The temperature's class, not its value."""
+    return "temperature 1" if t == 1 else ("a temperature below 1" if t < 1 else "a temperature above 1")
+
+
+# ---------------------------------------------------------------- describing the student's results (a fixed set of facts)
+
+def kind(value) -> str:
+    """What kind of value the student returned, in a few fixed words ('a tensor', 'a tuple', 'None', ...)."""
+    if isinstance(value, torch.Tensor):
+        return "a tensor"
+    if isinstance(value, RemoteObject):
+        return "an object"
+    for types_, words in ((type(None), "None"), (bool, "a bool"), ((int, float), "a number"), (str, "a string"),
+                          (tuple, "a tuple"), (list, "a list"), (dict, "a dict")):
+        if isinstance(value, types_):
+            return words
+    return "another kind of value"
+
+
+def shape_fact(got: Sequence[int], want: Sequence[int]) -> str:
+    """How a result's shape differs from the expected one, in one of a few fixed phrases (never its sizes)."""
+    got, want = tuple(got), tuple(want)
+    if sorted(got) == sorted(want):
+        return "the right sizes in the wrong order"
+    if len(got) == len(want) - 1:
+        return "one dim fewer than expected"
+    if len(got) == len(want) + 1:
+        return "one dim more than expected"
+    if len(got) != len(want):
+        return "several dims fewer than expected" if len(got) < len(want) else "several dims more than expected"
+    return "the expected number of dims but other sizes"
+
+
+def error_scale(error: float) -> str:
+    """An error's order of magnitude, one of a dozen buckets: 'about 1e-3', 'about 1', '10 or more'."""
+    if math.isnan(error) or error >= 10:
+        return "10 or more"
+    exponent = max(-10, math.floor(math.log10(error))) if error > 0 else -10
+    return "about 1" if exponent >= 0 else f"about 1e{exponent}"
+
+
+# ---------------------------------------------------------------- calling the student
+
+def _hint(text: str | None) -> str:
+    """' Hint: ...' with exactly one final period (or nothing)."""
+    if not text:
+        return ""
+    return f" Hint: {text}" + ("" if text.rstrip().endswith((".", "?", "!", ")")) else ".")
+
+
+KNOWN_ERRORS = [  # (part of torch's message, what it means for the student)
+    ("Mismatch in shape: grad_output", "the result has the wrong shape (see the values checks)"),
+    ("leaf Variable that requires grad is being used in an in-place operation",
+     "your code changes an input in place (x -= ..., x /= ..., x.sub_()); compute new tensors instead"),
+    ("cannot be called on meta tensors", "meta tensors have shapes but no values: avoid .item() and Python ifs on values"),
+    ("must match the size of tensor", "two tensors that should line up do not: compare their shapes dim by dim, and "
+                                      "reduce with keepdim=True where a result must broadcast back"),
+    ("shapes cannot be multiplied", "the inner sizes of a matrix product differ: check which operand needs a transpose "
+                                    "(nn.Linear stores its weight as (d_out, d_in): call the layer itself)"),
+]
+
+
+def attempt(thunk: Callable, what: str, on: str, hint: str | None = None):
+    """Run ``thunk`` (a call into the student's code); their exception becomes a CheckFailed that names the input class."""
+    try:
+        return thunk()
+    except StudentError as error:
+        raise failed(error, what, on, hint) from None
+
+
+def failed(error: StudentError, what: str, on: str, hint: str | None = None) -> CheckFailed:
+    """The CheckFailed for the student's exception ``error`` raised by ``what`` on inputs of class ``on``."""
+    if error.info.get("type") == "NotImplementedError":
+        hint = None  # a stub: the message says what to do
+    elif hint is None:
+        hint = next((h for pattern, h in KNOWN_ERRORS if pattern in error.info.get("message", "")), None)
+    message = f"{what} failed on {on}: {error}"
+    return CheckFailed(message.rstrip(".") + "." + _hint(hint))
+
+
+def expect_raises(exception: type, thunk: Callable, what: str, when: str, hint: str, need_message: bool = True):
+    """The student's code must raise ``exception`` (with a message) when ``when``."""
+    name = exception.__name__
+    try:
+        value = thunk()
+    except StudentError as error:
+        if isinstance(error, exception):
+            if need_message and not str(error.info.get("message", "")).strip():
+                raise CheckFailed(f"{what} raises a {name} without a message when {when}: say what was wrong "
+                                  f"(e.g. raise {name}(f\"... got {{...}}\"))") from None
+            return error
+        raise CheckFailed(f"{what} should raise {name} when {when}, but {error}.{_hint(hint)}") from None
+    raise CheckFailed(f"{what} returned {kind(value)} instead of raising {name} when {when}.{_hint(hint)}")
+
+
+# ---------------------------------------------------------------- comparing values
+
+def tolerance(course, dtype, magnitude: float = 0.0) -> tuple[float, float]:
+    """course.yaml's (rtol, atol) for ``dtype``; widened for inputs of large ``magnitude``.
+
+    Rounding an input of size M already moves it by about eps * M, which moves
+    a softmax weight by a relative eps * M whatever the algorithm; the
+    tolerance grows with it, so a correct log-sum-exp formulation passes at
+    1e4 while NaNs and wrong weights still fail.
+    """
+    tol = course.tolerance(dtype)
+    widened = 8 * torch.finfo(dtype).eps * magnitude
+    return max(tol.rtol, widened), max(tol.atol, widened)
+
+
+@dataclass
+class Hint:
+    """A known mistake: if the student's result equals ``alternative()``, ``message`` says what went wrong."""
+    message: str
+    alternative: Callable[[], torch.Tensor]
+
+
+def _as64(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().to("cpu", torch.float64)
+
+
+def _same(got: torch.Tensor, alt, rtol: float, atol: float) -> bool:
+    if not isinstance(alt, torch.Tensor) or alt.device.type == "meta" or tuple(alt.shape) != tuple(got.shape):
+        return False
+    a, b = _as64(got), _as64(alt)
+    both_nan = torch.isnan(a) & torch.isnan(b)
+    return bool((torch.isclose(a, b, rtol=rtol, atol=atol) | both_nan | (a == b)).all())
+
+
+def _matching_hint(got, hints: Iterable[Hint] | Callable[[], Iterable[Hint]], rtol: float, atol: float) -> str | None:
+    for hint in hints() if callable(hints) else hints:
+        try:
+            alternative = hint.alternative()
+        except Exception:  # a mistake that cannot even be computed on this input is not the one made
+            continue
+        if _same(got, alternative, rtol, atol):
+            return hint.message
+    return None
+
+
+def _diagnosis(got, diagnose: Iterable[Callable]) -> str | None:
+    for check in diagnose:
+        try:
+            message = check(got)
+        except Exception:
+            message = None
+        if message:
+            return message
+    return None
+
+
+def expect_tensor(got, what: str, on: str, like: torch.Tensor | None = None) -> torch.Tensor:
+    """``got`` itself if it is a tensor; otherwise the check fails, saying what kind of value came back."""
+    if isinstance(got, torch.Tensor):
+        return got
+    hint = ""
+    if isinstance(got, (float, int)):
+        hint = " Hint: return the tensor itself; .item(), float() or a Python sum turn it into a number, which loses autograd, dtype and device."
+    elif isinstance(got, (list, tuple)):
+        hint = " Hint: build the result with tensor operations (torch.stack, torch.cat) rather than a Python list."
+    expected = f" of shape {shape(like)}" if like is not None else ""
+    raise CheckFailed(f"{what} returned {kind(got)} on {on}; expected a tensor{expected}.{hint}")
+
+
+def expect_object(got, what: str, on: str) -> RemoteObject:
+    """``got`` itself if it is an object kept in the worker (the student's module); otherwise the check fails."""
+    if isinstance(got, RemoteObject):
+        return got
+    raise CheckFailed(f"{what} returned {kind(got)} on {on}; expected the object itself (an nn.Module).")
+
+
+def expect_tensors(got, count: int, what: str, on: str, expected: str) -> tuple[torch.Tensor, ...]:
+    """``got`` must be a tuple (or list) of ``count`` tensors, described as ``expected`` ('the pair (v, alphas)')."""
+    if not isinstance(got, (tuple, list)) or len(got) != count:
+        many = " of another length" if isinstance(got, (tuple, list)) else ""
+        raise CheckFailed(f"{what} returned {kind(got)}{many} on {on}; expected {expected}.")
+    return tuple(expect_tensor(item, f"item {i} of the result of {what}", on) for i, item in enumerate(got))
+
+
+def close(got, want: torch.Tensor, *, what: str, on: str, course=None, rtol: float | None = None, atol: float | None = None,
+          hints: Iterable[Hint] | Callable[[], Iterable[Hint]] = (), diagnose: Iterable[Callable] = (), nonfinite: str | None = None,
+          generic: str | None = None, check_dtype: bool = True, dtype_note: str | None = None):
+    """The student's ``got`` must be a tensor like ``want`` (shape, dtype, device) with close values.
+
+    ``hints`` may be a function returning them, for hints that cost something to prepare: it runs on a failure only.
+    """
+    got = expect_tensor(got, what, on, want)
+    if not want.is_floating_point():
+        rtol, atol = 0.0, 0.0
+    elif rtol is None or atol is None:
+        rtol, atol = tolerance(course, want.dtype)
+    if tuple(got.shape) != tuple(want.shape):
+        found = _matching_hint(got, hints, rtol, atol) if want.device.type != "meta" else None
+        if found is None and sorted(got.shape) == sorted(want.shape):
+            found = ("the right sizes in the wrong order: a transpose is missing or in the wrong place (with batch dims, "
+                     "x.T reverses every dim: use x.transpose(-2, -1) or x.mT)")
+        if found is None and got.dim() != want.dim():
+            found = "a reduction lost or kept a dim (keepdim?), or a batch dim was dropped or added"
+        raise CheckFailed(f"{what}: the result's shape has {shape_fact(got.shape, want.shape)} on {on}; expected "
+                          f"{shape(want)}.{_hint(found)}")
+    if check_dtype and got.dtype != want.dtype:
+        note = dtype_note or ("the input's dtype. Hint: no .float()/.double(), no hard-coded dtype=... when you create "
+                              "tensors: use x.dtype, x.new_*(...) or torch.*_like(x)")
+        raise CheckFailed(f"{what}: {dtype_name(got.dtype)} result on {on}; expected {dtype_name(want.dtype)}, {note}.")
+    if got.device.type != want.device.type:
+        raise CheckFailed(f"{what}: result on {got.device.type} for inputs on {want.device.type} ({on}). "
+                          f"Hint: a device is hard-coded: create tensors with device=x.device (or torch.*_like, x.new_*), "
+                          f"and register fixed tensors of a module as buffers so that they follow .to(device).")
+    if want.device.type == "meta":
+        return got
+    a, b = _as64(got), _as64(want)
+    finite = torch.isfinite(b)
+    broken = finite & ~torch.isfinite(a)
+    if broken.any():
+        found = _matching_hint(got, hints, rtol, atol) or nonfinite or _diagnosis(got, diagnose) or generic
+        raise CheckFailed(f"{what}: NaN or inf on {on} where the result is finite.{_hint(found)}")
+    ok = torch.isclose(a, b, rtol=rtol, atol=atol) | (a == b)
+    if bool(ok.all()):
+        return got
+    difference = (a - b).abs().where(finite, torch.zeros((), dtype=torch.float64))
+    found = _matching_hint(got, hints, rtol, atol) or _diagnosis(got, diagnose) or generic
+    raise CheckFailed(f"{what}: wrong values on {on}: off by {error_scale(float(difference.max()))} at worst."
+                      f"{_hint(found)}")
+
+
+def rows_sum_to_one(dim: int = -1, what: str = "weights"):
+    """A diagnosis: the result's entries along ``dim`` should sum to 1."""
+    def check(got: torch.Tensor) -> str | None:
+        a = _as64(got)
+        if a.dim() == 0:
+            return None
+        sums = a.sum(dim)
+        if torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+            return None
+        for other in range(a.dim()):
+            if other != dim % a.dim():
+                s = a.sum(other)
+                if torch.allclose(s, torch.ones_like(s), atol=1e-4):
+                    return (f"your {what} sum to 1 along dim {other - a.dim()}, not along dim {dim}: "
+                            f"normalize over the right dimension (the softmax's dim, and the sum's, with keepdim=True).")
+        return f"your {what} do not sum to 1 along dim {dim}: divide exp(...) by its sum over that same dim (keepdim=True)."
+    return check
+
+
+# ---------------------------------------------------------------- gradients, in-place changes, operator counts, built-ins
+
+def grads_close(result: CallResult, want: Sequence[torch.Tensor | None], names: Sequence[str], *, what: str, on: str,
+                course, params: dict | None = None, want_params: dict | None = None):
+    """Gradients that reached the inputs (and parameters) must equal the reference's."""
+    got = list(result.arg_grads or [])
+    pairs = [(f"the input {n}", g, w) for n, g, w in zip(names, got + [None] * len(names), want)]
+    for name in sorted(want_params or {}):
+        pairs.append((f"the parameter {name}", (result.param_grads or {}).get(name), want_params[name]))
+    for label, g, w in pairs:
+        if w is None:
+            continue
+        if g is None:
+            raise CheckFailed(f"no gradient reaches {label} of {what} ({on}). Hint: something cuts the autograd graph "
+                              f"between {label.split()[-1]} and the result: .detach(), .data, .item(), .tolist(), "
+                              f"torch.tensor(...) of a computed value, or an in-place copy into a new tensor.")
+        close(g, w, what=f"the gradient of {what} with respect to {label}", on=on, course=course,
+              generic="if the values checks fail too, fix those first; otherwise part of the result is computed "
+                      "outside autograd (detached, or rebuilt from numbers) or at a lower precision than the input.")
+
+
+def reference_grads(function: Callable, args: Sequence, grad_output: torch.Tensor, module: torch.nn.Module | None = None):
+    """(input grads, parameter grads) of the reference ``function(*args)`` for ``grad_output``."""
+    leaves = [a.detach().clone().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+              for a in args]
+    if module is not None:
+        module.zero_grad(set_to_none=True)
+    out = function(*leaves)
+    out = out[0] if isinstance(out, (tuple, list)) else out
+    out.backward(grad_output)
+    grads = [a.grad if isinstance(a, torch.Tensor) and a.is_floating_point() else None for a in leaves]
+    params = {n: p.grad.detach().clone() for n, p in module.named_parameters()} if module is not None else None
+    return grads, params
+
+
+def unchanged(before: Sequence, result: CallResult, names: Sequence[str], *, what: str, on: str):
+    """The student's call must leave its input tensors as they were."""
+    after = list(result.args_after or [])
+    for name, old, new in zip(names, before, after):
+        if not isinstance(old, torch.Tensor):
+            continue
+        if not isinstance(new, torch.Tensor) or tuple(new.shape) != tuple(old.shape) or new.dtype != old.dtype:
+            raise CheckFailed(f"{what} changes the shape or dtype of its input {name} in place ({on}). Hint: "
+                              f"transpose_/t_/squeeze_/unsqueeze_/resize_ modify the caller's tensor; use the versions "
+                              f"without the underscore, which return a new view.")
+        if not torch.equal(new.to(old.device), old):
+            raise CheckFailed(f"{what} modifies its input {name} in place ({on}). Hint: x -= ..., x /= ..., x.sub_(), "
+                              f"x.div_(), x.exp_() or x[...] = ... write into the caller's tensor; compute a new tensor "
+                              f"instead (z = x - ...).")
+
+
+def vectorized(results: Sequence[tuple[str, CallResult]], what: str, loop_over: str):
+    """The number of ATen operators must not grow from the first call to the others (larger T, batch or heads)."""
+    base_label, base = results[0]
+    for label, result in results[1:]:
+        if result.ops is not None and base.ops is not None and result.ops > base.ops:
+            raise CheckFailed(f"{what} dispatches more tensor operations for {label} than for "
+                              f"{base_label}: the work grows with the size, so a Python loop runs over {loop_over}. "
+                              f"Hint: use batched tensor operations (matmul/@ on (..., T, d) tensors, broadcasting, "
+                              f"transpose(-2, -1)) that handle every position and batch element at once.")
+
+
+def own_implementation(result: CallResult, what: str, instead: str):
+    """None of the exercise's banned built-ins (course.yaml) may be called (``result.called`` holds only the names
+    the check watched for)."""
+    if result.called:
+        names = ", ".join(result.called)
+        raise CheckFailed(f"{what} calls the built-in {names}, which does the whole job of this exercise, so this part "
+                          f"earns no credit.{_hint(instead)}")
+
+
+# ---------------------------------------------------------------- misconceptions, per exercise
+# Each returns Hint objects: what a known mistake would have produced on the same (float64) input.
+
+def _sm(z, dim=-1):
+    return torch.softmax(z, dim)
+
+
+def softmax_hints(x: torch.Tensor, dim: int, t: float) -> list[Hint]:
+    rank = x.dim()
+    hints = []
+    if dim % rank != rank - 1:
+        hints.append(Hint("you normalize along the last dim whatever `dim` says: reduce along `dim` "
+                          "(amax(dim, keepdim=True), sum(dim, keepdim=True)).", lambda: _sm(x / t, -1)))
+    for other in range(rank):
+        if other != dim % rank and other != rank - 1:
+            hints.append(Hint(f"your weights sum to 1 along dim {other}, not along `dim`: use `dim` in every reduction.",
+                              lambda other=other: _sm(x / t, other)))
+    if t != 1:
+        hints.append(Hint("the temperature multiplies the scores: divide by it, exp(x / t), so that a low temperature sharpens.",
+                          lambda: _sm(x * t, dim)))
+        hints.append(Hint("the temperature is ignored: divide the scores by it before exp.", lambda: _sm(x, dim)))
+    return hints
+
+
+STABLE_SOFTMAX = ("exp overflows for large scores (inf / inf = NaN): subtract each row's max along the softmax dim "
+                  "(x.amax(dim, keepdim=True)) before exp; softmax does not change when a row moves by a constant.")
+ROW_MAX = ("each row needs its own max: a max over the whole tensor (x.max()) leaves rows of small scores "
+           "underflowing to 0 / 0; use x.amax(dim, keepdim=True).")
+NEG_INF = ("-inf scores (masked positions) must get weight exactly 0 while the row has a finite entry: subtract the row "
+           "max (which is finite) and exp(-inf) = 0; avoid operations like -inf - (-inf) or 0 * inf.")
+
+
+def score_hints(queries, keys) -> list[Hint]:
+    return [
+        Hint("keys @ queries^T gives (..., Tk, Tq): the result is queries @ keys^T, one row per query.",
+             lambda: keys @ queries.transpose(-2, -1)),
+        Hint("attention_scores has no scaling: plain queries @ keys^T (sqrt(d) comes in exercise 4).",
+             lambda: queries @ keys.transpose(-2, -1) / math.sqrt(keys.shape[-1])),
+        Hint("queries^T keys compares features, not tokens: queries @ keys.transpose(-2, -1).",
+             lambda: queries.transpose(-2, -1) @ keys),
+    ]
+
+
+def pairwise_hints(x) -> list[Hint]:
+    return [Hint("x^T x compares features, not tokens: pairwise scores are x @ x^T, shape (..., T, T).",
+                 lambda: x.transpose(-2, -1) @ x),
+            Hint("no scaling here: x @ x^T.", lambda: x @ x.transpose(-2, -1) / math.sqrt(x.shape[-1]))]
+
+
+def context_weight_hints(x) -> list[Hint]:
+    scores = x @ x.transpose(-2, -1)
+    return [Hint("your weights' columns sum to 1, not the rows: is the softmax over the last dimension (dim=-1)?",
+                 lambda: _sm(scores, -2)),
+            Hint("your softmax runs over dim 0 (the batch here): use dim=-1, the keys.", lambda: _sm(scores, 0)),
+            Hint("attention_weights has no scaling: softmax(x x^T); the sqrt(d) scaling comes with queries and keys.",
+                 lambda: _sm(scores / math.sqrt(x.shape[-1])))]
+
+
+def context_vector_hints(x) -> list[Hint]:
+    weights = _sm(x @ x.transpose(-2, -1))
+    return [Hint("your weights' columns sum to 1, not the rows: is the softmax over the last dimension (dim=-1)?",
+                 lambda: _sm(x @ x.transpose(-2, -1), -2) @ x),
+            Hint("your softmax runs over dim 0 (the batch here): use dim=-1, the keys.",
+                 lambda: _sm(x @ x.transpose(-2, -1), 0) @ x),
+            Hint("you multiply by the transposed weights: the context vectors are weights @ x (row i mixes tokens for token i).",
+                 lambda: weights.transpose(-2, -1) @ x),
+            Hint("the context vectors use the unscaled weights softmax(x x^T): no sqrt(d) here.",
+                 lambda: _sm(x @ x.transpose(-2, -1) / math.sqrt(x.shape[-1])) @ x),
+            Hint("you return the weights' input, not the mix: context_vectors is attention_weights(x) @ x.", lambda: x)]
+
+
+def attention_hints(q, k, v, mask=None, scale_name="sqrt(d_k)", scale: float | None = None) -> list[Hint]:
+    """Mistakes of softmax(Q K^T / scale, masked) V."""
+    d_k, d_v = k.shape[-1], v.shape[-1]
+    scale = math.sqrt(d_k) if scale is None else scale
+    raw = q @ k.transpose(-2, -1)
+
+    def attend(scores, how="-inf", mask_=mask, dim=-1):
+        if mask_ is not None and how == "-inf":
+            scores = scores.masked_fill(~mask_, float("-inf"))
+        if mask_ is not None and how == "zero":
+            scores = scores.masked_fill(~mask_, 0.0)
+        weights = _sm(scores, dim)
+        if mask_ is not None and how == "after":
+            weights = weights * mask_
+        return weights @ v
+
+    hints = [Hint(f"you divide the scores by d_k; divide by {scale_name}.", lambda: attend(raw / d_k)),
+             Hint(f"the scores are not scaled: divide Q K^T by {scale_name} before the softmax.", lambda: attend(raw)),
+             Hint(f"you scale by sqrt of the value width d_v; scale by {scale_name}.", lambda: attend(raw / math.sqrt(d_v))),
+             Hint("the softmax runs over the queries (dim -2); it must run over the keys, the last dim.",
+                  lambda: attend(raw / scale, dim=-2))]
+    if mask is not None:
+        hints += [Hint("the mask is applied after the softmax: set masked scores to -inf *before* the softmax, so that "
+                       "each row still sums to 1.", lambda: attend(raw / scale, "after")),
+                  Hint("masked scores are set to 0, but exp(0) = 1 still gives them weight: use float('-inf').",
+                       lambda: attend(raw / scale, "zero")),
+                  Hint("the mask is inverted: True means 'may attend' (PyTorch's convention), so fill where the mask "
+                       "is False (masked_fill(~mask, -inf)).", lambda: attend(raw / scale, "-inf", ~mask)),
+                  Hint("the mask is ignored: masked_fill(~mask, float('-inf')) before the softmax.",
+                       lambda: attend(raw / scale, "none"))]
+    return hints
+
+
+def causal_hints(q, k, v, d_in: int, out_proj: Callable | None = None) -> list[Hint]:
+    """Mistakes of causal attention on projected q, k, v (..., T, d) (heads already split where relevant)."""
+    T, d = q.shape[-2], k.shape[-1]
+    tril = torch.ones(T, T, dtype=torch.bool).tril()
+    raw = q @ k.transpose(-2, -1)
+    finish = out_proj or (lambda context: context)
+
+    def attend(scores, allowed=tril, how="-inf"):
+        if allowed is not None and how == "-inf":
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        if allowed is not None and how == "zero":
+            scores = scores.masked_fill(~allowed, 0.0)
+        weights = _sm(scores)
+        if allowed is not None and how == "after":
+            weights = weights * allowed
+        return finish(weights @ v)
+
+    s = raw / math.sqrt(d)
+    return [Hint("no mask: a position sees later ones; set the scores above the diagonal to -inf before the softmax.",
+                 lambda: attend(s, None)),
+            Hint("the mask keeps the wrong triangle: True (may attend) must be on and below the diagonal, "
+                 "torch.tril, so position i sees j <= i.", lambda: attend(s, ~tril | torch.eye(T, dtype=torch.bool))),
+            Hint("the mask keeps the wrong triangle: position i may attend to j <= i (tril, True on and below "
+                 "the diagonal).", lambda: attend(s, tril.T)),
+            Hint("the mask is applied after the softmax: fill masked scores with -inf *before* it, so rows still sum to 1.",
+                 lambda: attend(s, tril, "after")),
+            Hint("masked scores are set to 0, and exp(0) = 1 still gives the future weight: fill with float('-inf').",
+                 lambda: attend(s, tril, "zero")),
+            Hint("you scale by sqrt(d_in), the input width; scale by sqrt of the key width.",
+                 lambda: attend(raw / math.sqrt(d_in))),
+            Hint("you divide the scores by the key width itself; divide by its square root.", lambda: attend(raw / d)),
+            Hint("the scores are not scaled: divide Q K^T by sqrt(key width).", lambda: attend(raw))]
+
+
+def multihead_hints(ref, x) -> list[Hint]:
+    """Mistakes of multi-head attention, computed with the reference module's own layers."""
+    B, T, _ = x.shape
+    h, hd = ref.num_heads, ref.head_dim
+    d_out = h * hd
+    tril = torch.ones(T, T, dtype=torch.bool).tril()
+    q, k, v = ref.W_query(x), ref.W_key(x), ref.W_value(x)
+
+    def split(t, transpose=True):
+        return t.view(B, T, h, hd).transpose(1, 2) if transpose else t.reshape(B, h, T, hd)
+
+    def run(scale=math.sqrt(hd), split_t=True, merge_t=True, proj=True, allowed=tril, how="-inf"):
+        qs, ks, vs = split(q, split_t), split(k, split_t), split(v, split_t)
+        s = qs @ ks.transpose(-2, -1) / scale
+        if allowed is not None and how == "-inf":
+            s = s.masked_fill(~allowed, float("-inf"))
+        if how == "zero":
+            s = s.masked_fill(~allowed, 0.0)
+        w = _sm(s)
+        if how == "after":
+            w = w * allowed
+        context = w @ vs
+        context = context.transpose(1, 2).reshape(B, T, d_out) if merge_t else context.reshape(B, T, d_out)
+        return ref.out_proj(context) if proj else context
+
+    return [Hint("out_proj is not applied: the merged heads go through self.out_proj (nn.Linear(d_out, d_out)).",
+                 lambda: run(proj=False)),
+            Hint("you scale by sqrt(d_out); each head scales by sqrt(head_dim) = sqrt(d_out // num_heads).",
+                 lambda: run(scale=math.sqrt(d_out))),
+            Hint("the heads are split without a transpose: view(B, T, num_heads, head_dim) then transpose(1, 2); a "
+                 "direct view(B, num_heads, T, head_dim) mixes tokens across heads.", lambda: run(split_t=False)),
+            Hint("the heads are merged in the wrong order: transpose(1, 2) back to (B, T, num_heads, head_dim) "
+                 "first, then reshape to (B, T, d_out).", lambda: run(merge_t=False)),
+            Hint("no causal mask: set the scores above the diagonal to -inf before the softmax.", lambda: run(allowed=None)),
+            Hint("the mask keeps the wrong triangle: True (may attend) on and below the diagonal (tril).",
+                 lambda: run(allowed=tril.T)),
+            Hint("the mask is applied after the softmax: fill with -inf before it.", lambda: run(how="after")),
+            Hint("masked scores are set to 0, and exp(0) = 1: fill with float('-inf').", lambda: run(how="zero"))]
+
+
+def decoder_hints(s, H) -> list[Hint]:
+    scores = (H * s.unsqueeze(-2)).sum(-1)
+    alphas = _sm(scores)
+    return [Hint("the result is not normalized: turn the scores into weights with a softmax over the n states first.",
+                 lambda: (scores.unsqueeze(-1) * H).sum(-2)),
+            Hint("the softmax runs over the wrong dim: the weights belong to the n encoder states (dim -1 of the scores).",
+                 lambda: (_sm(scores, 0).unsqueeze(-1) * H).sum(-2)),
+            Hint("the weights are applied per feature: alpha_i multiplies the whole state h_i and the sum runs over "
+                 "the n states (dim -2 of H).", lambda: (alphas.unsqueeze(-1) * H).sum(-1)),
+            Hint("you return the weights, not the weighted sum of the states.", lambda: alphas)]
+
+
+def dictionary_hints(Q, K, V, t) -> list[Hint]:
+    raw = Q @ K.transpose(-2, -1)
+    return [Hint("the temperature multiplies the scores: divide by it (a low temperature must sharpen).",
+                 lambda: _sm(raw * t) @ V),
+            Hint("no sqrt(d_k) scaling in this exercise: softmax(Q K^T / temperature) V.",
+                 lambda: _sm(raw / t / math.sqrt(K.shape[-1])) @ V),
+            Hint("the temperature is ignored: divide the scores by it before the softmax.", lambda: _sm(raw) @ V),
+            Hint("the softmax runs over the queries: it must run over the keys (the last dim of Q K^T).",
+                 lambda: _sm(raw / t, -2) @ V)]
+
+
+# ---------------------------------------------------------------- references
+
+def in_float64(function: Callable, *args, **kwargs):
+    """The reference ``function`` evaluated in float64 (exact for any float input), cast back to the inputs' dtype.
+
+    Comparing with the exact answer rather than with another float32 rounding
+    keeps the tolerance for the student's own rounding alone.
+    """
+    dtypes = [a.dtype for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    if not dtypes or dtypes[0] == torch.float64 or any(a.device.type == "meta" for a in args if isinstance(a, torch.Tensor)):
+        return function(*args, **kwargs)
+    wide = [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+    return _cast(function(*wide, **kwargs), dtypes[0])
+
+
+def _cast(value, dtype):
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.is_floating_point() else value
+    if isinstance(value, (tuple, list)):
+        return type(value)(_cast(v, dtype) for v in value)
+    return value
+
+
+def detached(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The module's parameters as plain tensors, by name (what ``load_params`` sends)."""
+    return {name: p.detach().clone() for name, p in module.named_parameters()}
+
+
+def skip_unless_cuda(device: torch.device, dtype) -> None:
+    import pytest
+    if device.type != "cuda":
+        pytest.skip(f"{dtype_name(dtype)} is checked on CUDA only")
+
+
+META_HINT = ("meta tensors (used here to check that your code keeps the input's device) have shapes but no values: "
+             "avoid .item(), .tolist(), Python ifs on tensor values, and tensors created without device=x.device")
+
+
+def on_meta(value):
+    """The same tensors on the meta device (shape and dtype only); the reference itself is computed on real tensors."""
+    if isinstance(value, torch.Tensor):
+        return torch.empty(value.shape, dtype=value.dtype, device="meta")
+    if isinstance(value, (tuple, list)):
+        return type(value)(on_meta(v) for v in value)
+    return value
+
+
+# ---------------------------------------------------------------- modules
+
+def same_params(got: dict, want: dict, what: str, on: str, how: str):
+    """Parameters of a module constructed right after torch.manual_seed must equal the reference's (kind and order)."""
+    if not isinstance(got, dict) or set(got) - set(want):
+        raise CheckFailed(f"{what} has parameters other than {', '.join(want)} ({on}). Hint: {how}")
+    for name, w in want.items():
+        if name not in got:
+            raise CheckFailed(f"{what} has no parameter named {name} ({on}); expected {', '.join(want)}.")
+        g = expect_tensor(got[name], f"the parameter {name} of {what}", on)
+        if tuple(g.shape) != tuple(w.shape):
+            turned = "is transposed" if tuple(g.shape) == tuple(w.shape)[::-1] else f"has {shape_fact(g.shape, w.shape)}"
+            raise CheckFailed(f"parameter {name} of {what} {turned} ({on}); expected the shape {shape(w)}. "
+                              f"Hint: {how}")
+        if not torch.allclose(g.to(w), w):
+            swapped = any(o != name and tuple(want[o].shape) == tuple(g.shape) and torch.allclose(g.to(w), want[o])
+                          for o in want)
+            reason = "the parameters are created in another order" if swapped else "it was drawn differently"
+            raise CheckFailed(f"with torch.manual_seed(...) right before construction, parameter {name} of {what} "
+                              f"differs from the expected one ({on}): {reason}. Hint: {how}")
+
+
+def build_seeded(constructor, args, kwargs: dict, seed: int, what: str, on: str) -> RemoteObject:
+    """The student's module built with ``args``/``kwargs`` right after the worker's generator is seeded with ``seed``."""
+    return expect_object(attempt(lambda: constructor.run(args, kwargs, seed=seed, handles=True).value, what, on), what, on)
+
+
+def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, device=None, mode: str | None = None,
+         **kwargs):
+    """The student's module built with ``args``, moved to ``dtype``/``device``, holding the reference's parameters
+    (copied by name) and put in ``mode`` ('eval' or 'train') if given: one round trip to the worker."""
+    params = detached(reference)
+    if dtype is not None:
+        params = {k: v.to(dtype) for k, v in params.items()}
+    built = {"earlier": 0, "type": what}
+    steps = [((constructor._target, args, kwargs, {"handles": True}), what)]
+    if dtype is not None or (device is not None and torch.device(device).type != "cpu"):  # modules start on the CPU
+        moved = {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
+        steps.append((({**built, "path": ["to"]}, (), moved, {"handles": True}), f"{what}.to(...)"))
+    steps.append((load_params_step(built, params), f"copying the parameters into the {what}"))
+    if mode is not None:
+        steps.append((({**built, "path": [mode]}, (), None, {"handles": True}), f"{what}.{mode}()"))
+    try:
+        built = constructor._session.run_many([call for call, _ in steps])[0].value
+    except StudentError as error:
+        raise failed(error, steps[error.step][1], "construction") from None
+    return expect_object(built, what, "construction")
+
+
+def wide(module: torch.nn.Module) -> torch.nn.Module:
+    """A float64 copy of a reference module (its float32 parameters convert exactly)."""
+    import copy
+    return copy.deepcopy(module).double()
+
+
+def seed(n: int) -> None:
+    """Seed the generators the references draw from: the CPU's (reference modules are built on it, then moved to the
+    device) and, once initialized, CUDA's (dropout on the GPU); the worker seeds the student's call the same way.
+
+    torch.manual_seed would do it too, but it also queues a lazy CUDA/XPU/MTIA seeding that formats a stack
+    trace on every call while CUDA is not initialized: milliseconds each, hundreds of calls per submission.
+    """
+    seed_torch(n)
+
+
+def module_reference(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The reference module's output on ``x``, computed in float64 and cast back to x's dtype (float32 parameters
+    and buffers convert exactly; the module itself is left as it is, and no graph is built)."""
+    with torch.no_grad():
+        if x.dtype == torch.float64:
+            return module(x)
+        state = {name: t.double() if t.is_floating_point() else t
+                 for name, t in itertools.chain(module.named_parameters(), module.named_buffers())}
+        return torch.func.functional_call(module, state, (x.double(),)).to(x.dtype)
+
+
+def earlier_outputs_unchanged(call, x: torch.Tensor, changed: torch.Tensor, t: int, *, what: str, on: str,
+                              expected: str, hint: str) -> None:
+    """Changing the tokens from position ``t`` on leaves every output before ``t`` as it was (no peeking).
+    ``call`` is the student's function or module (both inputs go in one round trip)."""
+    both = attempt(lambda: call._session.run_many([(call._target, (x,), None, {}), (call._target, (changed,), None, {})]),
+                   what, on)
+    a, b = (expect_tensor(result.value, what, on) for result in both)
+    if a.shape != b.shape or a.shape[:2] != x.shape[:2]:
+        raise CheckFailed(f"{what} returned a result of another shape on {on}; expected {expected}.")
+    if not bool(torch.isfinite(a).all()):
+        raise CheckFailed(f"{what}: NaN or inf on {on}. Hint: every row must keep at least its diagonal entry, and "
+                          f"masked scores get -inf before a (stable) softmax.")
+    moved = ~((a[:, :t] - b[:, :t]).abs() <= 1e-9 + 1e-7 * a[:, :t].abs())
+    if bool(moved.any()):
+        raise CheckFailed(f"changing the tokens from position {t} on changes an output before position {t} ({on}). "
+                          f"Hint: a later position changes an earlier output: {hint}")

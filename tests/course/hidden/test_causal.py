@@ -1,0 +1,271 @@
+"""Hidden suite, exercise 7: causal attention (causal_mask, CausalAttention)."""
+import checks as C
+import pytest
+import strategies as S
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from solutions import causal as ref
+
+pytestmark = pytest.mark.causal
+
+WHAT = "CausalAttention(x)"
+SLICE_HINT = "the mask buffer is (context_length, context_length): slice it to [:T, :T] for a sequence of T tokens"
+
+
+def _reference(case, device, dropout=0.0):
+    C.seed(case.seed)
+    return ref.CausalAttention(case.d_in, case.d_out, case.T + case.extra_context, dropout, case.qkv_bias).to(device)
+
+
+def _student(student, reference, case, device, dtype=None, dropout=0.0, mode="eval"):
+    return C.twin(student.causal.CausalAttention, reference, case.d_in, case.d_out, case.T + case.extra_context,
+                  dropout, case.qkv_bias, what="CausalAttention", device=device, dtype=dtype,
+                  mode=mode)
+
+
+def _on(x, context_length):
+    return f"{C.describe(x=x)}, context_length {'= T' if context_length == x.shape[-2] else '> T'}"
+
+
+def _hints(reference, x):
+    wide = C.wide(reference) if x.dtype != torch.float64 else reference
+    x = x.double()
+    q, k, v = wide.W_query(x), wide.W_key(x), wide.W_value(x)
+    return C.causal_hints(q, k, v, x.shape[-1])
+
+
+def _check(student, course, module, reference, x, context_length, what=WHAT):
+    on = _on(x, context_length)
+    got = C.attempt(lambda: module(x), what, on, SLICE_HINT if context_length > x.shape[-2] else None)
+    C.close(got, C.module_reference(reference.eval(), x), what=what, on=on, course=course, hints=lambda: _hints(reference, x),
+            nonfinite="a row became NaN: fill the masked scores with -inf before a (stable) softmax, and keep the diagonal.",
+            generic="scores Q K^T / sqrt(d_out), -inf above the diagonal, softmax over the last dim, dropout, @ V.")
+
+
+# ---------------------------------------------------------------- causal_mask
+
+@pytest.mark.weight(2)
+@S.examples(4)
+@given(T=st.integers(1, 9))
+def test_causal_mask(student, course, T):
+    """causal_mask(T) is the bool (T, T) mask with True on and below the diagonal."""
+    on = f"T={T}"
+    got = C.expect_tensor(C.attempt(lambda: student.causal.causal_mask(T), "causal_mask(T)", on), "causal_mask(T)", on)
+    want = ref.causal_mask(T)
+    if tuple(got.shape) != (T, T):
+        raise C.CheckFailed(f"causal_mask(T): the result's shape has {C.shape_fact(got.shape, (T, T))} for {on}; "
+                            f"expected ({T}, {T}).")
+    if got.dtype != torch.bool:
+        raise C.CheckFailed(f"causal_mask(T) returned {C.dtype_name(got.dtype)} for {on}; expected bool "
+                            f"(True = may attend). Hint: create it with dtype=torch.bool or compare (== 1).")
+    got = got.cpu()
+    if not torch.equal(got, want):
+        if torch.equal(got, want & ~torch.eye(T, dtype=torch.bool)):
+            hint = "the diagonal is missing: each position may attend to itself (tril, not tril(-1))."
+        elif torch.equal(got, want.T):
+            hint = "you keep the upper triangle (the future): use tril, so position i may attend to j <= i."
+        elif torch.equal(got, ~want):
+            hint = "True marks the positions to hide; here True means 'may attend' (PyTorch's convention): invert it."
+        else:
+            hint = "True on and below the diagonal: torch.ones(T, T, dtype=torch.bool).tril()."
+        raise C.CheckFailed(f"causal_mask(T) is wrong for {on}. Hint: {hint}")
+
+
+@pytest.mark.weight(1)
+def test_causal_mask_device(student, course):
+    """causal_mask(T, device=...) creates the mask on that device (checked with the meta device)."""
+    got = C.attempt(lambda: student.causal.causal_mask(4, device=torch.device("meta")), "causal_mask(4, device=meta)",
+                    "T=4, device meta")
+    C.close(got, C.on_meta(ref.causal_mask(4)), what="causal_mask(T, device)", on="T=4, device meta", course=course,
+            check_dtype=False)
+
+
+# ---------------------------------------------------------------- CausalAttention
+
+@pytest.mark.weight(1)
+@S.examples(2)
+@given(case=S.causal_cases())
+def test_seeded_init(student, course, case):
+    """CausalAttention creates W_query, W_key, W_value = nn.Linear(d_in, d_out, bias=qkv_bias), in that order."""
+    context_length = case.T + case.extra_context
+    on = f"d_in={case.d_in}, d_out={case.d_out}, qkv_bias={case.qkv_bias}"
+    module = C.build_seeded(student.causal.CausalAttention, (case.d_in, case.d_out, context_length, 0.0, case.qkv_bias),
+                            {}, case.seed, "CausalAttention(...)", on)
+    C.seed(case.seed)
+    want = C.detached(ref.CausalAttention(case.d_in, case.d_out, context_length, 0.0, case.qkv_bias))
+    C.same_params(module.params(), want, "CausalAttention", on,
+                  "create W_query, W_key, W_value in that order, each nn.Linear(d_in, d_out, bias=qkv_bias); the mask "
+                  "is a buffer, not a parameter.")
+
+
+@pytest.mark.weight(4)
+@S.examples(6)
+@given(case=S.causal_cases())
+def test_values(student, course, device, case):
+    """CausalAttention(x) equals the reference with the same weights, for T <= context_length, with and without bias."""
+    reference = _reference(case, device)
+    module = _student(student, reference, case, device)
+    x = case.randn(case.B, case.T, case.d_in, dtype=torch.float32, device=device)
+    _check(student, course, module, reference, x, case.T + case.extra_context)
+
+
+@pytest.mark.weight(1)
+def test_shorter_than_context(student, course, device):
+    """A sequence shorter than context_length works: the mask is cut to the sequence length."""
+    C.seed(course.seed)
+    reference = ref.CausalAttention(4, 3, 9, 0.0).to(device)
+    module = C.twin(student.causal.CausalAttention, reference, 4, 3, 9, 0.0, what="CausalAttention", device=device)
+    for T in (1, 5):
+        x = torch.randn(2, T, 4, generator=torch.Generator().manual_seed(course.seed + T)).to(device)
+        _check(student, course, module, reference, x, 9)
+
+
+@pytest.mark.weight(2)
+@S.examples(4)
+@given(drawn=S.with_split(S.causal_cases()))
+def test_no_peeking(student, course, device, drawn):
+    """Changing later tokens leaves every earlier output unchanged."""
+    case, t = drawn
+    reference = _reference(case, device)
+    module = _student(student, reference, case, device, dtype=torch.float64)
+    x = case.randn(case.B, case.T, case.d_in, dtype=torch.float64, device=device)
+    changed = x.clone()
+    changed[:, t:] = case.randn(case.B, case.T - t, case.d_in, dtype=torch.float64, device=device) * 3
+    on = _on(x, case.T + case.extra_context)
+    C.earlier_outputs_unchanged(module, x, changed, t, what=WHAT, on=on, expected=f"({case.B}, {case.T}, {case.d_out})",
+                                hint="check which triangle your mask keeps (True on and below the diagonal may attend) "
+                                     "and that it is applied with -inf before the softmax.")
+
+
+@pytest.mark.weight(2)
+@S.examples(3)
+@given(case=S.causal_cases())
+def test_dropout_training(student, course, device, case):
+    """In training mode, dropout acts on the attention weights (same seed: same result as the reference)."""
+    reference = _reference(case, device, dropout=0.5).double()
+    module = _student(student, reference, case, device, dtype=torch.float64, dropout=0.5, mode="train")
+    x = case.randn(case.B, case.T, case.d_in, dtype=torch.float64, device=device)
+    on = _on(x, case.T + case.extra_context) + ", training mode, dropout 0.5"
+    got = C.attempt(lambda: module.run(args=(x,), seed=case.seed).value, WHAT, on)
+    reference.train()
+    C.seed(case.seed)
+    want = reference(x).detach()
+    eval_out = C.module_reference(reference.eval(), x)
+    C.close(got, want, what=WHAT + " in training mode", on=on, course=course,
+            hints=[C.Hint("dropout is not applied in training mode: apply self.dropout to the attention weights "
+                          "(nn.Dropout is active after .train()).", lambda: eval_out)],
+            generic="if the checks in eval mode fail too, fix those first; otherwise apply self.dropout once, to the "
+                    "attention weights right after the softmax (not to the scores, the values or the output), and draw "
+                    "no other random numbers in forward.")
+
+
+@pytest.mark.weight(1)
+def test_dropout_eval(student, course, device):
+    """In eval mode, dropout does nothing: the result is deterministic and equals the reference."""
+    C.seed(course.seed)
+    reference = ref.CausalAttention(5, 3, 6, 0.5).to(device)
+    module = C.twin(student.causal.CausalAttention, reference, 5, 3, 6, 0.5, what="CausalAttention", device=device,
+                    mode="eval")
+    x = torch.randn(2, 6, 5, generator=torch.Generator().manual_seed(course.seed)).to(device)
+    on = _on(x, 6) + ", eval mode, dropout 0.5"
+    for seed in (1, 2):
+        got = C.attempt(lambda: module.run(args=(x,), seed=seed).value, WHAT, on)
+        C.close(got, C.module_reference(reference.eval(), x), what=WHAT + " in eval mode", on=on, course=course,
+                hints=lambda: _hints(reference, x),
+                generic="dropout must be off in eval mode: use the nn.Dropout module (self.dropout), or "
+                        "F.dropout(..., training=self.training).")
+
+
+@pytest.mark.weight(1)
+def test_context_length_error(student, device):
+    """A sequence longer than context_length raises ValueError."""
+    module = C.attempt(lambda: student.causal.CausalAttention.build(4, 3, 5, 0.0), "CausalAttention(4, 3, 5, 0.0)",
+                       "construction")
+    module.to.build(device=device)
+    x = torch.ones(2, 7, 4, device=device)
+    C.expect_raises(ValueError, lambda: module(x), WHAT, "T (7) is larger than context_length (5)",
+                    "compare x.shape[1] with the mask's size first and raise ValueError(...)")
+
+
+def _fixed_module(student, device, dtype, seed, bias=True):
+    C.seed(seed)
+    reference = ref.CausalAttention(5, 3, 7, 0.0, bias).to(device, dtype)
+    module = C.twin(student.causal.CausalAttention, reference, 5, 3, 7, 0.0, bias, what="CausalAttention",
+                    device=device, dtype=dtype, mode="eval")
+    x = torch.randn(2, 6, 5, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).to(device, dtype)
+    return reference.eval(), module, x
+
+
+@pytest.mark.weight(1)
+def test_float64_kept(student, course, device):
+    """A float64 module and input give a float64 result at float64 precision."""
+    reference, module, x = _fixed_module(student, device, torch.float64, course.seed)
+    _check(student, course, module, reference, x, 7)
+
+
+@pytest.mark.weight(1)
+def test_device_kept(student, course, device):
+    """The result stays on the input's device (module and input moved to meta, which has no data)."""
+    module = C.attempt(lambda: student.causal.CausalAttention.build(5, 3, 7, 0.0), "CausalAttention(5, 3, 7, 0.0)", "construction")
+    C.attempt(lambda: module.to.build(torch.device("meta")), "CausalAttention.to('meta')", "construction")
+    x = torch.empty(2, 6, 5, device="meta")
+    on = _on(x, 7)
+    got = C.attempt(lambda: module(x), WHAT, on, C.META_HINT + "; register the mask with register_buffer so that it "
+                                                              "follows the module to its device")
+    C.close(got, C.on_meta(torch.empty(2, 6, 3)), what=WHAT, on=on, course=course)
+
+
+@pytest.mark.weight(1)
+def test_autograd(student, course, device):
+    """Gradients flow to x and to every parameter, equal to the reference's (float64)."""
+    reference, module, x = _fixed_module(student, device, torch.float64, course.seed)
+    grad_output = torch.randn(2, 6, 3, generator=torch.Generator().manual_seed(course.seed + 1),
+                              dtype=torch.float64).to(device)
+    want, want_params = C.reference_grads(reference, (x,), grad_output, module=reference)
+    on = _on(x, 7)
+    result = C.attempt(lambda: module.run(args=(x,), grad_output=grad_output), WHAT, on)
+    C.grads_close(result, want, ("x",), what=WHAT, on=on, course=course, want_params=want_params)
+
+
+@pytest.mark.weight(1)
+def test_input_not_modified(student, course, device):
+    """x is not changed in place."""
+    _, module, x = _fixed_module(student, device, torch.float32, course.seed)
+    result = C.attempt(lambda: module.run(args=(x,), return_args=True), WHAT, _on(x, 7))
+    C.unchanged([x.clone()], result, ("x",), what=WHAT, on=_on(x, 7))
+
+
+@pytest.mark.weight(1)
+def test_vectorized(student, device):
+    """No Python loop over the sequence or the batch: the number of tensor operations stays the same."""
+    module = C.attempt(lambda: student.causal.CausalAttention.build(4, 3, 10, 0.0), "CausalAttention(4, 3, 10, 0.0)",
+                       "construction")
+    module.to.build(device=device)
+    g = torch.Generator().manual_seed(23)
+    runs = [("T=3, batch 2", (2, 3)), ("T=8, batch 2", (2, 8)), ("T=3, batch 6", (6, 3))]
+    try:
+        results = student.session.run_many([(module._target, (torch.randn(B, T, 4, generator=g).to(device),), None,
+                                             {}) for _, (B, T) in runs])
+    except C.StudentError as error:
+        raise C.CheckFailed(f"{WHAT} failed on a batched input: {error}") from None
+    C.vectorized([(label, r) for (label, _), r in zip(runs, results)], WHAT, "tokens or batch elements")
+
+
+@pytest.mark.weight(1)
+def test_own_implementation(student, course, device):
+    """No built-in attention (torch's scaled_dot_product_attention, nn.MultiheadAttention)."""
+    _, module, x = _fixed_module(student, device, torch.float32, course.seed)
+    result = C.attempt(lambda: module.run(args=(x,), watch=course.banned["causal.CausalAttention"]),
+                       WHAT, _on(x, 7))
+    C.own_implementation(result, "CausalAttention", "scores, masked_fill with -inf, torch.softmax, self.dropout, @ values.")
+
+
+@pytest.mark.weight(1)
+@pytest.mark.parametrize("dtype", C.HALF_DTYPES, ids=C.dtype_name)
+def test_half_precision(student, course, device, dtype):
+    """A float16 or bfloat16 module and input (CUDA) give a result of the same dtype within its tolerance."""
+    C.skip_unless_cuda(device, dtype)
+    reference, module, x = _fixed_module(student, device, dtype, course.seed)
+    _check(student, course, module, reference, x * 0.5, 7)

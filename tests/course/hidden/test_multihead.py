@@ -1,0 +1,270 @@
+"""Hidden suite, exercise 8: multi-head causal attention (MultiHeadAttention)."""
+
+import checks as C
+import pytest
+import strategies as S
+import torch
+from hypothesis import given
+
+from solutions import multihead as ref
+
+pytestmark = pytest.mark.multihead
+
+WHAT = "MultiHeadAttention(x)"
+SLICE_HINT = "the mask buffer is (context_length, context_length): slice it to [:T, :T] for a sequence of T tokens"
+
+
+def _reference(case, device, dropout=0.0):
+    C.seed(case.seed)
+    return ref.MultiHeadAttention(case.d_in, case.d_out, case.T + case.extra_context, dropout, case.heads,
+                                  case.qkv_bias).to(device)
+
+
+def _student(student, reference, case, device, dtype=None, dropout=0.0, mode="eval"):
+    return C.twin(student.multihead.MultiHeadAttention, reference, case.d_in, case.d_out, case.T + case.extra_context,
+                  dropout, case.heads, case.qkv_bias, what="MultiHeadAttention", device=device, dtype=dtype,
+                  mode=mode)
+
+
+def _on(x, heads, context_length):
+    return (f"{C.describe(x=x)}, num_heads={heads}, "
+            f"context_length {'= T' if context_length == x.shape[-2] else '> T'}")
+
+
+def _check(student, course, module, reference, x, heads, context_length, what=WHAT, generic=None):
+    on = _on(x, heads, context_length)
+    got = C.attempt(lambda: module(x), what, on, SLICE_HINT if context_length > x.shape[-2] else None)
+    C.close(got, C.module_reference(reference.eval(), x), what=what, on=on, course=course,
+            hints=lambda: C.multihead_hints(C.wide(reference).eval(), x.double()),
+            nonfinite="a row became NaN: fill the masked scores with -inf before a (stable) softmax, and keep the diagonal.",
+            generic=generic or "project once, view(B, T, num_heads, head_dim).transpose(1, 2), scores / sqrt(head_dim), "
+                               "-inf above the diagonal, softmax, dropout, @ values, transpose(1, 2) back, reshape to "
+                               "(B, T, d_out), out_proj.")
+
+
+@pytest.mark.weight(1)
+@S.examples(2)
+@given(case=S.multihead_cases())
+def test_seeded_init(student, course, case):
+    """MultiHeadAttention creates W_query, W_key, W_value (nn.Linear(d_in, d_out)), then out_proj, in that order."""
+    context_length = case.T + case.extra_context
+    on = f"d_in={case.d_in}, d_out={case.d_out}, num_heads={case.heads}, qkv_bias={case.qkv_bias}"
+    module = C.build_seeded(student.multihead.MultiHeadAttention,
+                            (case.d_in, case.d_out, context_length, 0.0, case.heads, case.qkv_bias), {}, case.seed,
+                            "MultiHeadAttention(...)", on)
+    C.seed(case.seed)
+    want = C.detached(ref.MultiHeadAttention(case.d_in, case.d_out, context_length, 0.0, case.heads, case.qkv_bias))
+    C.same_params(module.params(), want, "MultiHeadAttention", on,
+                  "create W_query, W_key, W_value (nn.Linear(d_in, d_out, bias=qkv_bias)), then out_proj = "
+                  "nn.Linear(d_out, d_out), in that order; the mask is a buffer, not a parameter.")
+
+
+@pytest.mark.weight(5)
+@S.examples(6)
+@given(case=S.multihead_cases())
+def test_values(student, course, device, case):
+    """MultiHeadAttention(x) equals the reference with the same weights: 2-4 heads of size >= 2, T > 1, all sizes different."""
+    reference = _reference(case, device)
+    module = _student(student, reference, case, device)
+    x = case.randn(case.B, case.T, case.d_in, dtype=torch.float32, device=device)
+    _check(student, course, module, reference, x, case.heads, case.T + case.extra_context)
+
+
+@pytest.mark.weight(1)
+def test_single_head_and_head_dim_one(student, course, device):
+    """One head (head_dim = d_out) and heads of size 1 (head_dim = 1) both match the reference."""
+    for heads, d_out in ((1, 6), (6, 6)):
+        C.seed(course.seed + heads)
+        reference = ref.MultiHeadAttention(4, d_out, 5, 0.0, heads).to(device)
+        module = C.twin(student.multihead.MultiHeadAttention, reference, 4, d_out, 5, 0.0, heads,
+                        what="MultiHeadAttention", device=device)
+        x = torch.randn(3, 5, 4, generator=torch.Generator().manual_seed(course.seed)).to(device)
+        _check(student, course, module, reference, x, heads, 5)
+
+
+@pytest.mark.weight(1)
+def test_out_proj_applied(student, course, device):
+    """The merged heads go through out_proj (its weight and its non-zero bias change the result)."""
+    C.seed(course.seed)
+    reference = ref.MultiHeadAttention(3, 8, 6, 0.0, 2).to(device)
+    with torch.no_grad():
+        reference.out_proj.bias.uniform_(0.5, 1.0)
+    module = C.twin(student.multihead.MultiHeadAttention, reference, 3, 8, 6, 0.0, 2, what="MultiHeadAttention",
+                    device=device)
+    x = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(course.seed)).to(device)
+    _check(student, course, module, reference, x, 2, 6,
+           generic="the last step is self.out_proj(context): an nn.Linear(d_out, d_out) with a bias, created after the "
+                   "three projections.")
+
+
+@pytest.mark.weight(1)
+def test_head_scaling(student, course, device):
+    """Each head scales its scores by sqrt(head_dim), not by sqrt(d_out) or d_out."""
+    C.seed(course.seed + 1)
+    reference = ref.MultiHeadAttention(5, 12, 4, 0.0, 4).to(device)
+    with torch.no_grad():
+        reference.W_query.weight.mul_(3)
+        reference.W_key.weight.mul_(3)
+    module = C.twin(student.multihead.MultiHeadAttention, reference, 5, 12, 4, 0.0, 4, what="MultiHeadAttention",
+                    device=device)
+    x = torch.randn(2, 4, 5, generator=torch.Generator().manual_seed(course.seed + 1)).to(device)
+    _check(student, course, module, reference, x, 4, 4,
+           generic="divide each head's scores by math.sqrt(head_dim), head_dim = d_out // num_heads.")
+
+
+@pytest.mark.weight(1)
+@S.examples(4)
+@given(drawn=S.with_split(S.multihead_cases()))
+def test_no_peeking(student, course, device, drawn):
+    """Changing later tokens leaves every earlier output unchanged, in every head."""
+    case, t = drawn
+    reference = _reference(case, device)
+    module = _student(student, reference, case, device, dtype=torch.float64)
+    x = case.randn(case.B, case.T, case.d_in, dtype=torch.float64, device=device)
+    changed = x.clone()
+    changed[:, t:] = case.randn(case.B, case.T - t, case.d_in, dtype=torch.float64, device=device) * 3
+    on = _on(x, case.heads, case.T + case.extra_context)
+    C.earlier_outputs_unchanged(module, x, changed, t, what=WHAT, on=on, expected=f"({case.B}, {case.T}, {case.d_out})",
+                                hint="check which triangle your mask keeps, that it is applied with -inf before the softmax, "
+                                     "and that the heads are split with view(B, T, num_heads, head_dim).transpose(1, 2) (a direct view mixes tokens).")
+
+
+@pytest.mark.weight(1)
+@S.examples(3)
+@given(case=S.multihead_cases())
+def test_dropout_training(student, course, device, case):
+    """In training mode, dropout acts on the attention weights (same seed: same result as the reference)."""
+    reference = _reference(case, device, dropout=0.5).double()
+    module = _student(student, reference, case, device, dtype=torch.float64, dropout=0.5, mode="train")
+    x = case.randn(case.B, case.T, case.d_in, dtype=torch.float64, device=device)
+    on = _on(x, case.heads, case.T + case.extra_context) + ", training mode, dropout 0.5"
+    got = C.attempt(lambda: module.run(args=(x,), seed=case.seed).value, WHAT, on)
+    reference.train()
+    C.seed(case.seed)
+    want = reference(x).detach()
+    eval_out = C.module_reference(reference.eval(), x)
+    C.close(got, want, what=WHAT + " in training mode", on=on, course=course,
+            hints=[C.Hint("dropout is not applied in training mode: apply self.dropout to the attention weights.",
+                          lambda: eval_out)],
+            generic="if the checks in eval mode fail too, fix those first; otherwise apply self.dropout once, to the "
+                    "(B, num_heads, T, T) attention weights right after the softmax (not to the context or the output), "
+                    "and draw no other random numbers in forward.")
+
+
+@pytest.mark.weight(1)
+def test_dropout_eval(student, course, device):
+    """In eval mode, dropout does nothing: the result is deterministic and equals the reference."""
+    C.seed(course.seed)
+    reference = ref.MultiHeadAttention(3, 6, 5, 0.5, 3).to(device)
+    module = C.twin(student.multihead.MultiHeadAttention, reference, 3, 6, 5, 0.5, 3, what="MultiHeadAttention",
+                    device=device, mode="eval")
+    x = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(course.seed)).to(device)
+    on = _on(x, 3, 5) + ", eval mode, dropout 0.5"
+    for seed in (1, 2):
+        got = C.attempt(lambda: module.run(args=(x,), seed=seed).value, WHAT, on)
+        C.close(got, C.module_reference(reference.eval(), x), what=WHAT + " in eval mode", on=on, course=course,
+                generic="dropout must be off in eval mode: use the nn.Dropout module (self.dropout), or "
+                        "F.dropout(..., training=self.training).")
+
+
+@pytest.mark.weight(1)
+def test_errors(student, device):
+    """d_out not divisible by num_heads raises ValueError, and so does a sequence longer than context_length."""
+    for d_out, heads in ((5, 2), (6, 4)):
+        C.expect_raises(ValueError, lambda: student.multihead.MultiHeadAttention.build(3, d_out, 6, 0.0, heads),
+                        f"MultiHeadAttention(d_in, d_out={d_out}, ..., num_heads={heads})",
+                        "d_out is not divisible by num_heads",
+                        "check d_out % num_heads in __init__ and raise ValueError(...): d_out // num_heads would "
+                        "silently drop dimensions")
+    module = C.attempt(lambda: student.multihead.MultiHeadAttention.build(3, 4, 5, 0.0, 2), "MultiHeadAttention(3, 4, 5, 0.0, 2)",
+                       "construction")
+    module.to.build(device=device)
+    C.expect_raises(ValueError, lambda: module(torch.ones(2, 7, 3, device=device)), WHAT,
+                    "T (7) is larger than context_length (5)",
+                    "compare x.shape[1] with the mask's size first and raise ValueError(...)")
+
+
+def _fixed_module(student, device, dtype, seed, heads=2, bias=True):
+    C.seed(seed)
+    reference = ref.MultiHeadAttention(5, 6, 7, 0.0, heads, bias).to(device, dtype)
+    module = C.twin(student.multihead.MultiHeadAttention, reference, 5, 6, 7, 0.0, heads, bias,
+                    what="MultiHeadAttention", device=device, dtype=dtype, mode="eval")
+    x = torch.randn(2, 4, 5, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).to(device, dtype)
+    return reference.eval(), module, x
+
+
+@pytest.mark.weight(1)
+def test_float64_kept(student, course, device):
+    """A float64 module and input give a float64 result at float64 precision."""
+    reference, module, x = _fixed_module(student, device, torch.float64, course.seed, heads=3)
+    _check(student, course, module, reference, x, 3, 7)
+
+
+@pytest.mark.weight(1)
+def test_device_kept(student, course, device):
+    """The result stays on the input's device (module and input moved to meta, which has no data)."""
+    module = C.attempt(lambda: student.multihead.MultiHeadAttention.build(5, 6, 7, 0.0, 3), "MultiHeadAttention(5, 6, 7, 0.0, 3)",
+                       "construction")
+    C.attempt(lambda: module.to.build(torch.device("meta")), "MultiHeadAttention.to('meta')", "construction")
+    x = torch.empty(2, 4, 5, device="meta")
+    on = _on(x, 3, 7)
+    got = C.attempt(lambda: module(x), WHAT, on, C.META_HINT + "; register the mask with register_buffer so that it "
+                                                              "follows the module to its device")
+    C.close(got, C.on_meta(torch.empty(2, 4, 6)), what=WHAT, on=on, course=course)
+
+
+@pytest.mark.weight(1)
+def test_autograd(student, course, device):
+    """Gradients flow to x and to every parameter (out_proj included), equal to the reference's (float64)."""
+    reference, module, x = _fixed_module(student, device, torch.float64, course.seed, heads=3)
+    grad_output = torch.randn(2, 4, 6, generator=torch.Generator().manual_seed(course.seed + 1),
+                              dtype=torch.float64).to(device)
+    want, want_params = C.reference_grads(reference, (x,), grad_output, module=reference)
+    on = _on(x, 3, 7)
+    result = C.attempt(lambda: module.run(args=(x,), grad_output=grad_output), WHAT, on)
+    C.grads_close(result, want, ("x",), what=WHAT, on=on, course=course, want_params=want_params)
+
+
+@pytest.mark.weight(1)
+def test_input_not_modified(student, course, device):
+    """x is not changed in place."""
+    _, module, x = _fixed_module(student, device, torch.float32, course.seed)
+    result = C.attempt(lambda: module.run(args=(x,), return_args=True), WHAT, _on(x, 2, 7))
+    C.unchanged([x.clone()], result, ("x",), what=WHAT, on=_on(x, 2, 7))
+
+
+@pytest.mark.weight(1)
+def test_vectorized(student, device):
+    """No Python loop over the heads, the sequence or the batch: the number of tensor operations stays the same."""
+    g = torch.Generator().manual_seed(29)
+    runs = [("2 heads, T=3, batch 2", 2, 2, 3), ("6 heads, T=3, batch 2", 6, 2, 3), ("2 heads, T=8, batch 2", 2, 2, 8),
+            ("2 heads, T=3, batch 6", 2, 6, 3)]
+    calls = []
+    for _, heads, B, T in runs:
+        module = C.attempt(lambda: student.multihead.MultiHeadAttention.build(4, 12, 10, 0.0, heads),
+                           "MultiHeadAttention(4, 12, 10, 0.0, num_heads)", "construction")
+        module.to.build(device=device)
+        calls.append((module._target, (torch.randn(B, T, 4, generator=g).to(device),), None, {}))
+    try:
+        results = student.session.run_many(calls)
+    except C.StudentError as error:
+        raise C.CheckFailed(f"{WHAT} failed on a batched input: {error}") from None
+    C.vectorized([(label, r) for (label, *_), r in zip(runs, results)], WHAT, "heads, tokens or batch elements")
+
+
+@pytest.mark.weight(1)
+def test_own_implementation(student, course, device):
+    """No built-in attention (torch's scaled_dot_product_attention, nn.MultiheadAttention)."""
+    _, module, x = _fixed_module(student, device, torch.float32, course.seed)
+    result = C.attempt(lambda: module.run(args=(x,), watch=course.banned["multihead.MultiHeadAttention"]), WHAT, _on(x, 2, 7))
+    C.own_implementation(result, "MultiHeadAttention", "batched scores per head, masked_fill with -inf, torch.softmax, "
+                                                       "self.dropout, @ values.")
+
+
+@pytest.mark.weight(1)
+@pytest.mark.parametrize("dtype", C.HALF_DTYPES, ids=C.dtype_name)
+def test_half_precision(student, course, device, dtype):
+    """A float16 or bfloat16 module and input (CUDA) give a result of the same dtype within its tolerance."""
+    C.skip_unless_cuda(device, dtype)
+    reference, module, x = _fixed_module(student, device, dtype, course.seed)
+    _check(student, course, module, reference, x * 0.5, 2, 7)

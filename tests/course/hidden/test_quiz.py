@@ -1,0 +1,169 @@
+"""Hidden suite, exercise 5: the decoder-attention quiz (decoder_attention, quiz_answer)."""
+import checks as C
+import pytest
+import strategies as S
+import torch
+from hypothesis import given
+
+from solutions import quiz as ref
+
+pytestmark = pytest.mark.quiz
+
+WHAT = "decoder_attention(s, H)"
+QUIZ_V = (0.4387, 0.4855)  # published with the quiz (the docstring's example)
+BATCH_HINT = ("with batch dims, H @ s multiplies the wrong dims: score each state with (H * s.unsqueeze(-2)).sum(-1) "
+              "or H @ s.unsqueeze(-1)")
+
+
+def _inputs(case, device, dtype=torch.float32):
+    s = case.randn(*case.batch, case.d, dtype=dtype, device=device)
+    H = case.randn(*case.batch, case.n, case.d, dtype=dtype, device=device)
+    return s, H
+
+
+def _check(student, course, s, H, rtol=None, atol=None):
+    on = C.describe(s=s, H=H)
+    got = C.attempt(lambda: student.quiz.decoder_attention(s, H), WHAT, on, BATCH_HINT if s.dim() > 1 else None)
+    C.close(got, C.in_float64(ref.decoder_attention, s, H), what=WHAT, on=on, course=course, rtol=rtol, atol=atol,
+            hints=C.decoder_hints(s.double(), H.double()), nonfinite=C.STABLE_SOFTMAX,
+            generic="scores H s (one per state), alphas = softmax over the n states, v = sum_i alpha_i h_i.")
+
+
+@pytest.mark.weight(2)
+def test_quiz_answer(student, course):
+    """quiz_answer() is the quiz's v = [0.4387, 0.4855] as a float32 tensor."""
+    got = C.expect_tensor(C.attempt(student.quiz.quiz_answer, "quiz_answer()", "no arguments"), "quiz_answer()",
+                          "no arguments")
+    want = torch.tensor(QUIZ_V)
+    if tuple(got.shape) != (2,):
+        raise C.CheckFailed(f"quiz_answer(): the result's shape has {C.shape_fact(got.shape, (2,))}; expected (2,), "
+                            f"the vector v.")
+    if got.dtype != torch.float32:
+        raise C.CheckFailed(f"quiz_answer() returned {C.dtype_name(got.dtype)}; expected float32 (torch.tensor of "
+                            f"Python floats is float32 by default).")
+    error = float((got.cpu().double() - want.double()).abs().max())
+    if not error <= 1e-4:
+        raise C.CheckFailed(f"quiz_answer() is not the quiz's v (off by {C.error_scale(error)}). Hint: use the quiz's s and "
+                            f"h1, h2, h3 as given, H = [h1, h2, h3] (one state per row), and call decoder_attention.")
+
+
+@pytest.mark.weight(3)
+@S.examples(8)
+@given(case=S.decoder_cases())
+def test_values(student, course, device, case):
+    """decoder_attention(s, H) equals sum_i softmax(H s)_i h_i for s (..., d), H (..., n, d), n != d, 0-2 batch dims."""
+    _check(student, course, *_inputs(case, device))
+
+
+@pytest.mark.weight(2)
+@S.examples(6)
+@given(case=S.decoder_cases())
+def test_return_weights(student, course, device, case):
+    """With return_weights=True the result is (v, alphas), alphas of shape (..., n), summing to 1 over the states."""
+    s, H = _inputs(case, device)
+    on = C.describe(s=s, H=H)
+    got = C.attempt(lambda: student.quiz.decoder_attention(s, H, return_weights=True), WHAT + " with return_weights=True",
+                    on, BATCH_HINT if s.dim() > 1 else None)
+    got = C.expect_tensors(got, 2, "decoder_attention(s, H, return_weights=True)", on, "the pair (v, alphas)")
+    v_want, alphas_want = C.in_float64(ref.decoder_attention, s, H, return_weights=True)
+    swapped = "the pair is (v, alphas), in that order"
+    if (tuple(v_want.shape) != tuple(alphas_want.shape)
+            and tuple(got[0].shape) == tuple(alphas_want.shape) and tuple(got[1].shape) == tuple(v_want.shape)):
+        raise C.CheckFailed(f"decoder_attention(..., return_weights=True) returned (alphas, v) on {on}. Hint: {swapped}.")
+    C.close(got[1], alphas_want, what="the alphas of decoder_attention", on=on, course=course,
+            hints=[C.Hint("the alphas are the raw scores: apply the softmax over the n states.",
+                          lambda: (H * s.unsqueeze(-2)).sum(-1))],
+            diagnose=[C.rows_sum_to_one(-1, "alphas")], nonfinite=C.STABLE_SOFTMAX)
+    C.close(got[0], v_want, what="the v of decoder_attention", on=on, course=course,
+            hints=C.decoder_hints(s.double(), H.double()))
+
+
+@pytest.mark.weight(1)
+def test_large_scores(student, course, device):
+    """Large scores (s and H times 10) give finite results that match the reference."""
+    g = torch.Generator().manual_seed(course.seed)
+    s, H = torch.randn(3, 4, generator=g) * 10, torch.randn(3, 5, 4, generator=g) * 10
+    rtol, atol = C.tolerance(course, torch.float32, float((H @ s.unsqueeze(-1)).abs().max()))
+    _check(student, course, s.to(device), H.to(device), rtol=rtol, atol=atol)
+
+
+@pytest.mark.weight(1)
+def test_size_error(student, device):
+    """decoder_attention raises ValueError when s and H have different last dims."""
+    C.expect_raises(ValueError, lambda: student.quiz.decoder_attention(torch.ones(2, 3, device=device),
+                                                                      torch.ones(2, 5, 4, device=device)),
+                    WHAT, "s and the states in H have different sizes d",
+                    "compare s.shape[-1] with H.shape[-1] and raise ValueError(...) naming them")
+
+
+def _fixed(device, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(2, 3, generator=g, dtype=torch.float64).to(device, dtype),
+            torch.randn(2, 5, 3, generator=g, dtype=torch.float64).to(device, dtype))
+
+
+@pytest.mark.weight(1)
+def test_float64_kept(student, course, device):
+    """float64 inputs give a float64 result at float64 precision."""
+    _check(student, course, *_fixed(device, torch.float64, course.seed))
+
+
+@pytest.mark.weight(1)
+def test_device_kept(student, course, device):
+    """The result stays on the inputs' device (checked with meta tensors, which have no data)."""
+    s, H = _fixed("cpu", torch.float32, course.seed)
+    ms, mH = C.on_meta((s, H))
+    on = C.describe(s=ms, H=mH)
+    got = C.attempt(lambda: student.quiz.decoder_attention(ms, mH), WHAT, on, C.META_HINT)
+    C.close(got, C.on_meta(ref.decoder_attention(s, H)), what=WHAT, on=on, course=course)
+
+
+@pytest.mark.weight(1)
+def test_autograd(student, course, device):
+    """Gradients flow back to s and H, equal to the reference's (float64)."""
+    s, H = _fixed(device, torch.float64, course.seed)
+    grad_output = torch.randn(2, 3, generator=torch.Generator().manual_seed(course.seed + 1), dtype=torch.float64).to(device)
+    want, _ = C.reference_grads(ref.decoder_attention, (s, H), grad_output)
+    on = C.describe(s=s, H=H)
+    result = C.attempt(lambda: student.quiz.decoder_attention.run(args=(s, H), grad_output=grad_output), WHAT, on)
+    C.grads_close(result, want, ("s", "H"), what=WHAT, on=on, course=course)
+
+
+@pytest.mark.weight(1)
+def test_inputs_not_modified(student, course, device):
+    """s and H are not changed in place."""
+    s, H = _fixed(device, torch.float32, course.seed)
+    on = C.describe(s=s, H=H)
+    result = C.attempt(lambda: student.quiz.decoder_attention.run(args=(s, H), return_args=True), WHAT, on)
+    C.unchanged([s.clone(), H.clone()], result, ("s", "H"), what=WHAT, on=on)
+
+
+@pytest.mark.weight(1)
+def test_vectorized(student, device):
+    """No Python loop over the encoder states or the batch: the number of tensor operations stays the same."""
+    g = torch.Generator().manual_seed(17)
+    runs = [("n=3, batch 2", (2, 3)), ("n=9, batch 2", (2, 9)), ("n=3, batch 6", (6, 3))]
+    calls = [(student.quiz.decoder_attention._target,
+              (torch.randn(B, 4, generator=g).to(device), torch.randn(B, n, 4, generator=g).to(device)), None,
+              {}) for _, (B, n) in runs]
+    try:
+        results = student.session.run_many(calls)
+    except C.StudentError as error:
+        raise C.CheckFailed(f"{WHAT} failed on a batched input: {error}") from None
+    C.vectorized([(label, r) for (label, _), r in zip(runs, results)], WHAT, "the encoder states or the batch")
+
+
+@pytest.mark.weight(1)
+def test_own_implementation(student, course, device):
+    """No built-in attention (torch's scaled_dot_product_attention, nn.MultiheadAttention)."""
+    s, H = _fixed(device, torch.float32, course.seed)
+    result = C.attempt(lambda: student.quiz.decoder_attention.run(args=(s, H), watch=course.banned["quiz.decoder_attention"]), WHAT, C.describe(s=s, H=H))
+    C.own_implementation(result, "decoder_attention", "dot products, torch.softmax over the states, weighted sum.")
+
+
+@pytest.mark.weight(1)
+@pytest.mark.parametrize("dtype", C.HALF_DTYPES, ids=C.dtype_name)
+def test_half_precision(student, course, device, dtype):
+    """float16 and bfloat16 inputs (CUDA) give a result of the same dtype within its tolerance."""
+    C.skip_unless_cuda(device, dtype)
+    _check(student, course, *_fixed(device, dtype, course.seed))

@@ -1,0 +1,164 @@
+"""Hidden suite, exercise 2: a numerically stable softmax with a temperature."""
+import checks as C
+import pytest
+import strategies as S
+import torch
+from hypothesis import given
+
+from solutions import softmax as ref
+
+pytestmark = pytest.mark.softmax
+
+WHAT = "softmax(x, dim, temperature)"
+
+
+def _on(x, dim, t):
+    return f"{C.describe(x=x)}, dim={dim}, {C.temperature_class(t)}"
+
+
+def _check(student, course, x, dim, t, rtol=None, atol=None, nonfinite=C.STABLE_SOFTMAX, what=WHAT):
+    on = _on(x, dim, t)
+    got = C.attempt(lambda: student.softmax.softmax(x, dim=dim, temperature=t), what, on,
+                    "reduce along `dim` with keepdim=True so the max and the sum broadcast back over their own row")
+    want = C.in_float64(ref.softmax, x, dim=dim, temperature=t)
+    C.close(got, want, what=what, on=on, course=course, rtol=rtol, atol=atol, hints=C.softmax_hints(x, dim, t),
+            diagnose=[C.rows_sum_to_one(dim)], nonfinite=nonfinite,
+            generic="exp(x / t) / sum(exp(x / t)) along `dim`: check the dim of every reduction, and keepdim=True.")
+
+
+@pytest.mark.weight(5)
+@S.examples(14)
+@given(case=S.softmax_cases())
+def test_values(student, course, device, case):
+    """Equals torch.softmax(x / t, dim) for shapes of rank 1 to 4, every dim (either sign) and several temperatures."""
+    x = case.randn(*case.shape, dtype=torch.float32, device=device)
+    _check(student, course, x, case.dim, case.temperature)
+
+
+@pytest.mark.weight(1)
+def test_defaults(student, course, device):
+    """softmax(x) normalizes the last dim at temperature 1; positional (x, dim, temperature) work too."""
+    g = torch.Generator().manual_seed(course.seed)
+    x = torch.randn(3, 4, 5, generator=g).to(device)
+    on = C.describe(x=x)
+    got = C.attempt(lambda: student.softmax.softmax(x), "softmax(x)", on)
+    C.close(got, C.in_float64(torch.softmax, x, -1), what="softmax(x) (defaults dim=-1, temperature=1.0)", on=on,
+            course=course, diagnose=[C.rows_sum_to_one(-1)])
+    got = C.attempt(lambda: student.softmax.softmax(x, 1, 2.0), "softmax(x, 1, 2.0)", on)
+    C.close(got, C.in_float64(ref.softmax, x, 1, 2.0), what="softmax(x, 1, 2.0) (positional dim and temperature)",
+            on=on + ", dim=1, a temperature above 1", course=course, hints=C.softmax_hints(x, 1, 2.0),
+            generic="the signature is softmax(x, dim=-1, temperature=1.0), in that order.")
+
+
+@pytest.mark.weight(2)
+@pytest.mark.parametrize("magnitude, dtype", [(100.0, torch.float32), (100.0, torch.float64), (1e4, torch.float32)],
+                         ids=["x100-float32", "x100-float64", "1e4-float32"])
+def test_large_scores(student, course, device, magnitude, dtype):
+    """Scores times 100 (float32 and float64) and around 1e4 (float32) give finite weights that match the reference."""
+    g = torch.Generator().manual_seed(course.seed + 2)
+    x = (torch.randn(4, 6, 5, generator=g, dtype=torch.float64) * magnitude).to(device, dtype)
+    for dim in (-1, 1):
+        rtol, atol = C.tolerance(course, dtype, float(x.abs().max()))
+        _check(student, course, x, dim, 1.0, rtol=rtol, atol=atol, what=f"{WHAT} on scores of size {magnitude:g}")
+
+
+@pytest.mark.weight(1)
+def test_negative_infinity(student, course, device):
+    """-inf entries get weight exactly 0 while their row has a finite entry (masked scores)."""
+    g = torch.Generator().manual_seed(course.seed + 3)
+    x = torch.randn(5, 7, generator=g).to(device)
+    masked = torch.rand(5, 7, generator=g).to(device) < 0.5
+    masked[:, 2] = False  # every row keeps a finite entry
+    masked[0, :] = True
+    masked[0, 4] = False  # a row with a single finite entry
+    x = x.masked_fill(masked, float("-inf"))
+    for dim, t in ((-1, 1.0), (-1, 0.5)):
+        _check(student, course, x, dim, t, nonfinite=C.NEG_INF)
+        got = C.expect_tensor(C.attempt(lambda: student.softmax.softmax(x, dim=dim, temperature=t), WHAT, _on(x, dim, t)),
+                              WHAT, _on(x, dim, t), x)
+        if got.shape != x.shape or bool((got.cpu().masked_select(masked.cpu()) != 0).any()):
+            raise C.CheckFailed(f"{WHAT} gives -inf entries a weight other than exactly 0 ({_on(x, dim, t)}). "
+                                f"Hint: {C.NEG_INF}")
+
+
+@pytest.mark.weight(1)
+def test_rows_of_different_magnitude(student, course, device):
+    """Rows whose scores differ in magnitude by orders of ten are each normalized on their own."""
+    g = torch.Generator().manual_seed(course.seed + 4)
+    scale = torch.tensor([1e-3, 1.0, 30.0, 300.0, 3000.0], dtype=torch.float64).view(5, 1)
+    x = (torch.randn(5, 6, generator=g, dtype=torch.float64) * scale - scale * 10).to(device, torch.float32)
+    rtol, atol = C.tolerance(course, torch.float32, float(x.abs().max()))
+    _check(student, course, x, -1, 1.0, rtol=rtol, atol=atol, nonfinite=C.ROW_MAX)
+    _check(student, course, x.T.contiguous(), 0, 1.0, rtol=rtol, atol=atol, nonfinite=C.ROW_MAX)
+
+
+@pytest.mark.weight(1)
+def test_float64_kept(student, course, device):
+    """float64 scores give float64 weights at float64 precision."""
+    g = torch.Generator().manual_seed(course.seed + 5)
+    x = torch.randn(3, 5, 4, generator=g, dtype=torch.float64).to(device)
+    _check(student, course, x, 1, 0.5)
+
+
+@pytest.mark.weight(1)
+def test_device_kept(student, course, device):
+    """The weights stay on the scores' device (checked with meta tensors, which have no data)."""
+    x = torch.randn(3, 5, 4)
+    meta = C.on_meta(x)
+    on = _on(meta, 1, 2.0)
+    got = C.attempt(lambda: student.softmax.softmax(meta, dim=1, temperature=2.0), WHAT, on, C.META_HINT)
+    C.close(got, C.on_meta(ref.softmax(x, dim=1, temperature=2.0)), what=WHAT, on=on, course=course)
+
+
+@pytest.mark.weight(1)
+def test_autograd(student, course, device):
+    """Gradients flow back to the scores, equal to the reference's (float64)."""
+    g = torch.Generator().manual_seed(course.seed + 6)
+    x = torch.randn(3, 5, 4, generator=g, dtype=torch.float64).to(device)
+    grad_output = torch.randn(3, 5, 4, generator=g, dtype=torch.float64).to(device)
+    want, _ = C.reference_grads(lambda z: ref.softmax(z, dim=1, temperature=0.5), (x,), grad_output)
+    on = _on(x, 1, 0.5)
+    result = C.attempt(lambda: student.softmax.softmax.run(args=(x,), kwargs={"dim": 1, "temperature": 0.5},
+                                                           grad_output=grad_output), WHAT, on)
+    C.grads_close(result, want, ("x",), what=WHAT, on=on, course=course)
+
+
+@pytest.mark.weight(1)
+def test_input_not_modified(student, course, device):
+    """The scores are not changed in place."""
+    g = torch.Generator().manual_seed(course.seed + 7)
+    x = torch.randn(3, 5, 4, generator=g).to(device) * 3
+    for dim, t in ((-1, 1.0), (0, 2.0)):
+        result = C.attempt(lambda: student.softmax.softmax.run(args=(x, dim, t), return_args=True), WHAT, _on(x, dim, t))
+        C.unchanged([x], result, ("x",), what=WHAT, on=_on(x, dim, t))
+
+
+@pytest.mark.weight(1)
+def test_temperature_error(student, device):
+    """A temperature <= 0 raises ValueError."""
+    x = torch.randn(2, 3, device=device)
+    for t, when in ((0.0, "the temperature is zero"), (-1.0, "the temperature is negative")):
+        C.expect_raises(ValueError, lambda: student.softmax.softmax(x, dim=-1, temperature=t), WHAT, when,
+                        "check `temperature <= 0` before computing and raise ValueError(...) saying what it was")
+
+
+@pytest.mark.weight(1)
+def test_own_implementation(student, course, device):
+    """softmax is your own: no softmax or log-softmax of torch (function, method or module)."""
+    x = torch.randn(3, 5, device=device)
+    result = C.attempt(lambda: student.softmax.softmax.run(args=(x,), kwargs={"dim": -1},
+                                                           watch=course.banned["softmax.softmax"]),
+                       WHAT, _on(x, -1, 1.0))
+    C.own_implementation(result, "softmax", "exp of the shifted scores divided by their sum along dim, with "
+                                            "amax/exp/sum (keepdim=True).")
+
+
+@pytest.mark.weight(1)
+@pytest.mark.parametrize("dtype", C.HALF_DTYPES, ids=C.dtype_name)
+def test_half_precision(student, course, device, dtype):
+    """float16 and bfloat16 scores (CUDA) give weights of the same dtype within its tolerance."""
+    C.skip_unless_cuda(device, dtype)
+    g = torch.Generator().manual_seed(course.seed + 8)
+    x = (torch.randn(4, 6, generator=g) * 2).to(device, dtype)
+    _check(student, course, x, -1, 1.0)
+    _check(student, course, x * 50, -1, 1.0)

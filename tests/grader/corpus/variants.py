@@ -1,0 +1,381 @@
+"""The corpus that proves the hidden suites: variants of the references, each one exercise file with a few edits.
+
+Every variant is solutions/<module>.py with a few exact text edits (one real bug, another correct style, or
+one Python loop or built-in), and a title naming what it is. tests/test_mutants.py builds a submission from
+each (solutions/ with that one file replaced) and grades it; benchmarks/batch.py draws its class from them.
+An edit whose text no longer occurs exactly once in the reference fails the corpus test.
+"""
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+KINDS = ("buggy", "correct", "partial")
+
+
+@dataclass(frozen=True)
+class Variant:
+    kind: str  # buggy, correct or partial
+    module: str
+    name: str
+    title: str  # "Bug: ...", "Correct: ..." or "Partial: ..."
+    edits: tuple[tuple[str, str], ...]
+
+    @property
+    def id(self) -> str:
+        return f"{self.kind}/{self.module}/{self.name}"
+
+    def source(self) -> str:
+        """The reference with the edits applied, the title as its docstring's first line, markers removed."""
+        text = (ROOT / "solutions" / f"{self.module}.py").read_text(encoding="utf-8")
+        for old, new in self.edits:
+            count = text.count(old)
+            if count != 1:
+                raise ValueError(f"{self.id}: {old!r} occurs {count} times in solutions/{self.module}.py")
+            text = text.replace(old, new)
+        rest = text.split("\n", 1)[1]
+        body = f'"""{self.title}\n\nA corpus variant of exercise {self.module}: the reference with one change.\n"""\n' + rest
+        return "\n".join(line for line in body.splitlines() if line.strip() not in MARKERS) + "\n"
+
+
+VARIANTS: list[Variant] = []
+
+
+def bug(module, name, title, *edits):
+    """One real bug: the exercise must lose points, and no other exercise."""
+    VARIANTS.append(Variant("buggy", module, name, "Bug: " + title, edits))
+
+
+def ok(module, name, title, *edits):
+    """Another correct style: full marks."""
+    VARIANTS.append(Variant("correct", module, name, "Correct: " + title, edits))
+
+
+def part(module, name, title, *edits):
+    """Right values but a Python loop or a banned built-in: only the small share is lost."""
+    VARIANTS.append(Variant("partial", module, name, "Partial: " + title, edits))
+
+
+# ------------------------------------------------------------------ scores
+bug("scores", "dot_item", "dot returns a Python float (.item()), not a 0-d tensor",
+    ("return (a * b).sum()  # ()", "return (a * b).sum().item()"))
+bug("scores", "pairwise_dot_T", "pairwise_scores uses x.T, which reverses every dim of a batched tensor",
+    ("return x @ x.transpose(-2, -1)  # (..., T, T)", "return x @ x.T  # (..., T, T)"))
+bug("scores", "attention_scores_swapped", "attention_scores computes keys @ queries^T, shape (..., Tk, Tq)",
+    ("return queries @ keys.transpose(-2, -1)  # (..., Tq, Tk)", "return keys @ queries.transpose(-2, -1)"))
+bug("scores", "attention_scores_scaled", "attention_scores divides by sqrt(d) although this exercise has no scaling",
+    ("return queries @ keys.transpose(-2, -1)  # (..., Tq, Tk)", "return queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5"))
+bug("scores", "dot_no_length_check", "dot does not check the lengths (a RuntimeError instead of ValueError)",
+    ("""    if a.dim() != 1 or b.dim() != 1 or a.shape != b.shape:
+        raise ValueError(f"dot needs two 1-D tensors of the same length, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+""", ""))
+bug("scores", "pairwise_float32", "pairwise_scores casts to float32 (.float()), losing float64",
+    ("return x @ x.transpose(-2, -1)  # (..., T, T)", "x = x.float()\n    return x @ x.transpose(-2, -1)"))
+bug("scores", "attention_scores_transpose_inplace", "attention_scores transposes the caller's keys in place (transpose_)",
+    ("return queries @ keys.transpose(-2, -1)  # (..., Tq, Tk)", "keys.transpose_(-2, -1)\n    return queries @ keys"))
+part("scores", "dot_torch_dot", "dot calls torch.dot (a banned built-in); everything else right",
+     ("return (a * b).sum()  # ()", "return torch.dot(a, b)"))
+part("scores", "pairwise_loops", "pairwise_scores and attention_scores loop over the tokens in Python",
+     ("return x @ x.transpose(-2, -1)  # (..., T, T)",
+      "rows = [(x[..., i:i + 1, :] * x).sum(-1) for i in range(x.shape[-2])]\n    return torch.stack(rows, dim=-2)"),
+     ("return queries @ keys.transpose(-2, -1)  # (..., Tq, Tk)",
+      "rows = [queries[..., i:i + 1, :] @ keys.transpose(-2, -1) for i in range(queries.shape[-2])]\n    return torch.cat(rows, dim=-2)"))
+ok("scores", "einsum", "pairwise_scores and attention_scores with torch.einsum, dot with torch.sum(torch.mul(...))",
+   ("return (a * b).sum()  # ()", "return torch.sum(torch.mul(a, b))"),
+   ("return x @ x.transpose(-2, -1)  # (..., T, T)", "return torch.einsum('...id,...jd->...ij', x, x)"),
+   ("return queries @ keys.transpose(-2, -1)  # (..., Tq, Tk)", "return torch.einsum('...qd,...kd->...qk', queries, keys)"))
+
+# ------------------------------------------------------------------ softmax
+SM = "z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0"
+bug("softmax", "last_dim_only", "softmax always normalizes the last dim, whatever `dim` says",
+    (SM, "z = z - z.amax(dim=-1, keepdim=True)"), ("return e / e.sum(dim=dim, keepdim=True)", "return e / e.sum(dim=-1, keepdim=True)"))
+bug("softmax", "no_max_subtraction", "softmax does not subtract the row max (exp overflows for large scores)",
+    ("    " + SM + "\n", ""))
+bug("softmax", "no_keepdim", "softmax sums without keepdim=True, so the sum broadcasts over the wrong dim",
+    ("return e / e.sum(dim=dim, keepdim=True)", "return e / e.sum(dim=dim)"))
+bug("softmax", "temperature_multiplied", "softmax multiplies by the temperature instead of dividing",
+    ("z = x / temperature", "z = x * temperature"))
+bug("softmax", "global_max", "softmax subtracts the max of the whole tensor, not each row's",
+    (SM, "z = z - z.max()"))
+bug("softmax", "inplace", "softmax divides and shifts the caller's tensor in place (x /= t, x -= max)",
+    ("z = x / temperature\n", "x /= temperature\n    z = x\n"), (SM, "z -= z.amax(dim=dim, keepdim=True)"))
+bug("softmax", "no_temperature_check", "softmax accepts a temperature <= 0 (no ValueError)",
+    ("""    if temperature <= 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+""", ""))
+bug("softmax", "detached", "softmax detaches its result from the autograd graph",
+    ("return e / e.sum(dim=dim, keepdim=True)", "return (e / e.sum(dim=dim, keepdim=True)).detach()"))
+bug("softmax", "float32", "softmax computes in float32 whatever the input dtype",
+    ("z = x / temperature", "z = x.float() / temperature"))
+bug("softmax", "clamp_instead_of_max", "softmax clamps the scores to [-80, 80] instead of subtracting the max",
+    (SM, "z = z.clamp(-80, 80)"))
+bug("softmax", "abs_max", "softmax subtracts the row's largest absolute value, which is inf for rows with -inf",
+    (SM, "z = z - z.abs().amax(dim=dim, keepdim=True)"))
+part("softmax", "torch_softmax", "softmax calls torch.softmax (a banned built-in); everything else right",
+     ("""    z = x / temperature
+    z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0
+    e = z.exp()
+    return e / e.sum(dim=dim, keepdim=True)""", "    return torch.softmax(x / temperature, dim=dim)"))
+ok("softmax", "logsumexp", "softmax as exp(z - logsumexp(z))",
+   ("""    z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0
+    e = z.exp()
+    return e / e.sum(dim=dim, keepdim=True)""", "    return torch.exp(z - torch.logsumexp(z, dim=dim, keepdim=True))"))
+ok("softmax", "movedim", "softmax over the last dim of x.movedim(dim, -1), moved back afterwards",
+   ("z = x / temperature", "z = x.movedim(dim, -1) / temperature"),
+   (SM, "z = z - z.amax(dim=-1, keepdim=True)"),
+   ("return e / e.sum(dim=dim, keepdim=True)", "return (e / e.sum(dim=-1, keepdim=True)).movedim(-1, dim)"))
+ok("softmax", "float64_inside", "softmax computed in float64 and cast back to the input's dtype",
+   ("z = x / temperature", "z = x.to(torch.float64) / temperature"),
+   ("return e / e.sum(dim=dim, keepdim=True)", "return (e / e.sum(dim=dim, keepdim=True)).to(x.dtype)"))
+
+# ------------------------------------------------------------------ context
+AW = "return torch.softmax(x @ x.transpose(-2, -1), dim=-1)  # (..., T, T)"
+bug("context", "softmax_dim0", "attention_weights normalizes over dim 0 (columns), not the last dim",
+    (AW, "return torch.softmax(x @ x.transpose(-2, -1), dim=0)"))
+bug("context", "batched_T", "attention_weights uses x.T, which reverses every dim of a batched tensor",
+    (AW, "return torch.softmax(x @ x.T, dim=-1)"))
+bug("context", "transposed_weights", "context_vectors multiplies by the transposed weights",
+    ("return weights @ x  # (..., T, d)", "return weights.transpose(-2, -1) @ x"))
+bug("context", "naive_softmax", "attention_weights uses its own softmax without subtracting the max",
+    (AW, "e = (x @ x.transpose(-2, -1)).exp()\n    return e / e.sum(-1, keepdim=True)"))
+bug("context", "scaled", "attention_weights divides the scores by sqrt(d)",
+    (AW, "return torch.softmax(x @ x.transpose(-2, -1) / x.shape[-1] ** 0.5, dim=-1)"))
+bug("context", "float32_softmax", "attention_weights forces a float32 softmax (dtype=torch.float32)",
+    (AW, "return torch.softmax(x @ x.transpose(-2, -1), dim=-1, dtype=torch.float32)"))
+bug("context", "detached_weights", "context_vectors detaches the weights, so no gradient flows through them",
+    ("weights = attention_weights(x)  # (..., T, T)", "weights = attention_weights(x).detach()"))
+part("context", "row_loop", "attention_weights computes one row per token in a Python loop",
+     (AW, "rows = [torch.softmax(x[..., i:i + 1, :] @ x.transpose(-2, -1), dim=-1) for i in range(x.shape[-2])]\n"
+          "    return torch.cat(rows, dim=-2)"))
+part("context", "builtin_sdpa", "context_vectors calls torch's scaled_dot_product_attention (banned); weights right",
+     ("return weights @ x  # (..., T, d)", "return torch.nn.functional.scaled_dot_product_attention(x, x, x, scale=1.0)"))
+ok("context", "broadcast_sum", "context with broadcast-and-sum instead of matmul, and the course's own softmax",
+   ('"""Exercise 3: self-attention without trainable weights."""\nimport torch\n', '"""Exercise 3: self-attention without trainable weights."""\nimport torch\n\nfrom .softmax import softmax\n'),
+   (AW, "scores = (x.unsqueeze(-2) * x.unsqueeze(-3)).sum(-1)  # (..., T, T)\n    return softmax(scores, dim=-1)"),
+   ("return weights @ x  # (..., T, d)", "return (weights.unsqueeze(-1) * x.unsqueeze(-3)).sum(-2)"))
+
+# ------------------------------------------------------------------ qkv
+PROJ = "return x @ W_query, x @ W_key, x @ W_value  # (..., T, d_k), (..., T, d_k), (..., T, d_v)"
+SC = "scores = queries @ keys.transpose(-2, -1) / math.sqrt(d_k)  # (..., Tq, Tk)"
+MF = 'scores = scores.masked_fill(~mask, float("-inf"))'
+RET = "return torch.softmax(scores, dim=-1) @ values  # (..., Tq, d_v)"
+bug("qkv", "keys_from_W_query", "project computes the keys with W_query",
+    (PROJ, "return x @ W_query, x @ W_query, x @ W_value"))
+bug("qkv", "scale_by_d_k", "scaled_dot_product_attention divides by d_k instead of sqrt(d_k)",
+    (SC, "scores = queries @ keys.transpose(-2, -1) / d_k"))
+bug("qkv", "no_scaling", "scaled_dot_product_attention does not scale the scores",
+    (SC, "scores = queries @ keys.transpose(-2, -1)"))
+bug("qkv", "mask_after_softmax", "scaled_dot_product_attention zeroes masked weights after the softmax",
+    (MF, "pass"), (RET, "weights = torch.softmax(scores, dim=-1)\n    if mask is not None:\n        weights = weights * mask\n    return weights @ values"))
+bug("qkv", "mask_with_zero", "scaled_dot_product_attention fills masked scores with 0 instead of -inf",
+    (MF, "scores = scores.masked_fill(~mask, 0.0)"))
+bug("qkv", "mask_inverted", "scaled_dot_product_attention treats True as 'hide' (inverted mask)",
+    (MF, 'scores = scores.masked_fill(mask, float("-inf"))'))
+bug("qkv", "keys_T", "scaled_dot_product_attention uses keys.T, wrong for batched keys",
+    (SC, "scores = queries @ keys.T / math.sqrt(d_k)"))
+bug("qkv", "init_order", "SelfAttention creates W_key before W_query",
+    ("""        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+""", """        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+"""))
+bug("qkv", "init_randn", "SelfAttention initializes with torch.randn instead of torch.rand",
+    ("""        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))""", """        self.W_query = nn.Parameter(torch.randn(d_in, d_out))
+        self.W_key = nn.Parameter(torch.randn(d_in, d_out))
+        self.W_value = nn.Parameter(torch.randn(d_in, d_out))"""))
+bug("qkv", "scale_by_d_in", "SelfAttention scales the scores by sqrt(d_in) instead of sqrt(d_out)",
+    ("""        queries, keys, values = project(x, self.W_query, self.W_key, self.W_value)  # (..., T, d_out) each
+        return scaled_dot_product_attention(queries, keys, values)  # (..., T, d_out)""",
+     """        queries, keys, values = project(x, self.W_query, self.W_key, self.W_value)
+        scores = queries @ keys.transpose(-2, -1) / math.sqrt(x.shape[-1])
+        return torch.softmax(scores, dim=-1) @ values"""))
+bug("qkv", "linear_weight_untransposed", "SelfAttentionLinear multiplies by .weight without transposing it",
+    ("queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)  # (..., T, d_out) each",
+     "queries, keys, values = x @ self.W_query.weight, x @ self.W_key.weight, x @ self.W_value.weight"))
+bug("qkv", "copy_reshaped", "copy_linear_weights reshapes the nn.Linear weight instead of transposing it",
+    ("param.copy_(linear.weight.T)  # (d_in, d_out)", "param.copy_(linear.weight.reshape(param.shape))"))
+bug("qkv", "project_no_width_check", "project does not check that W_query and W_key have the same width",
+    ("""    if W_query.shape[1] != W_key.shape[1]:
+        raise ValueError(f"queries and keys need the same width d_k, got {W_query.shape[1]} and {W_key.shape[1]}")
+""", ""))
+part("qkv", "builtin_sdpa", "scaled_dot_product_attention calls torch's built-in (banned); everything else right",
+     ("    " + SC + "\n", ""), (MF, "pass"),
+     (RET, "return torch.nn.functional.scaled_dot_product_attention(queries, keys, values, attn_mask=mask)"))
+part("qkv", "query_loop", "scaled_dot_product_attention computes one query row at a time in a Python loop",
+     (RET, "rows = [torch.softmax(scores[..., i:i + 1, :], dim=-1) @ values for i in range(scores.shape[-2])]\n"
+           "    return torch.cat(rows, dim=-2)"))
+ok("qkv", "new_parameters", "copy_linear_weights gives dst new nn.Parameters holding each weight.T",
+   ("""    with torch.no_grad():
+        for param, linear in pairs:
+            param.copy_(linear.weight.T)  # (d_in, d_out)""",
+    """    for name in ("W_query", "W_key", "W_value"):
+        setattr(dst, name, nn.Parameter(getattr(src, name).weight.detach().T.clone()))"""))
+ok("qkv", "where_mask", "qkv with torch.where masks, .mT, F.linear and scaling of the queries",
+   (SC, "scores = (queries / math.sqrt(d_k)) @ keys.mT"),
+   (MF, "scores = torch.where(mask, scores, torch.full_like(scores, float('-inf')))"),
+   ("queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)  # (..., T, d_out) each",
+    "queries, keys, values = (nn.functional.linear(x, layer.weight, layer.bias) for layer in (self.W_query, self.W_key, self.W_value))"),
+   ("""    with torch.no_grad():
+        for param, linear in pairs:
+            param.copy_(linear.weight.T)  # (d_in, d_out)""", """    for name in ("W_query", "W_key", "W_value"):
+        setattr(dst, name, nn.Parameter(getattr(src, name).weight.detach().t().clone()))"""))
+
+# ------------------------------------------------------------------ quiz
+QS = "alphas = torch.softmax(scores, dim=-1)  # (..., n)"
+QV = "v = (alphas.unsqueeze(-1) * H).sum(-2)  # (..., d)"
+bug("quiz", "softmax_dim0", "decoder_attention normalizes the scores over dim 0 (wrong with batch dims)",
+    (QS, "alphas = torch.softmax(scores, dim=0)"))
+bug("quiz", "no_softmax", "decoder_attention uses the raw scores as weights (no softmax)",
+    (QS, "alphas = scores"))
+bug("quiz", "swapped_return", "decoder_attention returns (alphas, v) instead of (v, alphas)",
+    ("return (v, alphas) if return_weights else v", "return (alphas, v) if return_weights else v"))
+bug("quiz", "answer_float64", "quiz_answer returns a float64 tensor",
+    ("s = torch.tensor([0.4685, 0.9785])  # (d,)", "s = torch.tensor([0.4685, 0.9785], dtype=torch.float64)"),
+    ("H = torch.tensor([[0.5539, 0.7239], [0.4111, 0.3878], [0.2376, 0.1264]])  # (n, d)",
+     "H = torch.tensor([[0.5539, 0.7239], [0.4111, 0.3878], [0.2376, 0.1264]], dtype=torch.float64)"))
+bug("quiz", "H_matmul_s", "decoder_attention scores with H @ s, which breaks with batch dims",
+    ("scores = (H * s.unsqueeze(-2)).sum(-1)  # (..., n)", "scores = H @ s"))
+bug("quiz", "sum_over_features", "decoder_attention sums the weighted states over the features, not the states",
+    (QV, "v = (alphas.unsqueeze(-1) * H).sum(-1)"))
+bug("quiz", "detached_alphas", "decoder_attention detaches the weights",
+    (QS, "alphas = torch.softmax(scores, dim=-1).detach()"))
+part("quiz", "state_loop", "decoder_attention scores and sums the states in a Python loop",
+     ("scores = (H * s.unsqueeze(-2)).sum(-1)  # (..., n)",
+      "scores = torch.stack([(H[..., i, :] * s).sum(-1) for i in range(H.shape[-2])], dim=-1)"))
+part("quiz", "builtin_sdpa", "decoder_attention gets v from torch's scaled_dot_product_attention (banned)",
+     (QV, "v = torch.nn.functional.scaled_dot_product_attention(s.unsqueeze(-2), H, H, scale=1.0).squeeze(-2)"))
+ok("quiz", "matmul", "decoder_attention with matmuls (H @ s and alphas @ H) instead of broadcast sums",
+   ("scores = (H * s.unsqueeze(-2)).sum(-1)  # (..., n)", "scores = (H @ s.unsqueeze(-1)).squeeze(-1)"),
+   (QV, "v = (alphas.unsqueeze(-2) @ H).squeeze(-2)"))
+
+# ------------------------------------------------------------------ dictionary
+DW = "weights = torch.softmax(Q @ K.transpose(-2, -1) / temperature, dim=-1)  # (..., nq, nk)"
+bug("dictionary", "one_hot_negative", "one_hot accepts negative indices (only index >= n raises)",
+    ("if not 0 <= index < n:", "if index >= n:"))
+bug("dictionary", "one_hot_long", "one_hot returns an int64 vector",
+    ("vector = torch.zeros(n)  # (n,)", "vector = torch.zeros(n, dtype=torch.long)"),
+    ("K = torch.stack([one_hot(i, len(keys)) for i in range(len(keys))])  # (n, n)",
+     "K = torch.stack([one_hot(i, len(keys)) for i in range(len(keys))]).float()"),
+    ("q = one_hot(keys.index(key), len(keys)).unsqueeze(0)  # (1, n)", "q = one_hot(keys.index(key), len(keys)).float().unsqueeze(0)"))
+bug("dictionary", "temperature_multiplied", "attention multiplies the scores by the temperature",
+    (DW, "weights = torch.softmax(Q @ K.transpose(-2, -1) * temperature, dim=-1)"))
+bug("dictionary", "sqrt_scaling", "attention also divides by sqrt(d_k)",
+    (DW, "weights = torch.softmax(Q @ K.transpose(-2, -1) / temperature / K.shape[-1] ** 0.5, dim=-1)"))
+bug("dictionary", "no_temperature_check", "attention accepts a temperature <= 0",
+    ("""    if temperature <= 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+""", ""))
+bug("dictionary", "sorted_values", "lookup stacks the values in sorted key order but queries by dict position",
+    ("V = torch.tensor([table[k] for k in keys], dtype=torch.float32)  # (n, dv)",
+     "V = torch.tensor([table[k] for k in sorted(keys, key=repr)], dtype=torch.float32)"))
+bug("dictionary", "missing_key_valueerror", "lookup raises ValueError (from list.index) for a missing key",
+    ("""    if key not in table:
+        raise KeyError(key)
+""", ""))
+bug("dictionary", "values_no_dtype", "lookup stacks the values without dtype=torch.float32 (int tables stay int64)",
+    ("V = torch.tensor([table[k] for k in keys], dtype=torch.float32)  # (n, dv)", "V = torch.tensor([table[k] for k in keys])"))
+part("dictionary", "builtin_sdpa", "attention calls torch's scaled_dot_product_attention with scale=1/t (banned)",
+     ("    " + DW + "\n", ""), ("return weights @ V  # (..., nq, dv)",
+                       "return torch.nn.functional.scaled_dot_product_attention(Q, K, V, scale=1.0 / temperature)"))
+part("dictionary", "query_loop", "attention answers one query at a time in a Python loop",
+     ("return weights @ V  # (..., nq, dv)",
+      "return torch.cat([weights[..., i:i + 1, :] @ V for i in range(weights.shape[-2])], dim=-2)"))
+ok("dictionary", "einsum_eye", "dictionary with torch.eye keys, einsum and nn.functional.softmax",
+   (DW, "weights = torch.nn.functional.softmax(torch.einsum('...qd,...kd->...qk', Q, K) / temperature, dim=-1)"),
+   ("return weights @ V  # (..., nq, dv)", "return torch.einsum('...qk,...kv->...qv', weights, V)"),
+   ("K = torch.stack([one_hot(i, len(keys)) for i in range(len(keys))])  # (n, n)", "K = torch.eye(len(keys))"))
+
+# ------------------------------------------------------------------ causal
+CM = "return torch.ones(T, T, dtype=torch.bool, device=device).tril()  # (T, T)"
+CF = 'scores = scores.masked_fill(~self.mask[:T, :T], float("-inf"))'
+CW = "weights = self.dropout(torch.softmax(scores, dim=-1))  # (B, T, T)"
+CS = "scores = queries @ keys.transpose(-2, -1) / math.sqrt(keys.shape[-1])  # (B, T, T)"
+bug("causal", "mask_after_softmax", "CausalAttention zeroes future weights after the softmax",
+    (CF, "pass"), (CW, "weights = self.dropout(torch.softmax(scores, dim=-1) * self.mask[:T, :T])"))
+bug("causal", "mask_with_zero", "CausalAttention fills future scores with 0 instead of -inf",
+    (CF, "scores = scores.masked_fill(~self.mask[:T, :T], 0.0)"))
+bug("causal", "wrong_triangle", "causal_mask keeps the upper triangle (triu)",
+    (CM, "return torch.ones(T, T, dtype=torch.bool, device=device).triu()"))
+bug("causal", "mask_float", "causal_mask returns a float mask (torch.tril(torch.ones(T, T)))",
+    (CM, "return torch.tril(torch.ones(T, T, device=device))"),
+    (CF, 'scores = scores.masked_fill(self.mask[:T, :T] == 0, float("-inf"))'))
+bug("causal", "mask_not_sliced", "CausalAttention does not slice the mask to the sequence length",
+    (CF, 'scores = scores.masked_fill(~self.mask, float("-inf"))'))
+bug("causal", "dropout_always", "CausalAttention applies dropout in eval mode too",
+    (CW, "weights = torch.nn.functional.dropout(torch.softmax(scores, dim=-1), self.dropout.p, training=True)"))
+bug("causal", "dropout_on_output", "CausalAttention applies dropout to the output, not to the weights",
+    (CW, "weights = torch.softmax(scores, dim=-1)"), ("return weights @ values  # (B, T, d_out)", "return self.dropout(weights @ values)"))
+bug("causal", "scale_by_d_in", "CausalAttention scales by sqrt(d_in) instead of sqrt(d_out)",
+    (CS, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(x.shape[-1])"))
+bug("causal", "mask_ignores_device", "causal_mask ignores its device argument",
+    (CM, "return torch.ones(T, T, dtype=torch.bool).tril()"))
+bug("causal", "mask_not_buffer", "CausalAttention keeps the mask as a plain attribute, not a buffer",
+    ('self.register_buffer("mask", causal_mask(context_length), persistent=False)', "self.mask = causal_mask(context_length)"))
+bug("causal", "no_length_check", "CausalAttention does not raise ValueError for T > context_length",
+    ("""        if T > self.mask.shape[0]:
+            raise ValueError(f"sequence length {T} exceeds context_length {self.mask.shape[0]}")
+""", ""))
+bug("causal", "diagonal_masked", "causal_mask hides the diagonal too (tril(-1)): a token cannot see itself",
+    (CM, "return torch.ones(T, T, dtype=torch.bool, device=device).tril(-1)"))
+bug("causal", "init_order", "CausalAttention creates W_value before W_query and W_key",
+    ("""        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)""", """        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)"""))
+part("causal", "batch_loop", "CausalAttention computes the scores of each batch element in a Python loop",
+     (CS, "scores = torch.stack([q @ k.transpose(-2, -1) for q, k in zip(queries, keys)]) / math.sqrt(keys.shape[-1])"))
+ok("causal", "where_float_mask", "causal with a float tril buffer, torch.where and F.dropout(training=self.training)",
+   ('self.register_buffer("mask", causal_mask(context_length), persistent=False)',
+    'self.register_buffer("mask", torch.tril(torch.ones(context_length, context_length)))'),
+   (CF, "scores = torch.where(self.mask[:T, :T] == 1, scores, float('-inf'))"),
+   (CW, "weights = nn.functional.dropout(torch.softmax(scores, dim=-1), p=self.dropout.p, training=self.training)"))
+
+# ------------------------------------------------------------------ multihead
+SPLIT = "return t.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)"
+MERGE = "context = (weights @ values).transpose(1, 2).reshape(B, T, -1)  # (B, T, d_out)"
+MS = "scores = queries @ keys.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, heads, T, T)"
+MM = 'scores = scores.masked_fill(~self.mask[:T, :T], float("-inf"))'
+MW = "weights = self.dropout(torch.softmax(scores, dim=-1))  # (B, heads, T, T)"
+bug("multihead", "split_no_transpose", "MultiHeadAttention splits heads with view(B, heads, T, head_dim), no transpose",
+    (SPLIT, "return t.view(B, self.num_heads, T, self.head_dim)"))
+bug("multihead", "merge_no_transpose", "MultiHeadAttention merges heads with reshape alone (no transpose back)",
+    (MERGE, "context = (weights @ values).reshape(B, T, -1)"))
+bug("multihead", "no_out_proj", "MultiHeadAttention never applies out_proj",
+    ("return self.out_proj(context)  # (B, T, d_out)", "return context"))
+bug("multihead", "scale_by_d_out", "MultiHeadAttention scales by sqrt(d_out) instead of sqrt(head_dim)",
+    (MS, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(self.num_heads * self.head_dim)"))
+bug("multihead", "mask_not_sliced", "MultiHeadAttention does not slice the mask to the sequence length",
+    (MM, 'scores = scores.masked_fill(~self.mask, float("-inf"))'))
+bug("multihead", "no_divisibility_check", "MultiHeadAttention floors d_out // num_heads without a ValueError",
+    ("""        if num_heads <= 0 or d_out % num_heads:
+            raise ValueError(f"d_out ({d_out}) must be divisible by num_heads ({num_heads})")
+""", ""))
+bug("multihead", "dropout_after_out_proj", "MultiHeadAttention applies dropout to the output instead of the weights",
+    (MW, "weights = torch.softmax(scores, dim=-1)"), ("return self.out_proj(context)  # (B, T, d_out)", "return self.dropout(self.out_proj(context))"))
+bug("multihead", "wrong_triangle", "MultiHeadAttention's mask keeps the upper triangle (triu)",
+    ('torch.ones(context_length, context_length, dtype=torch.bool).tril()', 'torch.ones(context_length, context_length, dtype=torch.bool).triu()'))
+bug("multihead", "out_proj_first", "MultiHeadAttention creates out_proj before the three projections",
+    ("""        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)""", """        self.out_proj = nn.Linear(d_out, d_out)
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)"""))
+bug("multihead", "mask_with_zero", "MultiHeadAttention fills future scores with 0 instead of -inf",
+    (MM, "scores = scores.masked_fill(~self.mask[:T, :T], 0.0)"))
+part("multihead", "head_loop", "MultiHeadAttention computes the scores of each head in a Python loop",
+     (MS, "scores = torch.stack([queries[:, h] @ keys[:, h].transpose(-2, -1) for h in range(self.num_heads)], dim=1) / math.sqrt(self.head_dim)"))
+ok("multihead", "nanogpt_bias", "multihead with a float (1, 1, T, T) tril buffer named bias, compared with 0, and einsum scores",
+   ('self.register_buffer("mask", torch.ones(context_length, context_length, dtype=torch.bool).tril(), persistent=False)',
+    'self.register_buffer("bias", torch.tril(torch.ones(context_length, context_length)).view(1, 1, context_length, context_length))'),
+   ("if T > self.mask.shape[0]:", "if T > self.bias.shape[-1]:"),
+   ("exceeds context_length {self.mask.shape[0]}", "exceeds context_length {self.bias.shape[-1]}"),
+   (MS, "scores = torch.einsum('bhqd,bhkd->bhqk', queries, keys) * (1.0 / math.sqrt(keys.size(-1)))"),
+   (MM, "scores = scores.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))"))
+ok("multihead", "contiguous_view", "multihead with unflatten/permute to split and contiguous().view to merge",
+   (SPLIT, "return t.unflatten(-1, (self.num_heads, self.head_dim)).permute(0, 2, 1, 3)"),
+   (MERGE, "context = (weights @ values).transpose(1, 2).contiguous().view(B, T, self.num_heads * self.head_dim)"))

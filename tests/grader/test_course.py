@@ -1,0 +1,155 @@
+"""The course definition: course.yaml and its validation, and the doctests of the reference modules."""
+from __future__ import annotations
+
+import copy
+import doctest
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from grader.course import COURSE_FILE, DTYPES, MODULES, CourseError, load_course  # noqa: E402
+
+
+@pytest.fixture
+def course_data() -> dict:
+    """The project's course.yaml as plain data, to be broken by each test."""
+    return yaml.safe_load(COURSE_FILE.read_text(encoding="utf-8"))
+
+
+def write(tmp_path: Path, data) -> Path:
+    """Write ``data`` as course.yaml in ``tmp_path``."""
+    path = tmp_path / "course.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def course_error(path: Path) -> str:
+    """The message of the CourseError that loading ``path`` raises; it must be a single line."""
+    with pytest.raises(CourseError) as info:
+        load_course(path)
+    message = str(info.value)
+    assert "\n" not in message.strip(), f"CourseError message spans several lines:\n{message}"
+    assert str(path) in message, message
+    return message
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_solution_doctests_pass(module):
+    """The examples in each reference module's docstrings (doctests) produce what they show."""
+    solution = importlib.import_module(f"solutions.{module}")
+    result = doctest.testmod(solution, optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} doctest examples of solutions/{module}.py fail"
+
+
+def test_solutions_have_doctests():
+    """The reference modules hold worked examples to check (at least one per module with a function)."""
+    attempted = {module: doctest.testmod(importlib.import_module(f"solutions.{module}")).attempted for module in MODULES}
+    assert sum(attempted.values()) >= 15, attempted
+    assert not [m for m, n in attempted.items() if n == 0 and m != "multihead"], attempted
+
+
+def test_course_yaml_validates():
+    """course.yaml loads: eight exercises in syllabus order whose points add up to total_points, every dtype toleranced."""
+    course = load_course()
+    assert [e.module for e in course.exercises] == list(MODULES)
+    assert sum(e.points for e in course.exercises) == course.total_points == 100
+    assert set(course.grading.tolerances) == set(DTYPES)
+    assert course.tolerance("torch.float32").atol == course.grading.tolerances["float32"].atol
+    assert {target.split(".")[0] for target in course.banned} <= set(MODULES)
+
+
+def test_course_round_trip(tmp_path, course_data):
+    """An unchanged copy of course.yaml written elsewhere validates too (the broken variants below differ only by their fault)."""
+    assert load_course(write(tmp_path, course_data)) == load_course()
+
+
+def test_unknown_top_level_key(tmp_path, course_data):
+    """An unknown top-level key is named in a one-line CourseError."""
+    course_data["colour"] = "blue"
+    message = course_error(write(tmp_path, course_data))
+    assert "colour" in message
+
+
+def test_unknown_nested_key(tmp_path, course_data):
+    """An unknown key inside grading.limits is named with its full path."""
+    course_data["grading"]["limits"]["gpu_count"] = 2
+    message = course_error(write(tmp_path, course_data))
+    assert "grading.limits.gpu_count" in message
+
+
+def test_points_of_wrong_type(tmp_path, course_data):
+    """points: "ten" gives a one-line CourseError naming exercises.<i>.points."""
+    course_data["exercises"][1]["points"] = "ten"
+    message = course_error(write(tmp_path, course_data))
+    assert "exercises.1.points" in message
+
+
+def test_points_do_not_add_up(tmp_path, course_data):
+    """Exercise points that do not add up to total_points give a one-line CourseError naming total_points."""
+    course_data["total_points"] = 99
+    message = course_error(write(tmp_path, course_data))
+    assert "total_points" in message and "100" in message and "99" in message
+
+
+def test_missing_exercise(tmp_path, course_data):
+    """An exercise missing from the list gives a one-line CourseError naming exercises and the missing module."""
+    dropped = course_data["exercises"].pop()
+    course_data["total_points"] -= dropped["points"]
+    message = course_error(write(tmp_path, course_data))
+    assert "exercises" in message and dropped["module"] in message
+
+
+def test_duplicate_exercise(tmp_path, course_data):
+    """An exercise listed twice (in place of another) is rejected too."""
+    course_data["exercises"][-1] = copy.deepcopy(course_data["exercises"][0]) | {"points": 15}
+    message = course_error(write(tmp_path, course_data))
+    assert "exercises" in message
+
+
+def test_missing_dtype_tolerance(tmp_path, course_data):
+    """A dtype without a tolerance gives a one-line CourseError naming the tolerances and the dtype."""
+    del course_data["grading"]["tolerances"]["bfloat16"]
+    message = course_error(write(tmp_path, course_data))
+    assert "tolerances" in message and "bfloat16" in message
+
+
+def test_missing_required_key(tmp_path, course_data):
+    """A required key that is absent (seed) is named in a one-line CourseError."""
+    del course_data["seed"]
+    message = course_error(write(tmp_path, course_data))
+    assert "seed" in message
+
+
+def test_banned_target_outside_the_exercises(tmp_path, course_data):
+    """A banned list for a module that is not an exercise is named in a one-line CourseError."""
+    course_data["banned"]["attention.forward"] = ["matmul"]
+    message = course_error(write(tmp_path, course_data))
+    assert "banned" in message and "attention.forward" in message
+
+
+def test_invalid_yaml(tmp_path):
+    """A file that is not YAML gives a one-line CourseError with the line of the fault."""
+    path = tmp_path / "course.yaml"
+    path.write_text("title: Self-attention\nexercises: [\n  {module: scores,\n", encoding="utf-8")
+    message = course_error(path)
+    assert "not valid YAML" in message and "line" in message
+
+
+def test_not_a_mapping(tmp_path):
+    """A YAML file whose top level is a list, not a mapping of keys, is rejected."""
+    path = tmp_path / "course.yaml"
+    path.write_text("- scores\n- softmax\n", encoding="utf-8")
+    assert "mapping" in course_error(path)
+
+
+def test_missing_file(tmp_path):
+    """A course.yaml that does not exist gives a one-line CourseError naming the path."""
+    message = course_error(tmp_path / "nowhere" / "course.yaml")
+    assert "cannot read" in message

@@ -1,0 +1,525 @@
+"""The grading engine end to end (issue 3): intake -> sandboxed worker -> hidden suites -> scores -> results.
+
+Submissions are built in tmp_path from solutions/ with one file replaced. They are graded
+through ``grader.grade.grade_submission`` and the real hidden suites, with one zygote for
+the module, and ``python -m grader grade`` is run for the command line's contract.
+Cases with a hang use a copy of course.yaml with ``call_seconds: 2``.
+"""
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+import torch
+
+from grader import ROOT
+from grader.course import COURSE_FILE, MODULES, load_course
+from grader.grade import grade_submission
+from grader.intake.submission import stage
+from grader.reports import RESULTS_SCHEMA
+from grader.sandbox.client import (
+    CHECK,
+    GraderFault,
+    Session,
+    StudentError,
+    SubmissionProblem,
+    Zygote,
+    load_params_step,
+)
+from grader.suites.plugin import run_suites
+
+pytestmark = pytest.mark.slow
+
+SOLUTIONS = ROOT / "solutions"
+EXERCISES = ROOT / "exercises"
+CALL_SECONDS = 2
+
+BUGGY_SOFTMAX = '''import torch
+
+
+def softmax(x, dim=-1, temperature=1.0):
+    if temperature <= 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+    e = torch.exp(x / temperature)
+    return e / e.sum(dim=0, keepdim=True)  # the bug: always normalizes dim 0
+'''
+HANGING_CONTEXT = '''import torch
+
+
+def attention_weights(x):
+    while True:
+        pass
+
+
+def context_vectors(x):
+    while True:
+        x = x + 0
+'''
+SEGFAULTING_DICTIONARY = '''import ctypes
+
+import torch
+
+
+def one_hot(index, n):
+    ctypes.string_at(0)
+
+
+def attention(Q, K, V, temperature=1.0):
+    ctypes.string_at(0)
+
+
+def lookup(table, key, temperature):
+    ctypes.string_at(0)
+'''
+SYNTAX_ERROR_LINE = 7  # of the broken qkv.py below
+NOT_IMPORTABLE_LINE = 3  # of the broken causal.py below
+NOT_IMPORTABLE_CAUSAL = '''"""Exercise 7, with an import that cannot work."""
+import torch
+import numpyy as np
+
+
+def causal_mask(T, device=None):
+    return torch.ones(T, T, dtype=torch.bool, device=device).tril()
+'''
+
+
+def broken_qkv() -> str:
+    lines = (SOLUTIONS / "qkv.py").read_text().splitlines()
+    lines[SYNTAX_ERROR_LINE - 1] = "def oops(x:"
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- fixtures and helpers
+
+
+@pytest.fixture(scope="module")
+def private_tmp(tmp_path_factory):
+    """The grader's temporary folders (stage() makes /tmp/grader-* ones) go here, checked empty after each case."""
+    folder = tmp_path_factory.mktemp("grader-tmp")
+    saved = tempfile.tempdir
+    tempfile.tempdir = str(folder)
+    yield folder
+    tempfile.tempdir = saved
+
+
+@pytest.fixture(scope="module")
+def zygote(private_tmp):
+    z = Zygote()
+    yield z
+    z.close()
+
+
+@pytest.fixture(scope="module")
+def course():
+    return load_course()
+
+
+@pytest.fixture(scope="module")
+def quick_course(tmp_path_factory):
+    """A copy of course.yaml with call_seconds: 2, loaded with load_course."""
+    text = re.sub(r"(?m)^(\s*call_seconds:)\s*[0-9.]+", rf"\g<1> {CALL_SECONDS}", COURSE_FILE.read_text(encoding="utf-8"))
+    path = tmp_path_factory.mktemp("course") / "course.yaml"
+    path.write_text(text, encoding="utf-8")
+    loaded = load_course(path)
+    assert loaded.grading.limits.call_seconds == CALL_SECONDS
+    return loaded
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind(request, private_tmp):
+    yield
+    if "zygote" in request.fixturenames:
+        assert not list(private_tmp.glob("grader-*")), "a staged submission folder was left behind"
+
+
+def submission(tmp_path: Path, name: str = "submission", **replaced: str) -> Path:
+    """solutions/ copied to tmp_path/name, with the given modules' sources replaced."""
+    folder = tmp_path / name
+    folder.mkdir()
+    for module in MODULES:
+        source = replaced.get(module)
+        if source is None:
+            shutil.copy(SOLUTIONS / f"{module}.py", folder / f"{module}.py")
+        else:
+            (folder / f"{module}.py").write_text(source, encoding="utf-8")
+    return folder
+
+
+def tree_hash(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0")
+        if path.is_file() and not path.is_symlink():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def only(course, module: str):
+    exercise = course.exercise(module)
+    return course.model_copy(update={"exercises": [exercise], "total_points": exercise.points})
+
+
+def grade(path: Path, course, zygote, module: str | None = None) -> dict:
+    """Grade ``path`` (everything, or only ``module``); results.json's data, checked against the schema,
+    the time limit, and the submission left as it was."""
+    before = tree_hash(path)
+    started = time.monotonic()
+    outcome = grade_submission(path, only(course, module) if module else course, zygote, select=module)
+    elapsed = time.monotonic() - started
+    assert elapsed < course.grading.limits.submission_seconds
+    assert tree_hash(path) == before, "the submission was modified"
+    jsonschema.validate(outcome.results, RESULTS_SCHEMA)
+    assert outcome.results["score"] == pytest.approx(sum(e["score"] for e in outcome.results["exercises"].values()))
+    return outcome.results
+
+
+def feedback(results: dict, module: str) -> str:
+    lines = [t["output"] for t in results["tests"] if module in t.get("tags", [])]
+    return "\n".join(lines + [line for line in results["output"].splitlines() if line.startswith(f"{module}:")])
+
+
+def assert_only(results: dict, module: str, at_most: float = 0.0):
+    """``module`` scores at most ``at_most``; every other exercise has full marks."""
+    exercises = results["exercises"]
+    assert set(exercises) == set(MODULES)
+    assert exercises[module]["score"] <= at_most, feedback(results, module)
+    for name, exercise in exercises.items():
+        if name != module:  # (approx: scores.py rounds each test's share before adding them up)
+            assert exercise["score"] == pytest.approx(exercise["max_score"], abs=0.01), f"{name}: {feedback(results, name)}"
+
+
+# ---------------------------------------------------------------- the references and the stubs
+
+
+def test_solutions_get_full_marks_on_every_exercise(zygote, course):
+    """solutions/ graded as a submission: every exercise has full marks, and every test passes."""
+    results = grade(SOLUTIONS, course, zygote)
+    for module, exercise in results["exercises"].items():
+        assert exercise["score"] == exercise["max_score"], f"{module}: {feedback(results, module)}"
+    assert results["score"] == results["max_score"] == course.total_points
+    assert all(t["status"] == "passed" for t in results["tests"]), [t for t in results["tests"] if t["status"] != "passed"][:3]
+
+
+def test_checks_for_cuda_only_are_reported_skipped_on_the_cpu(zygote, course):
+    """On the CPU the half-precision checks are skipped, with the reason, and cost no points."""
+    outcome = grade_submission(SOLUTIONS, only(course, "softmax"), zygote, select="softmax and half_precision")
+    tests = outcome.grade.tests
+    assert tests and all(t.status == "skipped" and "CUDA only" in t.feedback and t.max_score == 0 for t in tests)
+
+
+def test_a_suite_with_skip_or_xfail_marks_is_refused(tmp_path, course, monkeypatch):
+    """Grading leaves pytest's skipping plugin out: a suite whose test carries such a mark is refused, naming it."""
+    monkeypatch.setattr(sys, "path", list(sys.path))  # collecting the suite puts tmp_path on it (sandboxes bind it)
+    shutil.copy(ROOT / "tests" / "course" / "hidden" / "pytest.ini", tmp_path / "pytest.ini")
+    (tmp_path / "test_marked.py").write_text("import pytest\n\npytestmark = pytest.mark.softmax\n\n\n"
+                                             "@pytest.mark.skipif(True, reason='never')\ndef test_skipped(student):\n"
+                                             "    pass\n")
+    with pytest.raises(RuntimeError, match="test_marked.py::test_skipped: a suite skips with pytest.skip"):
+        run_suites(Session(None, str(tmp_path), course.grading.limits), course, "cpu", suites=tmp_path)
+
+
+def test_stubs_get_zero_on_every_exercise(zygote, course):
+    """exercises/ (the stubs) graded as a submission: 0 on every exercise, every failure saying what to do."""
+    results = grade(EXERCISES, course, zygote)
+    assert set(results["exercises"]) == set(MODULES)
+    assert all(e["score"] == 0 for e in results["exercises"].values()), results["exercises"]
+    assert results["score"] == 0
+    for test in results["tests"]:
+        assert test["status"] == "failed" and "not implemented yet" in test["output"], test
+
+
+# ---------------------------------------------------------------- one exercise broken, each way
+
+
+@pytest.fixture(scope="module")
+def buggy(zygote, course, tmp_path_factory):
+    """A submission whose softmax normalizes the wrong dim, graded once (the determinism test grades it again)."""
+    path = submission(tmp_path_factory.mktemp("buggy"), softmax=BUGGY_SOFTMAX)
+    return path, grade(path, course, zygote)
+
+
+def test_a_wrong_exercise_loses_only_its_own_points(buggy):
+    """A softmax with a bug loses points of softmax only (some of its tests may still pass)."""
+    _, results = buggy
+    exercise = results["exercises"]["softmax"]
+    assert_only(results, "softmax", at_most=exercise["max_score"] - 1)
+    failed = [t for t in results["tests"] if "softmax" in t["tags"] and t["status"] == "failed"]
+    assert failed and all(t["output"] for t in failed)
+
+
+def test_an_endless_loop_loses_only_its_exercise_within_the_limits(tmp_path, zygote, quick_course):
+    """Endless loops in context.py: context scores 0, each check says the code was stopped after call_seconds,
+    every other exercise has full marks, and the whole run stays far within the limits (each looping function
+    is waited for once, not once per check)."""
+    started = time.monotonic()
+    results = grade(submission(tmp_path, context=HANGING_CONTEXT), quick_course, zygote)
+    elapsed = time.monotonic() - started
+    assert_only(results, "context")
+    assert f"ran for more than {CALL_SECONDS} s" in feedback(results, "context")
+    for test in results["tests"]:
+        if "context" in test["tags"]:
+            assert "ran for more than" in test["output"], test
+    assert elapsed < 2 * CALL_SECONDS + 60, f"{elapsed:.1f} s"
+    assert elapsed < quick_course.grading.limits.submission_seconds
+
+
+def test_a_function_out_of_memory_is_not_called_again(tmp_path, zygote, course):
+    """softmax raising MemoryError (a terabyte asked for): softmax scores 0, the first failing check names the
+    MemoryError, every later one says softmax is not called again, and the rest is unharmed."""
+    source = "def softmax(x, dim=-1, temperature=1.0):\n    return bytearray(1 << 40)\n"
+    results = grade(submission(tmp_path, softmax=source), course, zygote)
+    assert_only(results, "softmax")
+    outputs = [t["output"] for t in results["tests"] if "softmax" in t["tags"] and t["status"] == "failed"]
+    assert "MemoryError" in outputs[0], outputs[0]
+    assert len(outputs) > 2 and all("softmax.softmax is not called again: in an earlier check it ran out of memory "
+                                    "(MemoryError; a worker may use 4096 MB)" in o for o in outputs[1:]), outputs
+
+
+def test_a_segfault_loses_only_its_exercise(tmp_path, zygote, quick_course):
+    """Segfaults in dictionary.py: dictionary scores 0 with "crashed (segmentation fault)", the rest is unharmed."""
+    results = grade(submission(tmp_path, dictionary=SEGFAULTING_DICTIONARY), quick_course, zygote)
+    assert_only(results, "dictionary")
+    assert "crashed (segmentation fault)" in feedback(results, "dictionary")
+
+
+def test_a_syntax_error_loses_only_its_exercise_naming_file_and_line(tmp_path, zygote, course):
+    """A syntax error in qkv.py: qkv scores 0, its problem names SyntaxError, the file and the line."""
+    results = grade(submission(tmp_path, qkv=broken_qkv()), course, zygote)
+    assert_only(results, "qkv")
+    problem = next(line for line in results["output"].splitlines() if line.startswith("qkv:"))
+    assert "SyntaxError" in problem and "qkv.py" in problem and f"line {SYNTAX_ERROR_LINE}" in problem, problem
+    assert "def oops(x:" in problem  # the offending line itself
+
+
+def test_an_import_error_loses_only_its_exercise_naming_file_and_line(tmp_path, zygote, course):
+    """causal.py imports a module that does not exist: causal scores 0, the message names the error, file and line."""
+    results = grade(submission(tmp_path, causal=NOT_IMPORTABLE_CAUSAL), course, zygote)
+    assert_only(results, "causal")
+    problem = next(line for line in results["output"].splitlines() if line.startswith("causal:"))
+    assert "ModuleNotFoundError" in problem and "numpyy" in problem, problem
+    assert "causal.py" in problem and f"line {NOT_IMPORTABLE_LINE}" in problem, problem
+
+
+def test_missing_files_names_and_wrong_signatures_cost_only_their_points(tmp_path, zygote, course):
+    """No multihead.py, a quiz.py without quiz_answer, a softmax without its ``dim`` parameter: multihead scores 0
+    ("not in the submission"), quiz and softmax lose points with messages naming the problem, the rest has full
+    marks."""
+    quiz = (SOLUTIONS / "quiz.py").read_text().replace("def quiz_answer(", "def quiz_answr(")
+    softmax = (SOLUTIONS / "softmax.py").read_text()
+    assert "def softmax(x, dim=-1, temperature=1.0):" in softmax
+    softmax = softmax.replace("def softmax(x, dim=-1, temperature=1.0):", "def softmax(x, temperature=1.0):\n    dim = -1")
+    folder = submission(tmp_path, quiz=quiz, softmax=softmax)
+    (folder / "multihead.py").unlink()
+    results = grade(folder, course, zygote)
+    exercises = results["exercises"]
+    assert exercises["multihead"]["score"] == 0 and "multihead.py is not in the submission" in feedback(results, "multihead")
+    assert 0 < exercises["quiz"]["score"] < exercises["quiz"]["max_score"]
+    assert "quiz.quiz_answer: not found in your code" in feedback(results, "quiz")
+    assert exercises["softmax"]["score"] < exercises["softmax"]["max_score"]
+    assert "TypeError" in feedback(results, "softmax") and "dim" in feedback(results, "softmax")
+    for name in set(MODULES) - {"multihead", "quiz", "softmax"}:
+        assert exercises[name]["score"] == pytest.approx(exercises[name]["max_score"], abs=0.01), name
+
+
+def test_a_symlink_to_the_reference_is_not_graded(tmp_path, zygote, course):
+    """softmax.py as a symbolic link to solutions/softmax.py is never followed: softmax scores 0 and says why."""
+    folder = submission(tmp_path)
+    (folder / "softmax.py").unlink()
+    (folder / "softmax.py").symlink_to(SOLUTIONS / "softmax.py")
+    results = grade(folder, course, zygote, "softmax")
+    assert results["exercises"]["softmax"]["score"] == 0
+    assert "symbolic link" in feedback(results, "softmax")
+
+
+def test_a_batch_of_calls_builds_on_earlier_results(zygote, course):
+    """One round trip builds a module, loads parameters into it and calls it; a failing call names its index in
+    ``step``, and the calls that build on it are not run."""
+    from solutions import qkv
+
+    staged = stage(SOLUTIONS, course.grading.intake)
+    session = Session(zygote, str(staged.directory), course.grading.limits)
+    exchanges = []
+    session._exchange = lambda *args, exchange=session._exchange: exchanges.append(args[2]) or exchange(*args)
+    try:
+        torch.manual_seed(1)
+        reference = qkv.SelfAttention(3, 2)
+        params = {name: p.detach() for name, p in reference.named_parameters()}
+        x = torch.randn(4, 3)
+        built = {"earlier": 0, "type": "SelfAttention"}
+        made, loaded, out = session.run_many([({"module": "qkv", "path": ["SelfAttention"]}, (3, 2), None, {"handles": True}),
+                                              load_params_step(built, params), (built, (x,), None, {})])
+        assert exchanges.count(CHECK) == 1, exchanges
+        assert made.value.type_name == "SelfAttention" and loaded.value is None
+        assert torch.allclose(out.value, reference(x).detach())
+        with pytest.raises(StudentError) as failure:
+            session.run_many([({"module": "qkv", "path": ["SelfAttention"]}, ("three", 2), None, {"handles": True}),
+                              load_params_step(built, params)])
+        assert failure.value.step == 0 and isinstance(failure.value, TypeError)
+        with pytest.raises(SubmissionProblem, match="does not have the shape") as failure:
+            session.run_many([({"module": "qkv", "path": ["SelfAttention"]}, (5, 2), None, {"handles": True}),
+                              load_params_step(built, params), (built, (x,), None, {})])
+        assert failure.value.step == 1
+    finally:
+        session.close()
+        staged.cleanup()
+
+
+# ---------------------------------------------------------------- isolation of the grading process
+
+
+def test_the_grading_process_never_imports_the_submission(tmp_path, zygote, course):
+    """A quiz.py whose import leaves marks (builtins, os.environ, sys.modules, a file) is graded normally, and
+    none of the marks is found in the grading process; sys.modules holds no module from the submission."""
+    mark = tmp_path / "imported-here"
+    source = (ROOT / "tests" / "grader" / "hostile" / "marks" / "quiz.py").read_text()
+    folder = submission(tmp_path, quiz=source.replace("PARAMS = {}\n", f"PARAMS = {{'mark': {str(mark)!r}}}\n"))
+    results = grade(folder, course, zygote, "quiz")
+    assert results["exercises"]["quiz"]["score"] == results["exercises"]["quiz"]["max_score"], feedback(results, "quiz")
+    assert not hasattr(builtins, "GRADER_MARK")
+    assert "GRADER_MARK" not in os.environ
+    assert "GRADER_MARK" not in sys.modules
+    assert not mark.exists()
+    for name, module in list(sys.modules.items()):
+        origin = str(getattr(module, "__file__", None) or "")
+        assert not origin.startswith((str(folder), tempfile.gettempdir())), f"{name} was imported from {origin}"
+
+
+def test_grading_is_deterministic(buggy, zygote, course):
+    """The same buggy submission graded twice gets identical scores, test by test."""
+    path, first = buggy
+    second = grade(path, course, zygote)
+
+    def summary(results):
+        return (results["score"], results["exercises"], [(t["name"], t["status"], t["score"]) for t in results["tests"]])
+
+    assert summary(first) == summary(second)
+
+
+DRAW_CASES = """
+import copy
+import sys
+sys.path[:0] = [{root!r}, {hidden!r}]
+import torch
+import test_causal, test_dictionary, test_softmax
+for test in (test_softmax.test_values, test_causal.test_no_peeking, test_dictionary.test_lookup_values):
+    print(test.__name__, len(test.cases({seed})), repr(test.cases({seed})))
+case = test_softmax.test_values.cases({seed})[0]["case"]
+replays = [copy.deepcopy(case).randn(*case.shape) for _ in range(2)]
+print(torch.equal(*replays), torch.equal(case.randn(*case.shape), case.randn(*case.shape)))
+"""
+
+
+def _drawn_in_a_new_process(seed: int) -> str:
+    script = DRAW_CASES.format(root=str(ROOT), hidden=str(ROOT / "tests" / "course" / "hidden"), seed=seed)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+
+
+def test_property_tests_replay_the_same_cases_in_every_process():
+    """The cases a property test replays depend on course.yaml's seed and the test alone, in any process;
+    each replay of a case starts its generator afresh."""
+    first, again, other_seed = _drawn_in_a_new_process(7), _drawn_in_a_new_process(7), _drawn_in_a_new_process(8)
+    assert first == again
+    assert first != other_seed
+    lines = first.splitlines()
+    assert [line.split()[:2] for line in lines[:3]] == [["test_values", "14"], ["test_no_peeking", "4"],
+                                                         ["test_lookup_values", "8"]]
+    assert lines[3] == "True False"  # each replay makes the same tensors; the case object itself draws on
+
+
+def test_without_namespaces_grading_still_works_with_a_warning_and_require_sandbox_refuses(private_tmp, course):
+    """Where no namespace sandbox can be built (forced here with Zygote(namespaces=False)), workers get rlimits
+    only: the submission is still graded, with a warning in the output; with require_sandbox=True the grader
+    refuses (GraderFault) instead of producing a grade."""
+    degraded = Zygote(namespaces=False)
+    try:
+        outcome = grade_submission(SOLUTIONS, only(course, "quiz"), degraded, select="quiz")
+        assert outcome.isolation.startswith("rlimits only"), outcome.isolation
+        assert outcome.results["exercises"]["quiz"]["score"] == outcome.results["exercises"]["quiz"]["max_score"]
+        assert "WARNING: no sandbox" in outcome.results["output"]
+        with pytest.raises(GraderFault, match="sandbox could not be set up"):
+            grade_submission(SOLUTIONS, only(course, "quiz"), degraded, require_sandbox=True, select="quiz")
+    finally:
+        degraded.close()
+    leftover = list(private_tmp.glob("grader-*"))
+    for folder in leftover:  # (so that the autouse check does not report it a second time)
+        shutil.rmtree(folder)
+    assert not leftover, "the staged copy was not removed when the session ended in a GraderFault"
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def run_cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grader", "grade", *args], capture_output=True, text=True,
+                          timeout=300, cwd=cwd, env={**os.environ, "TMPDIR": str(cwd), **(env or {})})
+
+
+def test_cli_grades_and_writes_valid_results(tmp_path):
+    """`python -m grader grade solutions --out ...` exits 0 and writes a results.json that validates."""
+    out = tmp_path / "out" / "results.json"
+    process = run_cli(str(SOLUTIONS), "--out", str(out), cwd=tmp_path)
+    assert process.returncode == 0, (process.stdout + process.stderr)[-3000:]
+    assert "Traceback" not in process.stdout + process.stderr
+    results = json.loads(out.read_text())
+    jsonschema.validate(results, RESULTS_SCHEMA)
+    assert results["score"] == pytest.approx(results["max_score"], abs=0.01)
+    assert not list(tmp_path.glob("grader-*"))
+
+
+FAILING_PLUGIN = """
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    raise AssertionError("failed by an installed plugin")
+"""
+
+
+def test_an_installed_pytest_plugin_never_changes_a_grade(tmp_path):
+    """A pytest plugin installed beside the grader (here one that fails every test) is not loaded when grading."""
+    site = tmp_path / "site"
+    (site / "failing_plugin-1.0.dist-info").mkdir(parents=True)
+    (site / "failing_plugin-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: failing-plugin\nVersion: 1.0\n")
+    (site / "failing_plugin-1.0.dist-info" / "entry_points.txt").write_text("[pytest11]\nfailing = failing_plugin\n")
+    (site / "failing_plugin.py").write_text(FAILING_PLUGIN)
+    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    (tmp_path / "test_anything.py").write_text("def test_anything():\n    pass\n")
+    plain = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_anything.py"],
+                           capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, **env})
+    assert "failed by an installed plugin" in plain.stdout  # the plugin is live for pytest itself
+    out = tmp_path / "results.json"
+    process = run_cli(str(SOLUTIONS), "--out", str(out), cwd=tmp_path, env=env)
+    assert process.returncode == 0, (process.stdout + process.stderr)[-3000:]
+    assert json.loads(out.read_text())["score"] == pytest.approx(100, abs=0.01)
+
+
+@pytest.mark.parametrize("case", ["nonexistent", "corrupt.zip", "empty-folder", "not-a-submission.txt"])
+def test_cli_refuses_what_it_cannot_grade_in_one_line(tmp_path, case):
+    """A path that does not exist, a corrupt zip, an empty folder, a stray file: non-zero exit, one line saying
+    why, no traceback, no results file."""
+    target = tmp_path / case
+    if case == "corrupt.zip":
+        target.write_bytes(b"PK\x03\x04 this is not really a zip file" * 10)
+    elif case == "empty-folder":
+        target.mkdir()
+    elif case == "not-a-submission.txt":
+        target.write_text("hello")
+    out = tmp_path / "results.json"
+    process = run_cli(str(target), "--out", str(out), cwd=tmp_path)
+    assert process.returncode != 0
+    lines = [line for line in (process.stdout + process.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("grader: "), lines
+    assert case in lines[0]
+    assert not out.exists()

@@ -1,0 +1,199 @@
+"""The hidden suites against a corpus of variants of the references (tests/grader/corpus): proof that they grade right.
+
+Every variant of ``tests/grader/corpus/variants.py`` is one exercise file of
+solutions/ with a few edits and a title naming what it is. A submission is
+built as a copy of solutions/ with that one file replaced, graded once with
+one shared worker zygote, and checked:
+
+- ``buggy/``: one real bug each; the exercise loses points, every other
+  exercise keeps full marks, and each failed check says something specific
+  (never a bare "a check of this property failed", never a tensor's values);
+- ``correct/``: another correct style (einsum, float64 inside, logsumexp, ...);
+  full marks everywhere;
+- ``partial/``: correct values but a Python loop or a banned built-in; only the
+  vectorization or own-implementation checks fail, and the exercise keeps most
+  of its points.
+
+The mutation score (buggy variants caught / all buggy variants) is printed and
+must be 100%.
+"""
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.course import MODULES, course
+from grader.sandbox.client import Zygote
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "grader" / "corpus"))
+from variants import KINDS, VARIANTS, Variant  # noqa: E402
+
+# the checks a loop-based or built-in-using answer may fail, and how much of its exercise it must keep
+SMALL_SHARE_TESTS = ("test_vectorized", "test_own_implementation", "test_dot_own_implementation")
+PARTIAL_KEEPS = 0.8
+GENERIC_FEEDBACK = "a check of this property failed"
+VALUES = re.compile(r"tensor\(\s*\[*\s*-?(\d|nan|inf)")  # a printed tensor in a message would show hidden values
+
+_grades: dict[str, object] = {}
+
+
+def variant_id(variant: Variant) -> str:
+    return variant.id
+
+
+def of_kind(kind: str) -> list[Variant]:
+    return [v for v in VARIANTS if v.kind == kind]
+
+
+@pytest.fixture(scope="module")
+def zygote():
+    z = Zygote()
+    yield z
+    z.close()
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    """build(variant or None) -> a submission folder: solutions/ with the variant's file swapped in."""
+    def make(variant: Variant | None, base: Path = ROOT / "solutions") -> Path:
+        folder = tmp_path_factory.mktemp("submission")
+        for module in MODULES:
+            shutil.copy(base / f"{module}.py", folder / f"{module}.py")
+        if variant is not None:
+            (folder / f"{variant.module}.py").write_text(variant.source(), encoding="utf-8")
+        return folder
+    return make
+
+
+@pytest.fixture(scope="module")
+def grade(zygote, build):
+    """grade(variant) -> the grader.points.Grade of its submission, computed once per variant."""
+    from grader.grade import grade_submission
+
+    def run(variant: Variant):
+        if variant.id not in _grades:
+            _grades[variant.id] = grade_submission(build(variant), course(), zygote).grade
+        return _grades[variant.id]
+    return run
+
+
+def scores_by_module(grade) -> dict[str, tuple[float, float]]:
+    return {e.module: (e.score, e.max_score) for e in grade.exercises}
+
+
+def others_full(grade, module: str) -> list[str]:
+    """The exercises other than ``module`` that did not get full marks."""
+    return [f"{e.module} {e.score}/{e.max_score}: " + "; ".join(f"{t.name}: {t.feedback}" for t in e.tests
+                                                                  if t.status == "failed")
+            for e in grade.exercises if e.module != module and e.score < e.max_score]
+
+
+def failures(grade, module: str):
+    return [t for e in grade.exercises if e.module == module for t in e.tests if t.status == "failed"]
+
+
+# ---------------------------------------------------------------- the corpus itself (fast)
+
+def test_corpus_layout():
+    """At least 40 buggy variants over all eight exercises, 6 correct ones, partial ones, each titled and changed."""
+    buggy = of_kind("buggy")
+    assert len(buggy) >= 40, len(buggy)
+    assert {v.module for v in buggy} == set(MODULES)
+    assert len(of_kind("correct")) >= 6
+    assert of_kind("partial")
+    assert {v.kind for v in VARIANTS} <= set(KINDS)
+    assert len({v.id for v in VARIANTS}) == len(VARIANTS)
+    prefixes = {"buggy": "Bug: ", "correct": "Correct: ", "partial": "Partial: "}
+    for variant in VARIANTS:
+        assert variant.module in MODULES, variant.id
+        assert variant.title.startswith(prefixes[variant.kind]), f"{variant.id}: {variant.title!r}"
+        reference = (ROOT / "solutions" / f"{variant.module}.py").read_text(encoding="utf-8")
+        changed = ast.parse(variant.source())  # also: every edit still applies exactly once
+        code = [ast.dump(node) for node in changed.body[1:]]  # past the docstring
+        assert code != [ast.dump(node) for node in ast.parse(reference).body[1:]], variant.id
+
+
+# ---------------------------------------------------------------- grading the corpus (slow)
+
+@pytest.mark.slow
+def test_references_get_full_marks(zygote, build):
+    """solutions/ itself: 100 %, also where the CUDA-only checks apply (every test passed, weights as graded)."""
+    from grader.grade import grade_submission
+    from grader.points import score
+
+    grade = grade_submission(build(None), course(), zygote).grade
+    assert grade.score == grade.max_score == course().total_points, [
+        f"{t.name}: {t.feedback}" for t in grade.tests if t.status == "failed"]
+    # On CUDA nothing is skipped: scored with every test applicable (and passed), the weights still give full marks.
+    everything = {"tests": [{"nodeid": t.name, "outcome": "passed", "metadata": {"exercise": t.exercise, "weight": t.weight}}
+                            for t in grade.tests]}
+    on_cuda = score(everything, course())
+    assert on_cuda.score == course().total_points, {e.module: e.score for e in on_cuda.exercises}
+
+
+@pytest.mark.slow
+def test_stubs_get_nothing(zygote):
+    """exercises/ (the unfinished stubs): 0 points, and each failure says the stub is not implemented."""
+    from grader.grade import grade_submission
+
+    grade = grade_submission(ROOT / "exercises", course(), zygote).grade
+    assert grade.score == 0, [f"{t.name}" for t in grade.tests if t.status == "passed"]
+    assert all("not implemented yet" in t.feedback for t in grade.tests if t.status == "failed")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", of_kind("buggy"), ids=variant_id)
+def test_buggy_variant_loses_points_in_its_own_exercise(grade, variant):
+    """A buggy variant loses points in its own exercise, keeps every other exercise, and gets specific feedback."""
+    module = variant.module
+    result = grade(variant)
+    score, maximum = scores_by_module(result)[module]
+    assert score < maximum, f"not caught: {variant.title}"
+    assert not others_full(result, module), f"{variant.title} also costs: {others_full(result, module)}"
+    for test in failures(result, module):
+        assert test.feedback and test.feedback != GENERIC_FEEDBACK, f"{test.name} gives no specific feedback"
+        assert not VALUES.search(test.feedback), f"{test.name} shows values: {test.feedback}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", of_kind("correct"), ids=variant_id)
+def test_correct_variant_gets_full_marks(grade, variant):
+    """A correct variant in another style gets full marks."""
+    result = grade(variant)
+    assert result.score == result.max_score, [f"{t.name}: {t.feedback}" for t in result.tests if t.status == "failed"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", of_kind("partial"), ids=variant_id)
+def test_partial_variant_loses_only_the_small_share(grade, variant):
+    """A loop-based or built-in-using variant fails only the vectorization or own-implementation check."""
+    module = variant.module
+    result = grade(variant)
+    score, maximum = scores_by_module(result)[module]
+    failed = [t.name.split("::")[-1].split("[")[0] for t in failures(result, module)]
+    assert failed, f"not caught: {variant.title}"
+    assert set(failed) <= set(SMALL_SHARE_TESTS), f"{variant.title} fails {failed}: " + "; ".join(
+        t.feedback for t in failures(result, module))
+    assert score >= PARTIAL_KEEPS * maximum, f"{variant.title} keeps only {score}/{maximum}"
+    assert not others_full(result, module)
+
+
+@pytest.mark.slow
+def test_mutation_score(grade, capsys):
+    """Every buggy variant is caught: the mutation score is 100%."""
+    buggy = of_kind("buggy")
+    missed = []
+    for variant in buggy:
+        score, maximum = scores_by_module(grade(variant))[variant.module]
+        if score >= maximum:
+            missed.append(f"{variant_id(variant)} ({variant.title})")
+    caught = len(buggy) - len(missed)
+    with capsys.disabled():
+        print(f"\nmutation score: {caught}/{len(buggy)} buggy variants caught ({100 * caught / len(buggy):.0f}%)")
+    assert not missed, f"missed: {missed}"

@@ -1,0 +1,165 @@
+"""The public suite (tests/course/public, tests/public in the handout): green on the references, and one readable line per failure on the stubs."""
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLIC = ROOT / "tests" / "course" / "public"
+MODULES = ("scores", "softmax", "context", "qkv", "quiz", "dictionary", "causal", "multihead")
+STUB_LINE = re.compile(r"^(?P<module>\w+)\.[\w.]+ is not implemented yet: fill in the stub in exercises/(?P<file>\w+)\.py$")
+
+
+def run_public(tmp_path: Path, *args: str, root: Path = ROOT) -> tuple[subprocess.CompletedProcess, dict[str, str | None]]:
+    """Run the public checks under ``root`` (the repository, or a handout-like copy holding them in tests/public);
+    return the process and {test id: failure message or None}."""
+    suite = PUBLIC.relative_to(ROOT).as_posix() if root == ROOT else "tests/public"
+    report = tmp_path / f"public-{len(list(tmp_path.glob('public-*.xml')))}.xml"
+    process = subprocess.run(
+        [sys.executable, "-m", "pytest", suite, "-p", "no:cacheprovider", "-q", "--strict-markers",
+         f"--junitxml={report}", *args],
+        cwd=root, capture_output=True, text=True, timeout=120,
+    )
+    results: dict[str, str | None] = {}
+    if report.is_file():
+        for case in ET.parse(report).getroot().iter("testcase"):
+            failure = case.find("failure")
+            if failure is None:
+                failure = case.find("error")
+            key = f"{case.get('classname')}::{case.get('name')}"
+            results[key] = None if failure is None else failure.get("message", "") + "\n" + (failure.text or "")
+    return process, results
+
+
+def module_of(test_id: str) -> str:
+    """'tests.public.test_softmax::test_x' -> 'softmax'."""
+    return test_id.split("::")[0].rsplit(".", 1)[-1].removeprefix("test_")
+
+
+@pytest.fixture(scope="module")
+def stub_run(tmp_path_factory):
+    """One run of the public suite against exercises/ (the stubs), shared by the tests below."""
+    return run_public(tmp_path_factory.mktemp("stubs"))
+
+
+def test_public_suite_passes_on_solutions(tmp_path):
+    """`pytest tests/public --impl solutions` passes every test (and collects one file per exercise)."""
+    process, results = run_public(tmp_path, "--impl", "solutions")
+    output = process.stdout + process.stderr
+    assert process.returncode == 0, output[-6000:]
+    assert results and all(message is None for message in results.values()), output[-6000:]
+    assert {module_of(test) for test in results} == set(MODULES)
+
+
+def test_public_suite_fails_every_test_on_stubs(stub_run):
+    """Against the stubs every public test fails, and none errors in set-up or passes."""
+    process, results = stub_run
+    output = process.stdout + process.stderr
+    assert process.returncode == 1, output[-6000:]
+    assert results, output[-6000:]
+    passed = [test for test, message in results.items() if message is None]
+    assert not passed, f"tests that pass on the unfinished stubs: {passed}"
+    assert re.search(rf"\b{len(results)} failed\b", output), output[-2000:]
+    assert " error" not in output.splitlines()[-1]
+
+
+def test_stub_failures_are_one_line(stub_run):
+    """Each stub failure is the one line 'module.name is not implemented yet: fill in the stub in exercises/module.py'."""
+    _, results = stub_run
+    for test, message in results.items():
+        lines = [line for line in message.splitlines() if line.strip()]
+        assert len(set(lines)) == 1, f"{test}: expected one line, got:\n{message}"
+        match = STUB_LINE.match(lines[0])
+        assert match, f"{test}: {lines[0]!r}"
+        assert match["module"] == match["file"] == module_of(test), f"{test} points at the wrong file: {lines[0]}"
+
+
+def test_stub_run_output_has_no_tracebacks(stub_run):
+    """The terminal output of the stub run names each of the eight stubs and shows no traceback."""
+    process, _ = stub_run
+    output = process.stdout + process.stderr
+    for module in MODULES:
+        assert f"is not implemented yet: fill in the stub in exercises/{module}.py" in output, module
+    assert "Traceback" not in output
+    assert "raise NotImplementedError" not in output
+    assert "NotImplementedError" not in output
+
+
+def test_markers_select_one_exercise():
+    """`-m softmax` selects exactly the tests of test_softmax.py, and each file is marked with its exercise."""
+    process = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/course/public", "-p", "no:cacheprovider", "-q", "--strict-markers",
+         "--collect-only", "-m", "softmax", "--impl", "solutions"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert process.returncode == 0, process.stdout + process.stderr
+    ids = [line for line in process.stdout.splitlines() if "::" in line]
+    assert ids and all(line.startswith("tests/course/public/test_softmax.py::") for line in ids), process.stdout
+    for module in MODULES:
+        source = (PUBLIC / f"test_{module}.py").read_text(encoding="utf-8")
+        assert f"pytestmark = pytest.mark.{module}\n" in source, module
+
+
+def test_broken_files_fail_with_one_line(tmp_path):
+    """A file that does not compile, does not import, or is missing gives one line naming the file (and line)."""
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "exercises", copy / "exercises")
+    shutil.copytree(PUBLIC, copy / "tests" / "public", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    scores = copy / "exercises" / "scores.py"
+    scores.write_text(scores.read_text() + "\ndef broken(:\n    pass\n")
+    bad_line = scores.read_text().splitlines().index("def broken(:") + 1
+    softmax = copy / "exercises" / "softmax.py"
+    softmax.write_text("import torch\nimport not_a_module_of_this_course\n" + softmax.read_text())
+    (copy / "exercises" / "quiz.py").unlink()
+
+    process, results = run_public(tmp_path, "-m", "scores or softmax or quiz", root=copy)
+    output = process.stdout + process.stderr
+    assert process.returncode == 1 and results, output[-4000:]
+    expected = {
+        "scores": f"exercises/scores.py line {bad_line} does not compile",
+        "softmax": "exercises/softmax.py line 2 does not import (ModuleNotFoundError",
+        "quiz": "exercises/quiz.py is missing",
+    }
+    for test, message in results.items():
+        lines = {line for line in message.splitlines() if line.strip()}
+        assert len(lines) == 1, f"{test}: expected one line, got:\n{message}"
+        assert lines.pop().startswith(expected[module_of(test)]), f"{test}: {message}"
+    assert "Traceback" not in output
+
+
+def test_wrong_answers_keep_assertion_output(tmp_path):
+    """A wrong (not unfinished) implementation still gets pytest's usual assertion report."""
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "exercises", copy / "exercises")
+    shutil.copytree(PUBLIC, copy / "tests" / "public", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    quiz = copy / "exercises" / "quiz.py"
+    quiz.write_text(quiz.read_text().replace(
+        'raise NotImplementedError("quiz.quiz_answer: fill in this stub (see its docstring)")',
+        "return torch.tensor([0.5, 0.5])"))
+    process, results = run_public(tmp_path, "-k", "test_quiz_answer", root=copy)
+    output = process.stdout + process.stderr
+    assert process.returncode == 1 and len(results) == 1, output[-4000:]
+    assert "Tensor-likes are not close" in output
+    assert "test_quiz.py:" in output
+
+
+def test_every_public_test_has_a_one_line_docstring():
+    """Every test function in tests/public has a docstring of exactly one line (what the student reads)."""
+    missing = []
+    for path in sorted(PUBLIC.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                doc = ast.get_docstring(node)
+                if not doc or "\n" in doc.strip():
+                    missing.append(f"{path.name}::{node.name}")
+    assert not missing, missing
+    assert {path.stem.removeprefix("test_") for path in PUBLIC.glob("test_*.py")} == set(MODULES)

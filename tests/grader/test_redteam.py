@@ -1,0 +1,81 @@
+"""Red-team attacks that break a promise of SECURITY.md (each test fails until the grader is fixed).
+
+Each case grades a hostile submission from tests/grader/hostile/<trick>/ through the real pipeline, as
+tests/test_hostile.py does, and states the promise it checks in its docstring.
+"""
+from __future__ import annotations
+
+import pytest
+from test_hostile import (  # noqa: F401  (fixtures used by name)
+    AVAILABLE,
+    WHY,
+    assert_trick_earns_nothing,
+    baseline,
+    course,
+    grade,
+    grading_peak_mib,
+    hostile_submission,
+    nothing_left_behind,
+    outputs,
+    private_tmp,
+    secret_env,
+    zygote,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not AVAILABLE, reason=f"no sandbox here: {WHY}")]
+
+
+PAD_LINES = 10_100
+
+
+def padded(submission):
+    """line_channel's quiz.py with its padding: identical lines, so that every line number it may pick exists."""
+    with open(submission / "quiz.py", "a", encoding="utf-8") as quiz:
+        quiz.write("pass  # pad\n" * PAD_LINES)
+    return submission
+
+
+def test_the_line_number_of_an_exception_carries_no_input(tmp_path, zygote, course, baseline):
+    """Feedback on a hidden check carries nothing the student's code chose after it saw an input (SECURITY.md, "What
+    comes back"): quiz.py raising from line N of its own file, N computed from the hidden input (exec of code compiled
+    under the file's own name, the file padded with identical lines), gets, word for word, the feedback of the same
+    code raising from a constant line, on two seeds."""
+    for seed in (course.seed, course.seed + 1):
+        seeded = course.model_copy(update={"seed": seed})
+        (tmp_path / f"leaky{seed}").mkdir(), (tmp_path / f"blind{seed}").mkdir()
+        leaky = grade(padded(hostile_submission(tmp_path / f"leaky{seed}", "line_channel")), seeded, zygote, "quiz")
+        blind = grade(padded(hostile_submission(tmp_path / f"blind{seed}", "line_channel", blind=True)), seeded, zygote,
+                      "quiz")
+        assert_trick_earns_nothing(leaky, baseline=baseline)
+        assert outputs(leaky) == outputs(blind)
+
+
+def test_a_stray_entry_with_a_non_utf8_name_costs_nothing(tmp_path):
+    """Bad input gets a clear one-line error naming the problem, a problem with one file costs at most that file's
+    exercise, and a bug of the grader's is never recorded as the student's final result (SECURITY.md, "What must
+    hold" 5 and 6): an nbgrader submission holding a valid 05_quiz notebook and a stray, empty folder whose name is
+    not UTF-8 (tests/grader/hostile/nbgrader_odd_name) is read: quiz is taken, and every note is valid Unicode."""
+    import os
+    import shutil
+
+    from grader import ROOT
+    from grader.course import COURSE_FILE, load_course
+    from grader.intake.submission import read_submission
+
+    student = tmp_path / "submitted" / "student"
+    shutil.copytree(ROOT / "nbgrader" / "source" / "05_quiz", student / "05_quiz")
+    os.mkdir(os.path.join(os.fsencode(student), b"notes\xff"))
+    files, problems, notes = read_submission(student, load_course(COURSE_FILE).grading.intake)
+    assert "quiz" in files and not problems
+    assert all(note.encode("utf-8") for note in notes)
+
+
+def test_a_reply_pins_no_more_than_its_own_frame_while_checks_fail(tmp_path):
+    """A reply costs the grading process about its own size, whatever it declares, and the grading process holds about
+    one frame per reply (SECURITY.md, "Where the boundary is" and the wire row of "What is isolated"): replies padded
+    with 128 MiB of blob bytes no tensor claims (tests/grader/hostile/pinned_padding), each failing a check in another way,
+    keep the grading process's peak within two such frames of plain zeros' (measured: three frames are held at once,
+    the first failure of a hypothesis test, its replay and the last error pytest keeps)."""
+    pad = 128
+    peaks = {trick: grading_peak_mib(hostile_submission(tmp_path, trick)) for trick in ("zeros", "pinned_padding")}
+    assert peaks["pinned_padding"] <= peaks["zeros"] + 2 * pad, peaks

@@ -1,0 +1,416 @@
+"""`grader release`: the handout holds what students need and nothing hidden; its workflow is valid and its
+steps run; the Gradescope autograder zip is complete and its scripts work."""
+from __future__ import annotations
+
+import base64
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from grader import ROOT
+from grader.authoring.release import (
+    WORKFLOW,
+    ReleaseError,
+    build_handout,
+    find_leaks,
+    gradescope_zip,
+    meaningful,
+    notebook_sources,
+    pinned,
+    public_sources,
+    release_notebook,
+    secret_lines,
+)
+from grader.authoring.stubs import render_exercises
+from grader.course import MODULES, course
+from grader.reports import CLASSROOM_SCHEMA, GRADESCOPE_SCHEMA
+
+SUITES_COMPLETE = all((ROOT / "tests" / "course" / "hidden" / f"test_{m}.py").is_file() for m in MODULES)
+
+
+@pytest.fixture(scope="module")
+def handout(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("release") / "handout"
+    build_handout(root, grader_repository="course-org/attention-grader", grader_ref="v1")
+    return root
+
+
+def _files(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+
+
+# ----------------------------------------------------------------- contents
+
+def test_handout_layout(handout):
+    files = _files(handout)
+    expected = ({f"exercises/{name}" for name in render_exercises()}
+                | {f"tests/public/{p.relative_to(ROOT / 'tests' / 'course' / 'public').as_posix()}"
+                   for p in (ROOT / "tests" / "course" / "public").rglob("*.py")}
+                | {"README.md", "requirements.txt", "pyproject.toml", ".gitignore", WORKFLOW}
+                | {f"notebooks/{p.parent.name}/{p.name}" for p in notebook_sources()})
+    assert files == expected
+    assert not any(part in ("solutions", "hidden", "nbgrader", "lessons", "grader", "__pycache__") for f in files for part in f.split("/"))
+    for name, text in render_exercises().items():
+        assert (handout / "exercises" / name).read_text() == text
+    assert (handout / "tests/public/conftest.py").read_bytes() == (ROOT / "tests/course/public/conftest.py").read_bytes()
+
+
+def test_readme_and_dependencies(handout):
+    readme = (handout / "README.md").read_text()
+    assert "@@" not in readme
+    for exercise in course().exercises:
+        assert f"| `exercises/{exercise.module}.py` | {exercise.title} | {exercise.points} |" in readme
+        assert f"- {exercise.title} (`{exercise.module}`): {exercise.points} points" in readme
+    assert f"worth {course().total_points} points" in readme and f"**total: {course().total_points} points**" in readme
+    for section in ("## Set up", "## Run the public checks", "## Submit", "## How your score is computed", "## Rules"):
+        assert section in readme
+    assert "python -m pytest tests/public" in readme and "Autograding Tests" in readme
+    assert f"torch=={pinned('torch')}" in readme
+    assert ("## Notebooks" in readme) == bool(notebook_sources())
+    requirements = [line for line in (handout / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
+    assert requirements == [f"torch=={pinned('torch')}", f"pytest=={pinned('pytest')}"]
+    for requirement in requirements:  # what CI and this machine have is what students get
+        name, version = requirement.split("==")
+        assert importlib.metadata.version(name).split("+")[0] == version
+    assert 'testpaths = ["tests/public"]' in (handout / "pyproject.toml").read_text()
+
+
+# ----------------------------------------------------------------- nothing hidden
+
+def test_no_line_of_the_hidden_suites_or_solutions_in_the_handout(handout):
+    secrets = secret_lines()
+    origins = {origin.split(":")[0].split(" ")[0] for origin in secrets.values()}
+    assert any(o.startswith("tests/course/hidden/") for o in origins) and any(o.startswith("solutions/") for o in origins)
+    assert len(secrets) > 100, "the secret lines were collected"
+    assert find_leaks(handout, secrets) == []
+
+
+def test_the_leak_check_finds_planted_lines(handout, tmp_path):
+    copy = tmp_path / "planted"
+    shutil.copytree(handout, copy)
+    secrets = secret_lines()
+    hidden = next(line for line, origin in secrets.items() if origin.startswith("tests/course/hidden/test_softmax.py"))
+    solution = next(line for line, origin in secrets.items() if origin.startswith("solutions/softmax.py"))
+    (copy / "exercises" / "softmax.py").write_text((copy / "exercises" / "softmax.py").read_text() + f"\n    {solution}\n")
+    notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [f"  {hidden}\n"]}], "metadata": {},
+                "nbformat": 4, "nbformat_minor": 5}
+    (copy / "notes.ipynb").write_text(json.dumps(notebook))
+    leaks = find_leaks(copy, secrets)
+    assert {(file, origin.split(":")[0]) for file, _, origin in leaks} == {
+        ("exercises/softmax.py", "solutions/softmax.py"), ("notes.ipynb", "tests/course/hidden/test_softmax.py")}
+
+
+def test_release_refuses_a_leaking_handout(tmp_path, monkeypatch):
+    import grader.authoring.release as release
+
+    secret = next(iter(secret_lines()))
+    original = release.handout_files
+
+    def leaky(*args, **kwargs):
+        files, notes = original(*args, **kwargs)
+        files["README.md"] += f"\n{secret}\n"
+        return files, notes
+
+    monkeypatch.setattr(release, "handout_files", leaky)
+    with pytest.raises(ReleaseError, match="would hold 1 line"):
+        build_handout(tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_public_sources_copy_no_hidden_test():
+    """Lines the public sources share with the secret ones are exempt from the leak check (a check like
+    `torch.testing.assert_close(out, expected)` may appear in both); no run of three such lines is (a copied test)."""
+    secrets = secret_lines(exempt_public=False)
+    texts = {f"exercises/{name}": text for name, text in render_exercises().items()}
+    texts |= {p.relative_to(ROOT).as_posix(): p.read_text() for p in (ROOT / "tests" / "course" / "public").rglob("*.py")}
+    for name, text in texts.items():
+        run = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            run = [*run, (number, line.strip())] if line.strip() in secrets else []
+            assert len(run) < 3, f"{name} lines {run[0][0]}-{number} copy {secrets[run[0][1]]}: {run}"
+
+
+def test_meaningful_lines():
+    assert meaningful("    e = torch.exp(x - x.amax(dim, keepdim=True))")
+    for line in ("", "    return x", "import torch", "from solutions import softmax as ref", "super().__init__()",
+                 "pytestmark = pytest.mark.softmax", "@pytest.mark.weight(2)", "    ])", 'x = """', "torch.manual_seed(12)",
+                 '    """A temperature <= 0 raises ValueError."""'):
+        assert not meaningful(line), line
+    assert len(public_sources()) > 100
+
+
+def test_outdir_must_be_new_or_empty(tmp_path):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("x")
+    with pytest.raises(ReleaseError, match="not empty"):
+        build_handout(tmp_path / "full")
+    with pytest.raises(ReleaseError, match="course repository"):
+        build_handout(ROOT)
+    with pytest.raises(ReleaseError, match="OWNER/NAME"):
+        build_handout(tmp_path / "new", grader_repository="https://example.org/x")
+    build_handout(tmp_path / "full", force=True)
+    assert not (tmp_path / "full" / "keep.txt").exists() and (tmp_path / "full" / "README.md").is_file()
+
+
+# ----------------------------------------------------------------- notebooks
+
+def _notebook(*cells) -> dict:
+    return {"cells": list(cells), "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _code(source, **nbgrader):
+    metadata = {"nbgrader": {"grade_id": "x", "schema_version": 3, "checksum": "abc", **nbgrader}} if nbgrader else {}
+    return {"cell_type": "code", "metadata": metadata, "source": source, "execution_count": 7,
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": "secret output\n"}]}
+
+
+def test_release_notebook_strips_solutions_hidden_tests_and_outputs():
+    solution = ("import torch\n\n\ndef softmax(x, dim=-1):\n    \"\"\"Doc.\"\"\"\n    ### BEGIN SOLUTION\n"
+                "    e = torch.exp(x - x.amax(dim, keepdim=True))\n    return e / e.sum(dim, keepdim=True)\n"
+                "    ### END SOLUTION\n")
+    magic = "%matplotlib inline\nvalue = 1\n### BEGIN SOLUTION\nvalue = 42\n### END SOLUTION\n"
+    tests = ["assert softmax(torch.zeros(2)).sum() == 1\n", "### BEGIN HIDDEN TESTS\n",
+             "assert torch.isfinite(softmax(torch.tensor([1e4, 0.0]))).all()\n", "### END HIDDEN TESTS\n"]
+    answer = {"cell_type": "markdown", "metadata": {"nbgrader": {"solution": True, "grade_id": "why"}},
+              "source": "Because the maximum cancels."}
+    released = release_notebook(_notebook(_code(solution, solution=True), _code(magic, solution=True),
+                                          _code(tests, grade=True, points=2), _code("whole = 'answer'\n", solution=True),
+                                          answer, {"cell_type": "markdown", "metadata": {}, "source": "# Softmax"}),
+                                "softmax")
+    cells = released["cells"]
+    assert cells[0]["source"] == ('import torch\n\n\ndef softmax(x, dim=-1):\n    """Doc."""\n'
+                                  '    raise NotImplementedError("softmax.softmax: fill in this stub (see its docstring)")\n')
+    assert cells[1]["source"] == '%matplotlib inline\nvalue = 1\nraise NotImplementedError("softmax: fill in this stub")\n'
+    assert cells[2]["source"] == "assert softmax(torch.zeros(2)).sum() == 1\n"
+    assert cells[3]["source"] == 'raise NotImplementedError("softmax: fill in this stub")\n'
+    assert cells[4]["source"] == "YOUR ANSWER HERE" and cells[5]["source"] == "# Softmax"
+    for cell in cells[:4]:
+        assert cell["outputs"] == [] and cell["execution_count"] is None and "checksum" not in cell["metadata"]["nbgrader"]
+    assert cells[2]["metadata"]["nbgrader"]["points"] == 2 and released["metadata"] == {"kernelspec": {"name": "python3"}}
+
+
+@pytest.mark.skipif(not notebook_sources(), reason="no nbgrader/source notebooks yet")
+def test_released_notebooks(handout):
+    """Valid notebooks, no markers or outputs left, and the grader's notebook intake finds the (stub) exercise code."""
+    import nbformat
+
+    from grader.intake.notebooks import read_notebook
+
+    stubs = render_exercises()
+    for source in notebook_sources():
+        path = handout / "notebooks" / source.parent.name / source.name
+        nbformat.validate(nbformat.read(path, as_version=4))
+        released, original = json.loads(path.read_text()), json.loads(source.read_text())
+        assert len(released["cells"]) == len(original["cells"])
+        for cell in released["cells"]:
+            text = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            assert "### BEGIN" not in text and "### END" not in text, source.name
+            if cell["cell_type"] == "code":
+                assert cell["outputs"] == [] and cell["execution_count"] is None
+        problems, notes = {}, []
+        code = read_notebook(path, problems, notes)
+        assert not problems and code, (source.name, problems)
+        for module, text in code.items():  # the solution cell became the same stubs as exercises/
+            assert text.decode() in stubs[f"{module}.py"], (source.name, module)
+
+
+def test_release_without_notebooks_says_so(tmp_path):
+    handout = build_handout(tmp_path / "out", notebooks=tmp_path / "none")
+    assert not any(f.startswith("notebooks/") for f in handout.files)
+    assert any("no notebooks released" in note for note in handout.notes)
+    assert "## Notebooks" not in (tmp_path / "out" / "README.md").read_text()
+
+
+# ----------------------------------------------------------------- the workflow
+
+@pytest.fixture(scope="module")
+def workflow(handout) -> dict:
+    return yaml.safe_load((handout / WORKFLOW).read_text())
+
+
+def _steps(workflow) -> dict[str, dict]:
+    return {step["name"]: step for step in workflow["jobs"]["autograding"]["steps"]}
+
+
+def test_workflow_structure(handout, workflow):
+    text = (handout / WORKFLOW).read_text()
+    assert "@@" not in text
+    assert workflow["name"] == "Autograding Tests" and set(workflow["on"]) == {"push", "workflow_dispatch"}
+    assert workflow["permissions"] == {"checks": "write", "actions": "read", "contents": "read"}
+    assert workflow["env"]["GRADER_REPOSITORY"] == "course-org/attention-grader" and workflow["env"]["GRADER_REF"] == "v1"
+    assert workflow["env"]["GRADER_POLICY"] == "--never-fail"
+    job = workflow["jobs"]["autograding"]
+    assert job["name"] == "Autograding Tests", "the Classroom reporter looks for the check run of this name"
+    assert job["runs-on"] == "ubuntu-latest" and job["timeout-minutes"] <= 60
+    steps = job["steps"]
+    ids = {step["id"] for step in steps if "id" in step}
+    for step in steps:
+        assert set(step) <= {"name", "id", "if", "uses", "with", "env", "run", "continue-on-error", "shell"}, step
+        assert ("uses" in step) != ("run" in step), step["name"]
+        if "run" in step:
+            assert "${{" not in step["run"], f"{step['name']}: pass expressions through env, not into the script"
+        for reference in re.findall(r"steps\.([\w-]+)\.outputs", json.dumps(step)):
+            assert reference in ids, reference
+    uses = [step["uses"] for step in steps if "uses" in step]
+    assert uses == ["actions/checkout@v4", "actions/setup-python@v5", "classroom-resources/autograding-grading-reporter@v1"]
+    by_name = _steps(workflow)
+    assert by_name["Set up Python"]["with"]["python-version"] == "3.11"
+    fetch = by_name["Fetch the grader"]
+    assert fetch["env"] == {"GRADER_TOKEN": "${{ secrets.GRADER_TOKEN }}"} and text.count("secrets.") == 1
+    reporter = by_name["Report the score to GitHub Classroom"]
+    assert reporter["with"] == {"runners": "autograder"} and reporter["continue-on-error"] is True
+    assert reporter["env"]["AUTOGRADER_RESULTS"] == "${{ steps.autograder.outputs.result }}"
+    assert "grader ci . ${GRADER_POLICY}" in by_name["Grade"]["run"] and by_name["Grade"]["id"] == "autograder"
+
+
+def test_workflow_follows_the_github_workflow_schema(workflow):
+    """SchemaStore's schema of workflow files, as vendored by check-jsonschema (where installed)."""
+    try:
+        import check_jsonschema
+    except ImportError:
+        pytest.skip("check-jsonschema is not installed (it vendors SchemaStore's github-workflows schema)")
+    schema = Path(check_jsonschema.__file__).parent / "builtin_schemas" / "vendor" / "github-workflows.json"
+    jsonschema.validate(workflow, json.loads(schema.read_text()))
+
+
+def test_workflow_lints(handout, workflow):
+    """actionlint where installed; otherwise shellcheck on every run: script where shellcheck is installed."""
+    if shutil.which("actionlint"):
+        lint = subprocess.run(["actionlint", str(handout / WORKFLOW)], capture_output=True, text=True)
+        assert lint.returncode == 0, lint.stdout + lint.stderr
+    if not shutil.which("shellcheck"):
+        pytest.skip("neither actionlint nor shellcheck is installed")
+    for step in workflow["jobs"]["autograding"]["steps"]:
+        if "run" in step:
+            check = subprocess.run(["shellcheck", "--shell=bash", "-"], input=step["run"], capture_output=True, text=True)
+            assert check.returncode == 0, f"{step['name']}:\n{check.stdout}"
+
+
+class Runner:
+    """Runs a workflow step's script as GitHub does (bash -eo pipefail), with the GITHUB_* files in a folder."""
+
+    def __init__(self, root: Path, workspace: Path, workflow: dict):
+        self.workflow, self.workspace = workflow, workspace
+        self.shims = root / "bin"
+        self.shims.mkdir()
+        for name, command in (("python", f'exec "{sys.executable}" "$@"'), ("grader", f'exec "{sys.executable}" -m grader "$@"')):
+            (self.shims / name).write_text(f"#!/bin/sh\n{command}\n")
+            (self.shims / name).chmod(0o755)
+        self.temp = root / "runner-temp"
+        self.temp.mkdir()
+        self.summary, self.output = root / "summary.md", root / "output.txt"
+
+    def run(self, step: dict, **extra) -> subprocess.CompletedProcess:
+        self.summary.write_text("")
+        self.output.write_text("")
+        env = {**os.environ, **{k: str(v) for k, v in self.workflow.get("env", {}).items()},
+               **{k: ("" if "${{" in str(v) else str(v)) for k, v in step.get("env", {}).items()}, **extra,
+               "PATH": f"{self.shims}{os.pathsep}{os.environ['PATH']}", "GITHUB_ACTIONS": "true",
+               "GITHUB_WORKSPACE": str(self.workspace), "GITHUB_OUTPUT": str(self.output),
+               "GITHUB_STEP_SUMMARY": str(self.summary), "RUNNER_TEMP": str(self.temp)}
+        env.pop("GRADER_TOKEN", None) if "GRADER_TOKEN" not in extra else None
+        return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=self.workspace,
+                              env=env, capture_output=True, text=True, timeout=600)
+
+    def outputs(self) -> dict[str, str]:
+        return dict(line.split("=", 1) for line in self.output.read_text().splitlines() if "=" in line)
+
+
+# What each step needs; the steps run here are the ones that need neither the network nor sudo.
+NOT_RUN_HERE = {"Check out the submission": "the handout is the checkout", "Set up Python": "an action",
+                "Install PyTorch (CPU build) and pytest": "the network (its pins are checked against this machine)",
+                "Allow the grader's sandbox": "sudo", "Report the score to GitHub Classroom": "an action"}
+
+
+@pytest.mark.slow
+def test_workflow_steps_run(handout, workflow, tmp_path):
+    """Without the secret the grader is not fetched and the public checks run; with the grader installed, the
+    Grade step grades the stubs (zero) and writes the Classroom result."""
+    steps = _steps(workflow)
+    assert set(steps) == set(NOT_RUN_HERE) | {"Fetch the grader", "Grade", "Public checks only (no grader secret here)"}
+    workspace = tmp_path / "checkout"
+    shutil.copytree(handout, workspace)
+    runner = Runner(tmp_path, workspace, workflow)
+
+    fetch = runner.run(steps["Fetch the grader"])
+    assert fetch.returncode == 0, fetch.stderr
+    assert runner.outputs() == {"available": "false"} and "::notice title=Public checks only::" in fetch.stdout
+
+    public = runner.run(steps["Public checks only (no grader secret here)"])
+    assert public.returncode == 0, public.stdout + public.stderr
+    summary = runner.summary.read_text()
+    assert summary.startswith("## Public checks only") and "no score was computed" in summary
+    assert re.search(r"\d+ failed", summary) and " passed" not in summary.split("```")[1].splitlines()[-2]
+    assert "Public checks: pytest exit status 1" in public.stdout
+
+    if not SUITES_COMPLETE:
+        pytest.skip("tests/course/hidden lacks the suite of an exercise")
+    grade = runner.run(steps["Grade"])
+    assert grade.returncode == 0, grade.stdout[-3000:] + grade.stderr[-3000:]
+    assert grade.stdout.splitlines()[-1] == "Score: 0/100"
+    commands = [line for line in grade.stdout.splitlines() if line.startswith("::")]
+    assert commands[0].startswith("::stop-commands::") and commands[1] == f"::{commands[0].split('::')[2]}::"
+    notices = commands[2:]
+    assert len(notices) == len(MODULES) and all(line.startswith("::notice file=exercises/") for line in notices)
+    assert all(re.search(r",line=\d+,", line) for line in notices), "each points at its first stub's line"
+    outputs = runner.outputs()
+    result = json.loads(base64.b64decode(outputs["result"]))
+    jsonschema.validate(result, CLASSROOM_SCHEMA)
+    assert result["status"] == "fail" and result["max_score"] == 100 and sum(t["score"] for t in result["tests"]) == 0
+    assert outputs["score"] == "0" and outputs["max-score"] == "100"
+    assert runner.summary.read_text().startswith(f"## {course().title}: 0 / 100")
+
+
+# ----------------------------------------------------------------- Gradescope
+
+def test_gradescope_zip(tmp_path):
+    path = gradescope_zip(tmp_path / "autograder.zip")
+    with zipfile.ZipFile(path) as archive:
+        names = set(archive.namelist())
+        for script in ("setup.sh", "run_autograder"):
+            assert archive.getinfo(script).external_attr >> 16 & 0o111, f"{script} is executable"
+            text = archive.read(script).decode()
+            assert text.startswith("#!/usr/bin/env bash") and "@@" not in text
+        assert f"torch=={pinned('torch')}" in archive.read("setup.sh").decode()
+        archive.extractall(tmp_path / "source")
+    for required in ("course.yaml", "pyproject.toml", "README.md", "grader/cli.py", "grader/authoring/templates/handout/README.md",
+                     *(f"solutions/{m}.py" for m in MODULES), "tests/course/hidden/pytest.ini"):
+        assert required in names, required
+    assert not any("__pycache__" in name or name.endswith(".pyc") for name in names)
+    for script in ("setup.sh", "run_autograder"):
+        assert subprocess.run(["bash", "-n", str(tmp_path / "source" / script)]).returncode == 0
+        if shutil.which("shellcheck"):
+            check = subprocess.run(["shellcheck", str(tmp_path / "source" / script)], capture_output=True, text=True)
+            assert check.returncode == 0, check.stdout
+
+
+def test_run_autograder_reports_an_ungradable_submission(tmp_path):
+    """Gradescope's layout in a folder (AUTOGRADER): an empty submission gives results.json with 0 points and why."""
+    path = gradescope_zip(tmp_path / "autograder.zip")
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(path) as archive:
+        archive.extractall(root / "source")
+    (root / "submission").mkdir()
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    (shims / "grader").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m grader "$@"\n')
+    (shims / "grader").chmod(0o755)
+    env = {**os.environ, "AUTOGRADER": str(root), "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    run = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    results = json.loads((root / "results" / "results.json").read_text())
+    jsonschema.validate(results, GRADESCOPE_SCHEMA)
+    assert results["score"] == 0 and results["tests"] == [] and "holds none of the exercise files" in results["output"]
