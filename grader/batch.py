@@ -1,4 +1,5 @@
-"""Batch: grade a whole class in parallel, resumably, and write the gradebook, feedback pages and class summary.
+"""Batch: grade a whole class in parallel, resumably, and write the gradebook, feedback pages and class summary
+(``reports.gradebook``, ``reports.feedback``).
 
 Every student's results.json is written atomically as soon as it is graded,
 together with a fingerprint of the submission and of the grading material
@@ -12,9 +13,7 @@ gets a non-final error record while every classmate is graded.
 """
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import os
 import shutil
@@ -34,14 +33,15 @@ from grader import ROOT, __version__
 from grader.course import Course, load_course
 from grader.intake import IntakeError, IntakeFault
 from grader.intake.submission import digest, read_submission
-from grader.reports import write_atomic, write_json
+from grader.reports.feedback import write_feedback
+from grader.reports.files import write_json
+from grader.reports.gradebook import write_gradebook, write_summary
 from grader.sandbox.lifeline import die_with_parent
-from grader.text import MAX_NAME, clean, csv_cell, html, markdown
+from grader.text import MAX_NAME, clean
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
 MATERIAL = ("course.yaml", "solutions", "tests/course/hidden")
 MAX_ID_BYTES = 200  # a student id is part of file names (at most 255 bytes on most file systems)
-MAX_STATUS = 300  # characters of a status in the gradebook
 GRADER_FAULT = "grader error"
 PROCESS_DIED = (f"{GRADER_FAULT}: could not be graded: the grading process died while grading this submission alone; "
                 "the next run tries again")
@@ -192,63 +192,7 @@ def error_results(course: Course, device: str, message: str) -> dict:
             "grader_version": __version__, "device": device, "submission_sha256": "0" * 64, "status": f"error: {message}"}
 
 
-# ----------------------------------------------------------------- outputs
-
-def write_feedback(data: dict, out: Path) -> str | None:
-    """Per-student feedback as Markdown and HTML: per exercise, what passed and what to fix.
-
-    Returns None, or why the pages could not be written (never raises: one student's pages do not stop a batch).
-    """
-    try:
-        sections = _feedback_sections(data)
-        write_atomic(_feedback_markdown(data, sections), out / "feedback" / f"{data['student']}.md")
-        write_atomic(_feedback_html(data, sections), out / "feedback" / f"{data['student']}.html")
-    except Exception as error:  # noqa: BLE001 - a full disk, a results file of an older grader, ...
-        return f"feedback not written: {type(error).__name__}: {clean(str(error))}"
-    return None
-
-
-def _feedback_sections(data: dict) -> list[tuple[str, str, list[tuple[bool, str, str]]]]:
-    """Per exercise: its name, its points ("7.5 / 10") and its tests as (passed, what it checks, feedback)."""
-    by_exercise: dict[str, list[dict]] = {}
-    for test in data["tests"]:
-        by_exercise.setdefault(test["name"].split(":", 1)[0], []).append(test)
-    return [(module, f"{result['score']:g} / {result['max_score']:g}",
-             [(test["status"] == "passed", test["name"].split(": ", 1)[-1], test["output"])
-              for test in by_exercise.get(module, [])])
-            for module, result in data["exercises"].items()]
-
-
-def _feedback_markdown(data: dict, sections) -> str:
-    lines = [f"# Feedback for {markdown(data['student'], MAX_NAME)}", "",
-             f"**Score: {data['score']:g} / {data['max_score']:g}**", ""]
-    if data.get("status", "graded") != "graded":
-        lines += [markdown(data["output"]), ""]
-    for module, points, tests in sections:
-        lines += [f"## {markdown(module, MAX_NAME)}: {points}", ""]
-        lines += [f"- ✅ {markdown(what)}" if passed else f"- ❌ {markdown(what)}  \n  {markdown(output)}"
-                  for passed, what, output in tests]
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _feedback_html(data: dict, sections) -> str:
-    parts = [f"<h1>Feedback for {html(data['student'], MAX_NAME)}</h1>",
-             f"<p>Score: {data['score']:g} / {data['max_score']:g}</p>"]
-    if data.get("status", "graded") != "graded":
-        parts.append(f"<p>{html(data['output'])}</p>")
-    for module, points, tests in sections:
-        parts.append(f"<h2>{html(module, MAX_NAME)}: {points}</h2>")
-        parts += [f"<p class='test'>✅ {html(what)}</p>" if passed else
-                  f"<p class='test'>❌ {html(what)}</p>\n<p class='hint'>{html(output)}</p>"
-                  for passed, what, output in tests]
-    return _page(f"Feedback for {clean(data['student'], MAX_NAME)}", "\n".join(parts))
-
-
-def _page(title: str, body: str) -> str:
-    style = "body{font-family:sans-serif;max-width:60em;margin:2em auto}.hint{margin-left:2em;color:#a33}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em}"
-    return f"<!doctype html><html><head><meta charset='utf-8'><title>{html(title)}</title><style>{style}</style></head><body>{body}</body></html>\n"
-
+# ----------------------------------------------------------------- the results on disk
 
 def load_results(out: Path) -> dict[str, dict]:
     """Student -> results of every readable results file in ``out`` (an unreadable one is as good as missing)."""
@@ -261,68 +205,6 @@ def load_results(out: Path) -> dict[str, dict]:
         if isinstance(data, dict) and data.get("student") == path.stem:
             rows[path.stem] = data
     return rows
-
-
-def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
-    """gradebook.csv from ``rows``, which mirror the results files on disk."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["student", "score", "max_score", *[e.module for e in course.exercises], "status", "graded_at", "submission_sha256"])
-    for data in rows:
-        writer.writerow([csv_cell(data["student"], MAX_NAME), data["score"], data["max_score"],
-                         *[data["exercises"].get(e.module, {}).get("score", 0) for e in course.exercises],
-                         csv_cell(data.get("status", "graded"), MAX_STATUS),
-                         csv_cell(data.get("graded_at", ""), MAX_NAME), csv_cell(data["submission_sha256"], MAX_NAME)])
-    write_atomic(buffer.getvalue(), out / "gradebook.csv")
-
-
-def write_summary(course: Course, out: Path, rows: list[dict]) -> None:
-    """summary.html: score histogram and per-test pass rates (matplotlib PNGs), and per-exercise means."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    scores = [r["score"] for r in rows]
-    figure, axes = plt.subplots(figsize=(7, 3.5))
-    axes.hist(scores, bins=20, range=(0, course.total_points), color="#4a7ebb")
-    axes.set(xlabel="score", ylabel="students", title=f"Scores ({len(rows)} submissions)")
-    figure.tight_layout()
-    _save_png(figure, out / "score_histogram.png")
-
-    passes: dict[str, list[int]] = {}
-    for data in rows:
-        for test in data["tests"]:
-            passes.setdefault(test["name"], []).append(test["status"] == "passed")
-    names = sorted(passes, key=lambda n: sum(passes[n]) / len(passes[n]))
-    figure, axes = plt.subplots(figsize=(9, max(3, 0.22 * len(names))))
-    axes.barh(range(len(names)), [100 * sum(passes[n]) / len(passes[n]) for n in names], color="#c0504d")
-    labels = [clean(n, 70).replace("$", r"\$") for n in names]  # a "$" would start matplotlib's mathtext
-    axes.set_yticks(range(len(names)), labels, fontsize=7)
-    axes.set(xlabel="% of submissions passing", xlim=(0, 100), title="Where the class struggles (hardest first)")
-    axes.invert_yaxis()
-    figure.tight_layout()
-    _save_png(figure, out / "pass_rates.png")
-
-    means = "".join(
-        f"<tr><td>{html(e.module)}</td><td>{html(e.title)}</td><td>{sum(r['exercises'].get(e.module, {}).get('score', 0) for r in rows) / max(len(rows), 1):.1f} / {e.points}</td></tr>"
-        for e in course.exercises)
-    errors = sum(r.get("status", "graded") != "graded" for r in rows)
-    body = (f"<h1>{html(course.title)}: class summary</h1><p>{len(rows)} submissions, {errors} could not be graded; "
-            f"mean score {sum(scores) / max(len(scores), 1):.1f} / {course.total_points}.</p>"
-            f"<table><tr><th>exercise</th><th>title</th><th>mean</th></tr>{means}</table>"
-            "<h2>Scores</h2><img src='score_histogram.png' alt='score histogram'>"
-            "<h2>Pass rate per test</h2><img src='pass_rates.png' alt='pass rate per test'>")
-    write_atomic(_page("Class summary", body), out / "summary.html")
-
-
-def _save_png(figure, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
-    plt.close(figure)
-    write_atomic(buffer.getvalue(), path)
 
 
 # ----------------------------------------------------------------- the driver

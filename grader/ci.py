@@ -1,14 +1,14 @@
 """`grader ci`: grade a student's checkout inside GitHub Actions and report it the ways GitHub shows it.
 
 The checkout's ``exercises/`` folder (or the folder itself, where it has none) is graded like any
-submission, then:
+submission, then (``reports.github.report``):
 
 * a job summary (exercises, points, what to fix) is appended to ``$GITHUB_STEP_SUMMARY``;
 * an annotation per exercise that lost points points at the student's file, and at the line
   where the feedback names one (tracebacks, import and syntax errors carry "softmax.py, line 12";
   an unfinished stub is found by its ``raise NotImplementedError``): an error, or a notice for
   an exercise not started yet;
-* the GitHub Classroom result (base64 JSON, see ``reports.CLASSROOM_SCHEMA``) goes to
+* the GitHub Classroom result (base64 JSON, see ``reports.classroom.CLASSROOM_SCHEMA``) goes to
   ``$GITHUB_OUTPUT`` as ``result``, with ``score`` and ``max-score`` beside it;
 * the terminal summary and, last, the plain line ``Score: 83.5/100`` go to standard output.
 
@@ -18,46 +18,17 @@ The exit status is 0 whatever the score (``--never-fail``, the default) or 1 bel
 from __future__ import annotations
 
 import os
-import secrets
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from grader.course import COURSE_FILE, Course, CourseError, load_course
 from grader.points import ExerciseScore, Grade
-from grader.reports import (
-    classroom,
-    classroom_output,
-    complete,
-    feedback_line,
-    junit_xml,
-    markdown_summary,
-    print_summary,
-    results,
-    score_line,
-    stubs_left,
-    untouched,
-    what_to_fix,
-    write_atomic,
-    write_json,
-)
-from grader.text import clean, workflow_data, workflow_property
-
-# GitHub shows at most 10 error (and 10 warning, 10 notice) annotations per step; one per exercise stays under it.
-MAX_ANNOTATIONS = 10
-
-
-@dataclass
-class CiResult:
-    grade: Grade
-    status: str  # pass, fail or error (the submission could not be graded)
-    message: str  # why it could not be graded, for status "error"
-    files: dict[str, tuple[str, int]]  # exercise -> (path from the workspace, line or 0)
-    execution_time: float
-    sha256: str
+from grader.reports.advice import complete, feedback_line, stubs_left
+from grader.reports.github import CiResult, report
+from grader.text import clean
 
 
 def exercises_folder(checkout: Path) -> Path:
@@ -92,33 +63,6 @@ def locate(exercise: ExerciseScore, folder: Path, workspace: Path) -> tuple[str,
     return _relative(path, workspace), _stub_line(path, stubs[0]) if stubs else 0
 
 
-def workflow_command(level: str, message: str, *, file: str | None = None, line: int = 0, title: str = "") -> str:
-    """``::error file=exercises/softmax.py,line=12,title=...::message``, escaped as GitHub's toolkit does.
-
-    The message keeps its lines (each one ``clean``), which GitHub shows in the annotation; properties are one line."""
-    properties = [f"file={workflow_property(file)}"] if file else []
-    if file and line:
-        properties.append(f"line={int(line)}")
-    if title:
-        properties.append(f"title={workflow_property(title)}")
-    return f"::{level}{' ' + ','.join(properties) if properties else ''}::{workflow_data(message, lines=True)}"
-
-
-def annotations(outcome: CiResult) -> list[str]:
-    """One annotation per exercise with a failed check: a notice for an unstarted one, else an error."""
-    if outcome.status == "error":
-        return [workflow_command("error", outcome.message, title="The grader could not grade this commit")]
-    lines = []
-    for exercise in outcome.grade.exercises:
-        if complete(exercise):
-            continue
-        path, line = outcome.files[exercise.module]
-        level = "notice" if untouched(exercise) else "error"
-        title = f"{exercise.module}: {exercise.score:g}/{exercise.max_score:g} points"
-        lines.append(workflow_command(level, what_to_fix(exercise), file=path, line=line, title=title))
-    return lines[:MAX_ANNOTATIONS]
-
-
 def not_graded(course: Course, message: str, folder: Path, workspace: Path, execution_time: float = 0.0) -> CiResult:
     """The outcome for a commit that could not be graded at all: zero points, status "error", ``message`` as a note."""
     exercises = [ExerciseScore(e.module, e.title, 0.0, float(e.points), "not graded (see the note above)")
@@ -144,37 +88,6 @@ def grade_checkout(checkout: Path, course: Course, zygote, device: str = "cpu", 
     files = {e.module: locate(e, folder, workspace) for e in grade.exercises}
     status = "pass" if all(map(complete, grade.exercises)) else "fail"
     return CiResult(grade, status, "", files, outcome.results["execution_time"], outcome.results["submission_sha256"])
-
-
-def _append(path: str | None, text: str) -> None:
-    if path:
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(text if text.endswith("\n") else text + "\n")
-
-
-def report(outcome: CiResult, *, title: str, env: Mapping[str, str], stdout: TextIO, device: str = "cpu",
-           results_path: str | None = None, junit_path: str | None = None) -> None:
-    """Write every output of `grader ci` for a graded (or ungradable) checkout."""
-    from rich.console import Console
-
-    grade = outcome.grade
-    _append(env.get("GITHUB_STEP_SUMMARY"), markdown_summary(grade, title=title, files=outcome.files))
-    result = classroom(grade, files=outcome.files, status=outcome.status, message=outcome.message)
-    _append(env.get("GITHUB_OUTPUT"), f"result={classroom_output(result)}\nscore={grade.score:g}\nmax-score={grade.max_score:g}")
-    if results_path:
-        write_json(results(grade, execution_time=outcome.execution_time, device=device, sha256=outcome.sha256), results_path)
-    if junit_path:
-        write_atomic(junit_xml(grade, name=title, execution_time=outcome.execution_time), junit_path)
-    on_actions = env.get("GITHUB_ACTIONS") == "true"
-    if on_actions:  # the summary repeats what student code said (exception messages): no workflow command in it counts
-        resume = secrets.token_hex(16)
-        print(f"::stop-commands::{resume}", file=stdout)
-    print_summary(grade, Console(file=stdout, width=120, highlight=False))
-    if on_actions:
-        print(f"::{resume}::", file=stdout)
-        for line in annotations(outcome):
-            print(line, file=stdout)
-    print(score_line(grade), file=stdout, flush=True)
 
 
 def exit_status(grade: Grade, min_score: float | None) -> int:

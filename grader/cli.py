@@ -52,7 +52,8 @@ def _grade(args) -> int:
     from grader.course import CourseError, load_course
     from grader.grade import DeviceError, grade_submission, resolve_device
     from grader.intake import IntakeError
-    from grader.reports import print_summary, write_json
+    from grader.reports.files import write_json
+    from grader.reports.terminal import print_summary
     from grader.sandbox.client import GraderFault
     from grader.text import terminal
 

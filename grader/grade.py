@@ -9,7 +9,7 @@ import torch
 from grader.course import Course
 from grader.intake.submission import stage
 from grader.points import Grade, score
-from grader.reports import results
+from grader.reports.results import results
 from grader.sandbox.client import Session, SubmissionProblem, Zygote
 from grader.suites.plugin import run_suites
 from grader.text import clean

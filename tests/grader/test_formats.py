@@ -15,23 +15,17 @@ import pytest
 from grader import points as scores
 from grader.course import course
 from grader.points import ExerciseScore, Grade
-from grader.reports import (
-    CLASSROOM_SCHEMA,
+from grader.reports.advice import feedback_line, score_line, untouched, what_to_fix
+from grader.reports.classroom import CLASSROOM_SCHEMA, classroom, classroom_output
+from grader.reports.junit import junit_xml
+from grader.reports.markdown import markdown_summary
+from grader.reports.prairielearn import PRAIRIELEARN_SCHEMA, prairielearn
+from grader.reports.results import (
     GRADESCOPE_SCHEMA,
     OUR_RESULTS_FIELDS,
-    PRAIRIELEARN_SCHEMA,
     RESULTS_SCHEMA,
-    classroom,
-    classroom_output,
-    feedback_line,
-    junit_xml,
-    markdown_summary,
-    prairielearn,
     results,
-    score_line,
-    untouched,
     visibility_of,
-    what_to_fix,
 )
 
 SHA = "ab" * 32
@@ -258,7 +252,7 @@ def test_student_text_stays_text():
 
     from rich.console import Console
 
-    from grader.reports import print_summary
+    from grader.reports.terminal import print_summary
 
     nasty = "[/bold][bold green]ALL PASSED[/] \x1b[31mred\x1b[0m <b>x</b> `y` | z\n## heading"
     grade = Grade([ExerciseScore("softmax", "Softmax", 0, 10, "", [_test("softmax", "t", "doc [/]", "failed", 0, 10, nasty)]),
@@ -277,7 +271,7 @@ def test_summary_reports_a_broken_exercise_once():
 
     from rich.console import Console
 
-    from grader.reports import print_summary
+    from grader.reports.terminal import print_summary
 
     missing = "qkv.py is not in the submission"
     tests = [_test("qkv", f"t{n}", f"check {n}", "failed", 0, 5, missing) for n in range(4)]

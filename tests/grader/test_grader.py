@@ -27,7 +27,7 @@ from grader import ROOT
 from grader.course import COURSE_FILE, MODULES, load_course
 from grader.grade import grade_submission
 from grader.intake.submission import stage
-from grader.reports import RESULTS_SCHEMA
+from grader.reports.results import RESULTS_SCHEMA
 from grader.sandbox.client import (
     CHECK,
     GraderFault,

@@ -44,7 +44,8 @@ from grader import ROOT
 from grader.course import COURSE_FILE, MODULES, load_course
 from grader.grade import grade_submission
 from grader.intake.submission import stage
-from grader.reports import RESULTS_SCHEMA, print_summary
+from grader.reports.results import RESULTS_SCHEMA
+from grader.reports.terminal import print_summary
 from grader.sandbox.client import UNREADABLE, Session, Student, StudentError, Zygote
 from grader.sandbox import confine as sandbox
 

@@ -33,7 +33,8 @@ from grader.authoring.release import (
 )
 from grader.authoring.stubs import render_exercises
 from grader.course import MODULES, course
-from grader.reports import CLASSROOM_SCHEMA, GRADESCOPE_SCHEMA
+from grader.reports.classroom import CLASSROOM_SCHEMA
+from grader.reports.results import GRADESCOPE_SCHEMA
 
 SUITES_COMPLETE = all((ROOT / "tests" / "course" / "hidden" / f"test_{m}.py").is_file() for m in MODULES)
 

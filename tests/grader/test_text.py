@@ -26,15 +26,7 @@ from markdown_it import MarkdownIt
 from rich.console import Console
 
 from grader import text
-from grader.batch import (
-    discover,
-    error_results,
-    run_batch,
-    student_id,
-    write_feedback,
-    write_gradebook,
-)
-from grader.ci import workflow_command
+from grader.batch import discover, error_results, run_batch, student_id
 from grader.course import COURSE_FILE, MODULES, load_course
 from grader.intake import IntakeError
 from grader.intake.notebooks import read_notebook
@@ -43,15 +35,15 @@ from grader.points import ExerciseScore, Grade
 from grader.points import (
     TestScore as ScoredTest,  # (a name pytest would try to collect)
 )
-from grader.reports import (
-    classroom,
-    classroom_output,
-    junit_xml,
-    markdown_summary,
-    prairielearn,
-    print_summary,
-    results,
-)
+from grader.reports.classroom import classroom, classroom_output
+from grader.reports.feedback import write_feedback
+from grader.reports.github import workflow_command
+from grader.reports.gradebook import write_gradebook
+from grader.reports.junit import junit_xml
+from grader.reports.markdown import markdown_summary
+from grader.reports.prairielearn import prairielearn
+from grader.reports.results import results
+from grader.reports.terminal import print_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "grader" / "hostile"

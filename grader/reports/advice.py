@@ -1,0 +1,77 @@
+"""Advice: what a grade tells the student, in the words every report shares.
+
+The score line, the overview (notes and points per exercise), whether an exercise is complete or not started
+(``untouched``: only unfinished stubs failed), the stubs left, what to fix first and the line its feedback names.
+"""
+from __future__ import annotations
+
+import re
+
+from grader.points import ExerciseScore, Grade, TestScore
+from grader.text import clean
+
+# Where feedback names a line of the student's files: "softmax.py, line 12" (tracebacks, import and syntax errors).
+FEEDBACK_LINE = re.compile(r"\b(?P<file>\w+\.py), line (?P<line>\d+)")
+# An unfinished stub, anywhere in a feedback: "not implemented yet: softmax.softmax: fill in this stub (see ...)".
+NOT_IMPLEMENTED = re.compile(r"not implemented yet: (?P<target>\w+\.[\w.]+): fill in this stub")
+
+
+def score_line(grade: Grade) -> str:
+    """The plain score line: ``Score: 83.5/100``."""
+    return f"Score: {grade.score:g}/{grade.max_score:g}"
+
+
+def overview(grade: Grade) -> str:
+    """The notes, then one line per exercise: ``softmax: 7.5/10`` (and why it scored nothing, if so)."""
+    lines = [f"{e.module}: {e.score:g}/{e.max_score:g}" + (f" ({clean(e.problem)})" if e.problem else "")
+             for e in grade.exercises]
+    return "\n".join([*map(clean, grade.notes), *lines])
+
+
+def failures(exercise: ExerciseScore) -> list[TestScore]:
+    """The exercise's failed tests."""
+    return [t for t in exercise.tests if t.status == "failed"]
+
+
+def complete(exercise: ExerciseScore) -> bool:
+    """Every check that applies passed (judged by the checks, not by the rounded points)."""
+    return not exercise.problem and not failures(exercise)
+
+
+def untouched(exercise: ExerciseScore) -> bool:
+    """True when every failure of the exercise comes from a stub not filled in yet."""
+    failed = failures(exercise)
+    return bool(failed) and not exercise.problem and all(NOT_IMPLEMENTED.search(t.feedback) for t in failed)
+
+
+def stubs_left(exercise: ExerciseScore) -> list[str]:
+    """The stubs its failures name as not implemented yet (``qkv.project``, ...), in order of appearance."""
+    found = (match["target"] for t in failures(exercise) for match in NOT_IMPLEMENTED.finditer(t.feedback))
+    return list(dict.fromkeys(found))
+
+
+def failure_text(test: TestScore) -> str:
+    """``doc: feedback`` of a failed test (its doc without the closing full stop)."""
+    return f"{test.doc.rstrip('.')}: {test.feedback}" if test.feedback else test.doc
+
+
+def what_to_fix(exercise: ExerciseScore, limit: int = 3) -> str:
+    """One paragraph for the student: the exercise's problem, or its first failures with their feedback."""
+    if exercise.problem:
+        return exercise.problem
+    failed = failures(exercise)
+    if untouched(exercise):
+        return f"not implemented yet: fill in {', '.join(stubs_left(exercise))}"
+    lines = [failure_text(t) for t in failed[:limit]]
+    if len(failed) > limit:
+        lines.append(f"... and {len(failed) - limit} more failed check(s)")
+    return "\n".join(lines)
+
+
+def feedback_line(exercise: ExerciseScore) -> tuple[str, int] | None:
+    """The (file name, line) the exercise's feedback points at, e.g. ("softmax.py", 12), if it names one."""
+    for text in [exercise.problem, *(t.feedback for t in failures(exercise))]:
+        matches = list(FEEDBACK_LINE.finditer(text or ""))
+        if matches:
+            return matches[-1]["file"], int(matches[-1]["line"])
+    return None

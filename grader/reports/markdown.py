@@ -1,0 +1,50 @@
+"""Markdown: the job summary (a table of exercises and points, then what to fix), e.g. GitHub's step summary."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from grader.points import Grade
+from grader.reports.advice import (
+    complete,
+    failure_text,
+    failures,
+    untouched,
+    what_to_fix,
+)
+from grader.text import MAX_NAME, markdown
+
+
+def markdown_summary(grade: Grade, *, title: str = "Grade", files: Mapping[str, tuple[str, int]] | None = None) -> str:
+    """A job summary: a table of exercises and points, then what to fix, exercise by exercise."""
+    files = files or {}
+    out = [f"## {markdown(title)}: {grade.score:g} / {grade.max_score:g}", ""]
+    out += [f"> **Note:** {markdown(note)}" for note in grade.notes]
+    if grade.notes:
+        out.append("")
+    out += ["| # | exercise | file | points | checks passed |", "|---:|---|---|---:|---:|"]
+    for number, exercise in enumerate(grade.exercises, 1):
+        applicable = [t for t in exercise.tests if t.status != "skipped"]
+        passed = sum(t.status == "passed" for t in applicable)
+        mark = "✅" if complete(exercise) else "❌" if exercise.score == 0 else "⚠️"
+        path = files.get(exercise.module, (f"exercises/{exercise.module}.py", 0))[0]
+        out.append(f"| {number} | {markdown(exercise.title)} | `{markdown(path, MAX_NAME, code=True)}` | "
+                   f"{mark} {exercise.score:g} / {exercise.max_score:g} "
+                   f"| {passed} / {len(applicable)} |")
+    out += [f"| | **total** | | **{grade.score:g} / {grade.max_score:g}** | |", ""]
+    todo = [e for e in grade.exercises if not complete(e)]
+    if not todo:
+        out += ["Every check passed: full marks. 🎉", ""]
+        return "\n".join(out)
+    out += ["### What to fix", ""]
+    for number, exercise in enumerate(grade.exercises, 1):
+        if exercise not in todo:
+            continue
+        path, line = files.get(exercise.module, (f"exercises/{exercise.module}.py", 0))
+        where = f"`{markdown(path, MAX_NAME, code=True)}`" + (f" line {line}" if line else "")
+        out.append(f"**{number}. {markdown(exercise.title)}** ({where}): {exercise.score:g} / {exercise.max_score:g}")
+        if exercise.problem or untouched(exercise):
+            out += [f"- {markdown(what_to_fix(exercise))}", ""]
+            continue
+        out += [f"- {markdown(failure_text(test))}" for test in failures(exercise)]
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,36 @@
+"""Terminal: the summary printed after a grading (a table per exercise, then each failure's message)."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from grader.points import Grade
+from grader.text import terminal
+
+
+def print_summary(grade: Grade, console: Console | None = None) -> None:
+    """A table per exercise, then each failure's message (an exercise that could not run at all: once, in the table).
+
+    Every text is a rich ``Text`` (``text.terminal``): nothing of it is read as markup; messages are printed without
+    inserted line breaks (soft wrap), so no part of one starts a line of the output (a workflow command in a log)."""
+    console = console or Console()
+    table = Table(title="Grade", show_footer=True)
+    table.add_column("exercise", footer="total")
+    table.add_column("points", justify="right", footer=f"{grade.score:g}/{grade.max_score:g}")
+    table.add_column("tests passed", justify="right")
+    table.add_column("note")
+    for exercise in grade.exercises:
+        applicable = [t for t in exercise.tests if t.status != "skipped"]
+        passed = sum(t.status == "passed" for t in applicable)
+        style = "green" if exercise.score == exercise.max_score else "red" if exercise.score == 0 else "yellow"
+        table.add_row(exercise.module, Text(f"{exercise.score:g}/{exercise.max_score:g}", style=style),
+                      f"{passed}/{len(applicable)}", terminal(exercise.problem))
+    for note in grade.notes:
+        console.print(Text.assemble(("note:", "bold yellow"), " ", terminal(note)), soft_wrap=True)
+    console.print(table)
+    broken = {e.module for e in grade.exercises if e.problem}
+    for test in grade.tests:
+        if test.status == "failed" and test.exercise not in broken:
+            console.print(Text.assemble(("✗", "red"), " ", (test.exercise, "bold"), ": ", terminal(test.doc),
+                                        "\n    ", terminal(test.feedback)), soft_wrap=True)
