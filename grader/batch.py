@@ -36,6 +36,7 @@ from grader.intake import IntakeError, IntakeFault
 from grader.intake.submission import digest, read_submission
 from grader.reports import write_atomic, write_json
 from grader.sandbox.lifeline import die_with_parent
+from grader.similarity.report import class_report
 from grader.text import MAX_NAME, clean, csv_cell, html, markdown
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
@@ -413,6 +414,7 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     rows = class_rows()
     write_gradebook(course, out, rows)
     write_summary(course, out, rows)
+    class_report({e.student: e.path for e in entries}, course.grading.intake, out)  # similarity.html
     return rows
 
 

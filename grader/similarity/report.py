@@ -13,8 +13,8 @@ from grader.course import MODULES, Intake
 from grader.intake import IntakeError, IntakeFault
 from grader.intake.submission import read_submission
 from grader.reports import write_atomic
-from grader.similarity import Report
-from grader.similarity.compare import Fragment, Pair
+from grader.similarity import Report, compare_class
+from grader.similarity.compare import THRESHOLD, Fragment, Pair
 from grader.text import MAX_NAME, clean, html
 
 MAX_SHOWN_LINES = 2000  # lines of a file shown side by side (a file is read up to tokens.MAX_SOURCE_CHARS)
@@ -32,6 +32,13 @@ def read_class(paths: Mapping[str, Path], limits: Intake) -> dict[str, dict[str,
         except (IntakeError, IntakeFault):
             continue
     return sources
+
+
+def class_report(paths: Mapping[str, Path], limits: Intake, out: Path, threshold: float = THRESHOLD) -> Report:
+    """Read a class (student -> submission path), compare it, write similarity.html and similarity.json to ``out``."""
+    report = compare_class(read_class(paths, limits), threshold=threshold)
+    write_report(report, out)
+    return report
 
 
 def anchor(pair: Pair, rank: int) -> str:
