@@ -14,7 +14,6 @@ import re
 import resource
 import sys
 import time
-from pathlib import Path
 
 from grader import ROOT
 from grader.course import MODULES
@@ -27,18 +26,18 @@ from variants import VARIANTS  # noqa: E402
 
 
 def _edited(source: str, rng: random.Random, salt: str) -> str:
-    """``source`` as one more student might write it: some numbers changed, a few statements added, renamed."""
+    """``source`` as one more student might write it: some numbers changed, statements of their own added (about
+    every other line), half the time renamed, reordered and reformatted."""
     lines = []
     for line in source.splitlines():
         if rng.random() < 0.15:
-            line = re.sub(r"\b(\d+)\b", lambda m: str(int(m[1]) + rng.randint(1, 3)), line)
+            line = re.sub(r"\b(\d+)\b", lambda m: str(rng.randrange(10**4)), line)
         lines.append(line)
         body = re.match(r"(\s+)(return |raise |if |for |with |def |class )", line)
         if body is None and line.startswith("    ") and not line.strip().startswith(('"', "#")) \
-                and line.rstrip().endswith(")") and rng.random() < 0.3:
-            indent = re.match(r"\s*", line)[0]
-            lines.append(f"{indent}check_{rng.randrange(10**6)} = {rng.choice(['len', 'id', 'type'])}"
-                         f"({rng.choice(['None', '0', '()'])})")
+                and line.rstrip().endswith(")") and rng.random() < 0.5:
+            indent = re.match(r"\s*", line)[0]  # a statement of this student's own (its numbers survive renaming)
+            lines.append(f"{indent}check = {rng.choice(['abs', 'int', 'float'])}({rng.randrange(10**4)})")
     text = "\n".join(lines) + "\n"
     try:
         return disguise(text, salt) if rng.random() < 0.5 else text
@@ -52,12 +51,11 @@ def synthetic_class(students: int, copies: int, seed: int = 0) -> tuple[dict[str
                + [v.source() for v in VARIANTS if v.module == m] for m in MODULES}
     klass = {f"s{n:04d}": {m: _edited(rng.choice(choices[m]), rng, f"v{n}") for m in MODULES} for n in range(students)}
     planted = set()
-    names = sorted(klass)
-    for copier, original in zip(rng.sample(names, copies), rng.sample(names, copies)):
-        if copier != original:
-            module = rng.choice(["qkv", "dictionary", "causal", "multihead"])
-            klass[copier][module] = disguise(klass[original][module], f"copy{copier}")
-            planted.add((module, *sorted((copier, original))))
+    drawn = rng.sample(sorted(klass), 2 * copies)  # copiers and originals apart: nobody copies a copy
+    for copier, original in zip(drawn[:copies], drawn[copies:]):
+        module = rng.choice(["qkv", "dictionary", "causal", "multihead"])
+        klass[copier][module] = disguise(klass[original][module], f"copy{copier}")
+        planted.add((module, *sorted((copier, original))))
     return klass, planted
 
 

@@ -20,6 +20,7 @@ K = 12  # symbols per k-gram: about one line of code
 WINDOW = 8  # winnowing window: a shared run of K + WINDOW - 1 = 19 symbols is always seen
 THRESHOLD = 0.85  # Dice score from which a pair is flagged (see docs/similarity.md for the calibration)
 MIN_SHARED = 40  # shared k-grams a flagged pair needs at least: alike one-liners of a tiny exercise are no evidence
+MIN_UNCOMMON = 20  # of which at least this many not common to the class (two or three lines of their own)
 COMMON_SHARE, COMMON_FLOOR = 0.05, 10  # a k-gram in more than max(10, 5% of the files) is common to the class
 MAX_POSITIONS = 8  # occurrences of one k-gram followed when matching fragments (repeated code)
 _MODULUS, _BASE = (1 << 61) - 1, 1_000_003
@@ -42,18 +43,20 @@ class Pair:
     a: str
     b: str
     score: float  # Dice coefficient of their k-grams, 0..1
-    shared: int  # k-grams in common
+    shared: int  # k-grams in common, less those common to the class
     fragments: tuple[Fragment, ...]
     units: tuple[tuple[str, str, float], ...]  # (function of a, its closest function of b, their Dice score)
 
 
 @dataclass
 class _File:
-    """One student's file: its k-gram hashes, (unit, offset) of each, and their set less the class's common ones."""
+    """One student's file: its k-gram hashes, (unit, offset) of each, their set, and that set less the class's
+    common k-grams."""
 
     normalized: Normalized
     hashes: list[int]
     places: list[tuple[int, int]]
+    every: set[int]
     kept: set[int]
     fingerprints: set[int]
 
@@ -112,20 +115,20 @@ def common_limit(files: int) -> int:
 
 def similar_pairs(exercise: str, files: dict[str, Normalized], threshold: float = THRESHOLD,
                   min_shared: int = MIN_SHARED) -> list[Pair]:
-    """The pairs of ``files`` (student -> normalized file) scoring at least ``threshold`` with at least ``min_shared``
-    k-grams in common, best first (ties by student ids)."""
+    """The pairs of ``files`` (student -> normalized file) scoring at least ``threshold``, with at least
+    ``min_shared`` k-grams in common (``MIN_UNCOMMON`` of them not common to the class), best first (ties by ids)."""
     prepared: dict[str, _File] = {}
     frequency: Counter[int] = Counter()
     for student in sorted(files):
         hashes, places = kgrams(files[student])
         every = set(hashes)
         frequency.update(every)
-        prepared[student] = _File(files[student], hashes, places, every, set())
+        prepared[student] = _File(files[student], hashes, places, every, set(), set())
     limit = common_limit(len(files))
     common = {value for value, count in frequency.items() if count > limit}
     index: dict[int, list[str]] = defaultdict(list)
     for student, file in prepared.items():
-        file.kept -= common
+        file.kept = file.every - common
         file.fingerprints = winnow(file.hashes, file.places) - common
         for value in file.fingerprints:
             index[value].append(student)
@@ -141,7 +144,7 @@ def similar_pairs(exercise: str, files: dict[str, Normalized], threshold: float 
             continue  # the fingerprints, a sample of the k-grams, rule it out
         together = len(first.kept & second.kept)
         score = 2 * together / (len(first.kept) + len(second.kept))
-        if score >= threshold and together >= min_shared:
+        if score >= threshold and together >= MIN_UNCOMMON and len(first.every & second.every) >= min_shared:
             pairs.append(Pair(exercise, a, b, round(score, 4), together, fragments(first, second),
                               closest_units(first, second)))
     return sorted(pairs, key=lambda p: (-p.score, p.a, p.b))
