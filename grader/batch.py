@@ -37,6 +37,7 @@ from grader.reports.feedback import write_feedback
 from grader.reports.files import write_json
 from grader.reports.gradebook import write_gradebook, write_summary
 from grader.sandbox.lifeline import die_with_parent
+from grader.similarity.report import class_report
 from grader.text import MAX_NAME, clean
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
@@ -295,6 +296,7 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     rows = class_rows()
     write_gradebook(course, out, rows)
     write_summary(course, out, rows)
+    class_report({e.student: e.path for e in entries}, course.grading.intake, out)  # similarity.html
     return rows
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from grader import __version__
 from grader.course import COURSE_FILE
+from grader.similarity.compare import THRESHOLD
 
 
 def _stubs(args) -> int:
@@ -138,6 +140,23 @@ def _batch(args) -> int:
     return 0
 
 
+def _similarity(args) -> int:
+    from grader.batch import BatchError, discover
+    from grader.course import CourseError, load_course
+    from grader.similarity.report import class_report
+
+    try:
+        entries = discover(args.submissions)
+        course = load_course(args.course)
+    except (BatchError, CourseError) as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    report = class_report({e.student: e.path for e in entries}, course.grading.intake, Path(args.out), args.threshold)
+    flagged = sum(len(pairs) for pairs in report.pairs.values())
+    print(f"{flagged} similar pair(s) among {len(entries)} submissions -> {Path(args.out) / 'similarity.html'}")
+    return 0
+
+
 def _release(args) -> int:
     from grader.authoring.release import ReleaseError, build_handout, gradescope_zip
     from grader.course import CourseError
@@ -197,6 +216,15 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--require-sandbox", action="store_true", help="refuse to grade where no sandbox can be built")
     batch.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster: tcp://SCHEDULER:8786, or 'local' for a LocalCluster")
     batch.set_defaults(run=_batch)
+
+    similarity = commands.add_parser("similarity", help="flag submissions whose code is alike (similarity.html); "
+                                                         "evidence to look at, never a score")
+    similarity.add_argument("submissions", help="a folder of submissions or a text file listing paths (as for batch)")
+    similarity.add_argument("--out", required=True, help="output folder (receives similarity.html and similarity.json)")
+    similarity.add_argument("--course", default=str(COURSE_FILE), help="course.yaml (its intake limits)")
+    similarity.add_argument("--threshold", type=float, default=THRESHOLD,
+                            help="score (0..1) from which a pair is flagged (default: %(default)s)")
+    similarity.set_defaults(run=_similarity)
 
     release = commands.add_parser("release", help="build the students' handout (and, with --gradescope, the autograder zip)")
     release.add_argument("outdir", help="folder to write the handout to (new or empty)")

@@ -84,6 +84,8 @@ def test_batch_writes_results_gradebook_feedback_and_summary(klass, tmp_path):
     summary = (out / "summary.html").read_text()
     assert "score_histogram.png" in summary and (out / "score_histogram.png").stat().st_size > 0
     assert (out / "pass_rates.png").stat().st_size > 0
+    similar = json.loads((out / "similarity.json").read_text(encoding="utf-8"))  # good and buggy hold the same code
+    assert {(row["a"], row["b"]) for row in similar["pairs"]} == {("buggy", "good")}
 
 
 def test_rerun_skips_unchanged_and_regrades_changed(klass, tmp_path):

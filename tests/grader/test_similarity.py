@@ -1,0 +1,173 @@
+"""Similarity: disguised copies are flagged, honest work and the stub's code are not, hostile text is escaped, a
+malformed file stops nothing, and the same class always gives the same report."""
+import json
+import sys
+
+import pytest
+
+from grader import ROOT
+from grader.cli import main
+from grader.course import MODULES
+from grader.similarity import compare_class, stub_sources
+from grader.similarity.compare import THRESHOLD
+from grader.similarity.report import pair_rows, render
+from grader.similarity.tokens import MAX_TOKENS, normalize, stub_lines
+
+sys.path.insert(0, str(ROOT / "tests" / "grader" / "corpus"))
+from disguise import disguise  # noqa: E402
+from variants import VARIANTS  # noqa: E402
+
+EXAMPLES = ROOT / "examples" / "submissions"
+ADA = {path.stem: path.read_text(encoding="utf-8") for path in (EXAMPLES / "ada").glob("*.py")}
+SUBSTANTIAL = ("scores", "qkv", "quiz", "dictionary", "causal", "multihead")  # enough code to be evidence
+
+
+def _examples() -> dict[str, dict[str, str]]:
+    return {student: {path.stem: path.read_text(encoding="utf-8") for path in (EXAMPLES / student).rglob("*.py")}
+            for student in ("ada", "ben", "cy")}
+
+
+def _flagged(report) -> set[tuple[str, str, str]]:
+    return {(module, pair.a, pair.b) for module, pairs in report.pairs.items() for pair in pairs}
+
+
+@pytest.mark.parametrize("module", SUBSTANTIAL)
+def test_a_renamed_reordered_reformatted_copy_is_flagged(module):
+    """Locals renamed, functions reversed, docstrings and comments replaced, reformatted: still flagged, and each
+    function is matched with the function it was copied from."""
+    copy = disguise(ADA[module], "zed")
+    assert copy != ADA[module]
+    report = compare_class({"ada": {module: ADA[module]}, "zed": {module: copy}, "ben": {module: ""}})
+    [pair] = report.pairs[module]
+    assert (pair.a, pair.b) == ("ada", "zed") and pair.score >= THRESHOLD
+    assert pair.fragments and all(a == b for a, b, _ in pair.units)
+    written = normalize(ADA[module], stub_lines(stub_sources()[module])).units  # what ada wrote beyond the stub
+    assert {name for name, _, _ in pair.units} == {unit.name for unit in written}
+
+
+def test_copies_of_corpus_variants_are_flagged_among_the_honest_ones():
+    """A class of every correct corpus variant and the examples, plus disguised copies of the substantial ones: the
+    copies are flagged with their originals, and no honest pair is."""
+    klass = _examples()
+    copies = set()
+    for variant in VARIANTS:
+        if variant.kind == "correct":
+            klass[variant.name] = {variant.module: variant.source()}
+            if variant.module in SUBSTANTIAL:
+                klass[f"copy-{variant.name}"] = {variant.module: disguise(variant.source(), "c")}
+                copies.add((variant.module, *sorted((variant.name, f"copy-{variant.name}"))))
+    assert len(copies) >= 5
+    assert _flagged(compare_class(klass)) == copies
+
+
+def test_honest_variants_and_examples_are_not_flagged():
+    """The correct corpus variants (other styles of each exercise) and the three examples: no pair."""
+    klass = _examples()
+    for variant in VARIANTS:
+        if variant.kind == "correct":
+            klass[variant.name] = {variant.module: variant.source()}
+    report = compare_class(klass)
+    assert _flagged(report) == set()
+    assert report.compared["multihead"] == 3  # ada and the two variants were compared
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_the_stub_is_removed_entirely(module):
+    """Every line of the stub is code nobody wrote: normalized against itself, nothing is left."""
+    stub = stub_sources()[module]
+    assert normalize(stub, stub_lines(stub)).units == []
+    assert normalize(stub).units  # without the stub removed, there is code
+
+
+def test_students_who_wrote_nothing_or_only_kept_the_stubs_are_not_flagged():
+    stubs = stub_sources()
+    reformatted = {m: "# my work\n" + text.replace("    ", "  ").replace('"', "'") for m, text in stubs.items()}
+    report = compare_class({"a": stubs, "b": dict(stubs), "c": reformatted, "d": {m: "" for m in MODULES}})
+    assert _flagged(report) == set()
+    assert report.compared == {m: 4 for m in MODULES}
+
+
+def test_a_copy_that_fills_the_stub_is_flagged_and_the_stub_lines_are_not_highlighted():
+    """Both students start from the stub and paste the same body: the pair is flagged on the bodies; the docstring
+    and signature lines of the stub match in both files but are not part of any fragment."""
+    solution = (ROOT / "solutions" / "multihead.py").read_text(encoding="utf-8")
+    stub = stub_sources()["multihead"]
+    report = compare_class({"a": {"multihead": solution}, "b": {"multihead": disguise(solution, "b")}})
+    [pair] = report.pairs["multihead"]
+    highlighted = {line for f in pair.fragments for line in range(f.a_lines[0], f.a_lines[1] + 1)}
+    docstring = range(solution.index('"""``num_heads``'), solution.index("def __init__"))
+    docstring_lines = set(range(solution[:docstring.start].count("\n") + 1, solution[:docstring.stop].count("\n")))
+    assert highlighted and not highlighted & docstring_lines
+    assert "num_heads" in stub
+
+
+HOSTILE_ID = "<script>alert(1)</script>\u202eevil"
+HOSTILE_CODE = '"""</div><script>steal()</script>"""\n# \u202e bidi override\n'
+
+
+def test_hostile_ids_and_code_are_escaped_in_the_report(tmp_path):
+    """Student ids and code reach the page only through grader.text.html: no tag opens, no bidi override is left."""
+    source = HOSTILE_CODE + ADA["multihead"] + "\nLABEL = '</span><img src=x onerror=alert(1)>'\n"
+    klass = {HOSTILE_ID: {"multihead": source}, "zed<b>": {"multihead": disguise(source, "zed")}}
+    report = compare_class(klass)
+    assert len(report.pairs["multihead"]) == 1
+    page = render(report)
+    for text in ("<script", "<img", "zed<b>", "\u202e"):
+        assert text not in page
+    for text in ("&lt;script&gt;alert(1)&lt;/script&gt;evil", "&lt;img src=x", "zed&lt;b&gt;", "&lt;/div&gt;"):
+        assert text in page
+
+
+def test_malformed_files_do_not_stop_the_others():
+    """Not UTF-8, a syntax error, an unterminated string, absurd nesting and a flood of tokens: each is noted or
+    compared as far as it reads, and the copied pair of the class is still flagged."""
+    klass = {
+        "ada": {"qkv": ADA["qkv"]}, "zed": {"qkv": disguise(ADA["qkv"], "zed")},
+        "bytes": {"qkv": b"def f(x):\n    return x \xff\xfe\n"},
+        "syntax": {"qkv": ADA["qkv"].replace("):", ")", 3)},
+        "unterminated": {"qkv": 'x = """never closed\n' + ADA["qkv"]},
+        "nested": {"qkv": "x = " + "(" * 100_000 + ")" * 100_000 + "\n"},
+        "flood": {"qkv": "x = 1\n" * (MAX_TOKENS // 2)},
+    }
+    report = compare_class(klass)
+    assert ("qkv", "ada", "zed") in _flagged(report)
+    notes = {student: note for student, _, note in report.notes}
+    assert notes["bytes"] == "not UTF-8 text: not compared"
+    assert "tokenizer stopped" in notes["unterminated"]
+    assert f"first {MAX_TOKENS:,} tokens" in notes["flood"]
+    assert report.compared["qkv"] == 6
+    assert "not UTF-8" in render(report)
+
+
+def test_the_same_class_gives_the_same_report_whatever_the_order():
+    klass = _examples()
+    klass["zed"] = {m: disguise(t, "zed") for m, t in ADA.items()}
+    first = compare_class(klass)
+    second = compare_class(dict(reversed(list(klass.items()))))
+    assert first.pairs == second.pairs and first.pairs["qkv"]
+    assert render(first) == render(second)
+    assert pair_rows(first) == pair_rows(second)
+
+
+def test_rows_for_the_summary_point_at_the_pages_sections():
+    report = compare_class({"ada": ADA, "zed": {m: disguise(t, "zed") for m, t in ADA.items()}})
+    rows = pair_rows(report)
+    assert {row["exercise"] for row in rows} == set(SUBSTANTIAL)
+    page = render(report)
+    for row in rows:
+        assert f"id='{row['anchor']}'" in page
+        assert row["score"] >= THRESHOLD and row["lines_a"] > 0 and row["lines_b"] > 0
+
+
+def test_the_command_writes_the_report_for_a_folder_of_submissions(tmp_path, capsys):
+    klass = tmp_path / "class"
+    for student, files in {"ada": ADA, "zed": {m: disguise(t, "zed") for m, t in ADA.items()}}.items():
+        (klass / student).mkdir(parents=True)
+        for module, text in files.items():
+            (klass / student / f"{module}.py").write_text(text, encoding="utf-8")
+    (klass / "broken.zip").write_bytes(b"not a zip")
+    assert main(["similarity", str(klass), "--out", str(tmp_path / "out")]) == 0
+    assert f"{len(SUBSTANTIAL)} similar pair(s) among 3 submissions" in capsys.readouterr().out
+    data = json.loads((tmp_path / "out" / "similarity.json").read_text(encoding="utf-8"))
+    assert {(row["a"], row["b"]) for row in data["pairs"]} == {("ada", "zed")}
+    assert "ada and zed" in (tmp_path / "out" / "similarity.html").read_text(encoding="utf-8")
