@@ -218,6 +218,23 @@ def test_checks_for_cuda_only_are_reported_skipped_on_the_cpu(zygote, course):
     assert tests and all(t.status == "skipped" and "CUDA only" in t.feedback and t.max_score == 0 for t in tests)
 
 
+def test_the_shared_properties_are_reported_under_each_exercise(zygote, course):
+    """The contract suite checks the shared properties once for all exercises: each case counts for its own
+    exercise, under a name unique there, and a student reads the property, not a test's name."""
+    tests = grade_submission(SOLUTIONS, course, zygote, select="test_contract").grade.tests
+    for exercise in (e.module for e in course.exercises):
+        names = [t.name for t in tests if t.exercise == exercise]
+        assert len(set(names)) == len(names)
+        assert all(name.startswith("test_contract.py::test_") and f"[{exercise}" in name for name in names), names
+        for prop in ("float64_kept", "device_kept", "autograd", "inputs_not_modified"):
+            assert f"test_contract.py::test_{prop}[{exercise}]" in names
+        assert [t.name for t in tests if t.exercise == exercise and "half_precision" in t.name] == [
+            f"test_contract.py::test_half_precision[{exercise}-{dtype}]" for dtype in ("float16", "bfloat16")]
+    assert all(t.doc.endswith(".") and t.weight == 1 for t in tests)
+    assert {t.doc for t in tests if "float64_kept" in t.name} == {
+        "float64 inputs (and modules) give float64 results at float64 precision."}
+
+
 def test_a_suite_with_skip_or_xfail_marks_is_refused(tmp_path, course, monkeypatch):
     """Grading leaves pytest's skipping plugin out: a suite whose test carries such a mark is refused, naming it."""
     monkeypatch.setattr(sys, "path", list(sys.path))  # collecting the suite puts tmp_path on it (sandboxes bind it)

@@ -153,6 +153,15 @@ def failed(error: StudentError, what: str, on: str, hint: str | None = None) -> 
     return CheckFailed(message.rstrip(".") + "." + _hint(hint))
 
 
+def run_all(session, calls: list, what: str | Sequence[str], on: str, hint: str | None = None) -> list[CallResult]:
+    """Several calls into the student's code in one round trip (``Session.run_many``); their exception fails the
+    check, naming the call that raised (``what``, or ``what[i]`` for the i-th call) and the input class."""
+    try:
+        return session.run_many(calls)
+    except StudentError as error:
+        raise failed(error, what if isinstance(what, str) else what[error.step], on, hint) from None
+
+
 def expect_raises(exception: type, thunk: Callable, what: str, when: str, hint: str, need_message: bool = True):
     """The student's code must raise ``exception`` (with a message) when ``when``."""
     name = exception.__name__
@@ -678,11 +687,8 @@ def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, 
     steps.append((load_params_step(built, params), f"copying the parameters into the {what}"))
     if mode is not None:
         steps.append((({**built, "path": [mode]}, (), None, {"handles": True}), f"{what}.{mode}()"))
-    try:
-        built = constructor._session.run_many([call for call, _ in steps])[0].value
-    except StudentError as error:
-        raise failed(error, steps[error.step][1], "construction") from None
-    return expect_object(built, what, "construction")
+    built = run_all(constructor._session, [call for call, _ in steps], [label for _, label in steps], "construction")
+    return expect_object(built[0].value, what, "construction")
 
 
 def wide(module: torch.nn.Module) -> torch.nn.Module:
@@ -716,8 +722,7 @@ def earlier_outputs_unchanged(call, x: torch.Tensor, changed: torch.Tensor, t: i
                               expected: str, hint: str) -> None:
     """Changing the tokens from position ``t`` on leaves every output before ``t`` as it was (no peeking).
     ``call`` is the student's function or module (both inputs go in one round trip)."""
-    both = attempt(lambda: call._session.run_many([(call._target, (x,), None, {}), (call._target, (changed,), None, {})]),
-                   what, on)
+    both = run_all(call._session, [(call._target, (x,), None, {}), (call._target, (changed,), None, {})], what, on)
     a, b = (expect_tensor(result.value, what, on) for result in both)
     if a.shape != b.shape or a.shape[:2] != x.shape[:2]:
         raise CheckFailed(f"{what} returned a result of another shape on {on}; expected {expected}.")

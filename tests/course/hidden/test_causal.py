@@ -3,6 +3,7 @@ import checks as C
 import pytest
 import strategies as S
 import torch
+from contract import Contract, HalfInputs, Subject, sequences
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -189,83 +190,10 @@ def test_context_length_error(student, device):
                     "compare x.shape[1] with the mask's size first and raise ValueError(...)")
 
 
-def _fixed_module(student, device, dtype, seed, bias=True):
-    C.seed(seed)
-    reference = ref.CausalAttention(5, 3, 7, 0.0, bias).to(device, dtype)
-    module = C.twin(student.causal.CausalAttention, reference, 5, 3, 7, 0.0, bias, what="CausalAttention",
-                    device=device, dtype=dtype, mode="eval")
-    x = torch.randn(2, 6, 5, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).to(device, dtype)
-    return reference.eval(), module, x
-
-
-@pytest.mark.weight(1)
-def test_float64_kept(student, course, device):
-    """A float64 module and input give a float64 result at float64 precision."""
-    reference, module, x = _fixed_module(student, device, torch.float64, course.seed)
-    _check(student, course, module, reference, x, 7)
-
-
-@pytest.mark.weight(1)
-def test_device_kept(student, course, device):
-    """The result stays on the input's device (module and input moved to meta, which has no data)."""
-    module = C.attempt(lambda: student.causal.CausalAttention.build(5, 3, 7, 0.0), "CausalAttention(5, 3, 7, 0.0)", "construction")
-    C.attempt(lambda: module.to.build(torch.device("meta")), "CausalAttention.to('meta')", "construction")
-    x = torch.empty(2, 6, 5, device="meta")
-    on = _on(x, 7)
-    got = C.attempt(lambda: module(x), WHAT, on, C.META_HINT + "; register the mask with register_buffer so that it "
-                                                              "follows the module to its device")
-    C.close(got, C.on_meta(torch.empty(2, 6, 3)), what=WHAT, on=on, course=course)
-
-
-@pytest.mark.weight(1)
-def test_autograd(student, course, device):
-    """Gradients flow to x and to every parameter, equal to the reference's (float64)."""
-    reference, module, x = _fixed_module(student, device, torch.float64, course.seed)
-    grad_output = torch.randn(2, 6, 3, generator=torch.Generator().manual_seed(course.seed + 1),
-                              dtype=torch.float64).to(device)
-    want, want_params = C.reference_grads(reference, (x,), grad_output, module=reference)
-    on = _on(x, 7)
-    result = C.attempt(lambda: module.run(args=(x,), grad_output=grad_output), WHAT, on)
-    C.grads_close(result, want, ("x",), what=WHAT, on=on, course=course, want_params=want_params)
-
-
-@pytest.mark.weight(1)
-def test_input_not_modified(student, course, device):
-    """x is not changed in place."""
-    _, module, x = _fixed_module(student, device, torch.float32, course.seed)
-    result = C.attempt(lambda: module.run(args=(x,), return_args=True), WHAT, _on(x, 7))
-    C.unchanged([x.clone()], result, ("x",), what=WHAT, on=_on(x, 7))
-
-
-@pytest.mark.weight(1)
-def test_vectorized(student, device):
-    """No Python loop over the sequence or the batch: the number of tensor operations stays the same."""
-    module = C.attempt(lambda: student.causal.CausalAttention.build(4, 3, 10, 0.0), "CausalAttention(4, 3, 10, 0.0)",
-                       "construction")
-    module.to.build(device=device)
-    g = torch.Generator().manual_seed(23)
-    runs = [("T=3, batch 2", (2, 3)), ("T=8, batch 2", (2, 8)), ("T=3, batch 6", (6, 3))]
-    try:
-        results = student.session.run_many([(module._target, (torch.randn(B, T, 4, generator=g).to(device),), None,
-                                             {}) for _, (B, T) in runs])
-    except C.StudentError as error:
-        raise C.CheckFailed(f"{WHAT} failed on a batched input: {error}") from None
-    C.vectorized([(label, r) for (label, _), r in zip(runs, results)], WHAT, "tokens or batch elements")
-
-
-@pytest.mark.weight(1)
-def test_own_implementation(student, course, device):
-    """No built-in attention (torch's scaled_dot_product_attention, nn.MultiheadAttention)."""
-    _, module, x = _fixed_module(student, device, torch.float32, course.seed)
-    result = C.attempt(lambda: module.run(args=(x,), watch=course.banned["causal.CausalAttention"]),
-                       WHAT, _on(x, 7))
-    C.own_implementation(result, "CausalAttention", "scores, masked_fill with -inf, torch.softmax, self.dropout, @ values.")
-
-
-@pytest.mark.weight(1)
-@pytest.mark.parametrize("dtype", C.HALF_DTYPES, ids=C.dtype_name)
-def test_half_precision(student, course, device, dtype):
-    """A float16 or bfloat16 module and input (CUDA) give a result of the same dtype within its tolerance."""
-    C.skip_unless_cuda(device, dtype)
-    reference, module, x = _fixed_module(student, device, dtype, course.seed)
-    _check(student, course, module, reference, x * 0.5, 7)
+CONTRACT = Contract(subjects=(
+    Subject("CausalAttention", WHAT, ("x",), ((2, 6, 5),), ref.CausalAttention, ctor=(5, 3, 7, 0.0, True),
+            describe=lambda x: _on(x, 7),
+            values=lambda student, course, case: _check(student, course, case.call, case.reference, *case.args, 7),
+            instead="scores, masked_fill with -inf, torch.softmax, self.dropout, @ values.", sizes=sequences(5, T=7),
+            half=(HalfInputs(0.5),)),
+))

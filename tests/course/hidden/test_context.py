@@ -3,6 +3,7 @@ import checks as C
 import pytest
 import strategies as S
 import torch
+from contract import Contract, Subject, sequences
 from hypothesis import given
 
 from solutions import context as ref
@@ -71,79 +72,8 @@ def test_large_scores(student, course, device, name):
     _check(student, course, name, x, rtol=rtol, atol=atol)
 
 
-@pytest.mark.weight(1)
-def test_float64_kept(student, course, device):
-    """float64 inputs give float64 results at float64 precision."""
-    g = torch.Generator().manual_seed(course.seed + 2)
-    x = torch.randn(3, 5, 4, generator=g, dtype=torch.float64).to(device)
-    for name in FUNCTIONS:
-        _check(student, course, name, x)
-
-
-@pytest.mark.weight(1)
-def test_device_kept(student, course, device):
-    """Results stay on the input's device (checked with meta tensors, which have no data)."""
-    x = torch.randn(3, 5, 4)
-    meta = C.on_meta(x)
-    for name, (function, _, _) in FUNCTIONS.items():
-        on = C.describe(x=meta)
-        got = C.attempt(lambda: getattr(student.context, name)(meta), f"{name}(x)", on, C.META_HINT)
-        C.close(got, C.on_meta(function(x)), what=f"{name}(x)", on=on, course=course)
-
-
-@pytest.mark.weight(1)
-def test_autograd(student, course, device):
-    """Gradients flow back to x, equal to the reference's (float64)."""
-    g = torch.Generator().manual_seed(course.seed + 3)
-    x = torch.randn(2, 5, 4, generator=g, dtype=torch.float64).to(device)
-    for name, (function, _, _) in FUNCTIONS.items():
-        grad_output = torch.randn(function(x).shape, generator=g, dtype=torch.float64).to(device)
-        want, _ = C.reference_grads(function, (x,), grad_output)
-        on = C.describe(x=x)
-        result = C.attempt(lambda: getattr(student.context, name).run(args=(x,), grad_output=grad_output), name, on)
-        C.grads_close(result, want, ("x",), what=f"{name}(x)", on=on, course=course)
-
-
-@pytest.mark.weight(1)
-def test_input_not_modified(student, course, device):
-    """x is not changed in place."""
-    x = torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(course.seed + 4)).to(device)
-    for name in FUNCTIONS:
-        on = C.describe(x=x)
-        result = C.attempt(lambda: getattr(student.context, name).run(args=(x,), return_args=True), name, on)
-        C.unchanged([x], result, ("x",), what=f"{name}(x)", on=on)
-
-
-@pytest.mark.weight(1)
-def test_vectorized(student, device):
-    """No Python loop over the sequence or the batch: the number of tensor operations stays the same."""
-    g = torch.Generator().manual_seed(11)
-    runs = [("T=3, batch 2", torch.randn(2, 3, 4, generator=g)), ("T=8, batch 2", torch.randn(2, 8, 4, generator=g)),
-            ("T=3, batch 6", torch.randn(6, 3, 4, generator=g))]
-    for name in FUNCTIONS:
-        target = getattr(student.context, name)._target
-        try:
-            results = student.session.run_many([(target, (x.to(device),), None, {}) for _, x in runs])
-        except C.StudentError as error:
-            raise C.CheckFailed(f"{name} failed on a batched input: {error}") from None
-        C.vectorized([(label, r) for (label, _), r in zip(runs, results)], name, "tokens or batch elements")
-
-
-@pytest.mark.weight(1)
-def test_own_implementation(student, course, device):
-    """No built-in attention (torch.nn.functional.scaled_dot_product_attention, nn.MultiheadAttention)."""
-    x = torch.randn(2, 5, 4, device=device)
-    for name in FUNCTIONS:
-        result = C.attempt(lambda: getattr(student.context, name).run(
-            args=(x,), watch=course.banned[f"context.{name}"]), name, C.describe(x=x))
-        C.own_implementation(result, name, "scores x @ x.transpose(-2, -1), torch.softmax over the last dim, then @ x.")
-
-
-@pytest.mark.weight(1)
-@pytest.mark.parametrize("dtype", C.HALF_DTYPES, ids=C.dtype_name)
-def test_half_precision(student, course, device, dtype):
-    """float16 and bfloat16 inputs (CUDA) give results of the same dtype within its tolerance."""
-    C.skip_unless_cuda(device, dtype)
-    x = (torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(course.seed + 5)) * 0.5).to(device, dtype)
-    for name in FUNCTIONS:
-        _check(student, course, name, x)
+CONTRACT = Contract(subjects=tuple(
+    Subject(name, f"{name}(x)", ("x",), ((3, 5, 4),), function,
+            values=lambda student, course, case, name=name: _check(student, course, name, *case.args),
+            instead="scores x @ x.transpose(-2, -1), torch.softmax over the last dim, then @ x.", sizes=sequences(4))
+    for name, (function, _, _) in FUNCTIONS.items()))

@@ -3,6 +3,7 @@ import checks as C
 import pytest
 import strategies as S
 import torch
+from contract import Contract, HalfInputs, Size, Subject
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -140,79 +141,14 @@ def test_lookup_missing_key(student):
 
 # ---------------------------------------------------------------- dtype, device, autograd, in-place, loops, built-ins
 
-def _fixed(device, dtype, seed):
-    g = torch.Generator().manual_seed(seed)
-    return tuple(torch.randn(*shape, generator=g, dtype=torch.float64).to(device, dtype)
-                 for shape in ((2, 3, 4), (2, 5, 4), (2, 5, 6)))
 
-
-@pytest.mark.weight(1)
-def test_float64_kept(student, course, device):
-    """float64 inputs give a float64 result at float64 precision."""
-    _check(student, course, *_fixed(device, torch.float64, course.seed), 0.5)
-
-
-@pytest.mark.weight(1)
-def test_device_kept(student, course, device):
-    """attention's result stays on the inputs' device (checked with meta tensors, which have no data)."""
-    Q, K, V = _fixed("cpu", torch.float32, course.seed)
-    meta = C.on_meta((Q, K, V))
-    on = C.describe(Q=meta[0], K=meta[1], V=meta[2])
-    got = C.attempt(lambda: student.dictionary.attention(*meta, 0.5), ATTENTION, on, C.META_HINT)
-    C.close(got, C.on_meta(ref.attention(Q, K, V, 0.5)), what=ATTENTION, on=on, course=course)
-
-
-@pytest.mark.weight(1)
-def test_autograd(student, course, device):
-    """Gradients flow back to Q, K and V, equal to the reference's (float64)."""
-    Q, K, V = _fixed(device, torch.float64, course.seed)
-    grad_output = torch.randn(2, 3, 6, generator=torch.Generator().manual_seed(course.seed + 2),
-                              dtype=torch.float64).to(device)
-    want, _ = C.reference_grads(lambda q, k, v: ref.attention(q, k, v, 0.5), (Q, K, V), grad_output)
-    on = C.describe(Q=Q, K=K, V=V)
-    result = C.attempt(lambda: student.dictionary.attention.run(args=(Q, K, V, 0.5), grad_output=grad_output), ATTENTION, on)
-    C.grads_close(result, want, ("Q", "K", "V"), what=ATTENTION, on=on, course=course)
-
-
-@pytest.mark.weight(1)
-def test_inputs_not_modified(student, course, device):
-    """Q, K and V are not changed in place."""
-    args = _fixed(device, torch.float32, course.seed)
-    on = C.describe(Q=args[0], K=args[1], V=args[2])
-    result = C.attempt(lambda: student.dictionary.attention.run(args=(*args, 0.5), return_args=True), ATTENTION, on)
-    C.unchanged([a.clone() for a in args], result, ("Q", "K", "V"), what=ATTENTION, on=on)
-
-
-@pytest.mark.weight(1)
-def test_vectorized(student, device):
-    """attention uses no Python loop over queries, keys or the batch: the number of tensor operations stays the same."""
-    g = torch.Generator().manual_seed(19)
-
-    def r(*shape):
-        return torch.randn(*shape, generator=g).to(device)
-    runs = [("nq=3, nk=4, batch 2", (2, 3, 4)), ("nq=8, nk=9, batch 2", (2, 8, 9)), ("nq=3, nk=4, batch 6", (6, 3, 4))]
-    calls = [(student.dictionary.attention._target, (r(B, nq, 5), r(B, nk, 5), r(B, nk, 2), 0.5), None,
-              {}) for _, (B, nq, nk) in runs]
-    try:
-        results = student.session.run_many(calls)
-    except C.StudentError as error:
-        raise C.CheckFailed(f"{ATTENTION} failed on a batched input: {error}") from None
-    C.vectorized([(label, r_) for (label, _), r_ in zip(runs, results)], ATTENTION, "queries, keys or batch elements")
-
-
-@pytest.mark.weight(1)
-def test_own_implementation(student, course, device):
-    """No built-in attention (torch's scaled_dot_product_attention, nn.MultiheadAttention) in attention."""
-    args = _fixed(device, torch.float32, course.seed)
-    result = C.attempt(lambda: student.dictionary.attention.run(args=(*args, 0.5), watch=course.banned["dictionary.attention"]), ATTENTION,
-                       C.describe(Q=args[0], K=args[1], V=args[2]))
-    C.own_implementation(result, "attention", "Q @ K.transpose(-2, -1) / temperature, torch.softmax, @ V.")
-
-
-@pytest.mark.weight(1)
-@pytest.mark.parametrize("dtype", C.HALF_DTYPES, ids=C.dtype_name)
-def test_half_precision(student, course, device, dtype):
-    """float16 and bfloat16 inputs (CUDA) give a result of the same dtype within its tolerance."""
-    C.skip_unless_cuda(device, dtype)
-    Q, K, V = (t * 0.5 for t in _fixed(device, dtype, course.seed))
-    _check(student, course, Q, K, V, 2.0)
+CONTRACT = Contract(subjects=(
+    Subject("attention", ATTENTION, ("Q", "K", "V"), ((2, 3, 4), (2, 5, 4), (2, 5, 6)), ref.attention, options=(0.5,),
+            describe=lambda Q, K, V, t: f"{C.describe(Q=Q, K=K, V=V)}, {C.temperature_class(t)}",
+            values=lambda student, course, case: _check(student, course, *case.args),
+            instead="Q @ K.transpose(-2, -1) / temperature, torch.softmax, @ V.",
+            sizes=(Size("nq=3, nk=4, batch 2", ((2, 3, 5), (2, 4, 5), (2, 4, 2))),
+                   Size("nq=8, nk=9, batch 2", ((2, 8, 5), (2, 9, 5), (2, 9, 2))),
+                   Size("nq=3, nk=4, batch 6", ((6, 3, 5), (6, 4, 5), (6, 4, 2)))),
+            loop_over="queries, keys or batch elements", half=(HalfInputs(0.5, (2.0,)),)),
+))

@@ -4,6 +4,7 @@ import checks as C
 import pytest
 import strategies as S
 import torch
+from contract import Contract, HalfInputs, Size, Subject
 from hypothesis import given
 
 from solutions import multihead as ref
@@ -184,87 +185,16 @@ def test_errors(student, device):
                     "compare x.shape[1] with the mask's size first and raise ValueError(...)")
 
 
-def _fixed_module(student, device, dtype, seed, heads=2, bias=True):
-    C.seed(seed)
-    reference = ref.MultiHeadAttention(5, 6, 7, 0.0, heads, bias).to(device, dtype)
-    module = C.twin(student.multihead.MultiHeadAttention, reference, 5, 6, 7, 0.0, heads, bias,
-                    what="MultiHeadAttention", device=device, dtype=dtype, mode="eval")
-    x = torch.randn(2, 4, 5, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).to(device, dtype)
-    return reference.eval(), module, x
+def _heads(heads: int, B: int, T: int) -> Size:
+    """A call of the vectorization check on a module with ``heads`` heads of size 2."""
+    return Size(f"{heads} heads, T={T}, batch {B}", ((B, T, 4),), (4, 12, 10, 0.0, heads))
 
 
-@pytest.mark.weight(1)
-def test_float64_kept(student, course, device):
-    """A float64 module and input give a float64 result at float64 precision."""
-    reference, module, x = _fixed_module(student, device, torch.float64, course.seed, heads=3)
-    _check(student, course, module, reference, x, 3, 7)
-
-
-@pytest.mark.weight(1)
-def test_device_kept(student, course, device):
-    """The result stays on the input's device (module and input moved to meta, which has no data)."""
-    module = C.attempt(lambda: student.multihead.MultiHeadAttention.build(5, 6, 7, 0.0, 3), "MultiHeadAttention(5, 6, 7, 0.0, 3)",
-                       "construction")
-    C.attempt(lambda: module.to.build(torch.device("meta")), "MultiHeadAttention.to('meta')", "construction")
-    x = torch.empty(2, 4, 5, device="meta")
-    on = _on(x, 3, 7)
-    got = C.attempt(lambda: module(x), WHAT, on, C.META_HINT + "; register the mask with register_buffer so that it "
-                                                              "follows the module to its device")
-    C.close(got, C.on_meta(torch.empty(2, 4, 6)), what=WHAT, on=on, course=course)
-
-
-@pytest.mark.weight(1)
-def test_autograd(student, course, device):
-    """Gradients flow to x and to every parameter (out_proj included), equal to the reference's (float64)."""
-    reference, module, x = _fixed_module(student, device, torch.float64, course.seed, heads=3)
-    grad_output = torch.randn(2, 4, 6, generator=torch.Generator().manual_seed(course.seed + 1),
-                              dtype=torch.float64).to(device)
-    want, want_params = C.reference_grads(reference, (x,), grad_output, module=reference)
-    on = _on(x, 3, 7)
-    result = C.attempt(lambda: module.run(args=(x,), grad_output=grad_output), WHAT, on)
-    C.grads_close(result, want, ("x",), what=WHAT, on=on, course=course, want_params=want_params)
-
-
-@pytest.mark.weight(1)
-def test_input_not_modified(student, course, device):
-    """x is not changed in place."""
-    _, module, x = _fixed_module(student, device, torch.float32, course.seed)
-    result = C.attempt(lambda: module.run(args=(x,), return_args=True), WHAT, _on(x, 2, 7))
-    C.unchanged([x.clone()], result, ("x",), what=WHAT, on=_on(x, 2, 7))
-
-
-@pytest.mark.weight(1)
-def test_vectorized(student, device):
-    """No Python loop over the heads, the sequence or the batch: the number of tensor operations stays the same."""
-    g = torch.Generator().manual_seed(29)
-    runs = [("2 heads, T=3, batch 2", 2, 2, 3), ("6 heads, T=3, batch 2", 6, 2, 3), ("2 heads, T=8, batch 2", 2, 2, 8),
-            ("2 heads, T=3, batch 6", 2, 6, 3)]
-    calls = []
-    for _, heads, B, T in runs:
-        module = C.attempt(lambda: student.multihead.MultiHeadAttention.build(4, 12, 10, 0.0, heads),
-                           "MultiHeadAttention(4, 12, 10, 0.0, num_heads)", "construction")
-        module.to.build(device=device)
-        calls.append((module._target, (torch.randn(B, T, 4, generator=g).to(device),), None, {}))
-    try:
-        results = student.session.run_many(calls)
-    except C.StudentError as error:
-        raise C.CheckFailed(f"{WHAT} failed on a batched input: {error}") from None
-    C.vectorized([(label, r) for (label, *_), r in zip(runs, results)], WHAT, "heads, tokens or batch elements")
-
-
-@pytest.mark.weight(1)
-def test_own_implementation(student, course, device):
-    """No built-in attention (torch's scaled_dot_product_attention, nn.MultiheadAttention)."""
-    _, module, x = _fixed_module(student, device, torch.float32, course.seed)
-    result = C.attempt(lambda: module.run(args=(x,), watch=course.banned["multihead.MultiHeadAttention"]), WHAT, _on(x, 2, 7))
-    C.own_implementation(result, "MultiHeadAttention", "batched scores per head, masked_fill with -inf, torch.softmax, "
-                                                       "self.dropout, @ values.")
-
-
-@pytest.mark.weight(1)
-@pytest.mark.parametrize("dtype", C.HALF_DTYPES, ids=C.dtype_name)
-def test_half_precision(student, course, device, dtype):
-    """A float16 or bfloat16 module and input (CUDA) give a result of the same dtype within its tolerance."""
-    C.skip_unless_cuda(device, dtype)
-    reference, module, x = _fixed_module(student, device, dtype, course.seed)
-    _check(student, course, module, reference, x * 0.5, 2, 7)
+CONTRACT = Contract(subjects=(
+    Subject("MultiHeadAttention", WHAT, ("x",), ((2, 4, 5),), ref.MultiHeadAttention, ctor=(5, 6, 7, 0.0, 3, True),
+            describe=lambda x: _on(x, 3, 7),
+            values=lambda student, course, case: _check(student, course, case.call, case.reference, *case.args, 3, 7),
+            instead="batched scores per head, masked_fill with -inf, torch.softmax, self.dropout, @ values.",
+            sizes=(_heads(2, 2, 3), _heads(6, 2, 3), _heads(2, 2, 8), _heads(2, 6, 3)),
+            loop_over="heads, tokens or batch elements", half=(HalfInputs(0.5),)),
+))

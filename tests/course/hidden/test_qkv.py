@@ -5,6 +5,7 @@ import checks as C
 import pytest
 import strategies as S
 import torch
+from contract import Contract, HalfInputs, Size, Subject, sequences
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -168,13 +169,19 @@ def _module_hints(reference, x, linear: bool):
     return hints
 
 
-def _check_module(student, course, cls, reference, x, ctor, what, device):
-    module = C.twin(getattr(student.qkv, cls), reference, *ctor, what=what, dtype=x.dtype, device=device)
-    on = C.describe(x=x)
-    got = C.attempt(lambda: module(x), f"{what}(x)", on)
-    C.close(got, C.module_reference(reference, x), what=f"{what}(x)", on=on, course=course,
-            hints=lambda: _module_hints(C.wide(reference), x.double(), cls == "SelfAttentionLinear"),
+def _check_module(course, module, reference, x):
+    """The student's ``module`` (holding the ``reference``'s parameters) gives the reference's result on ``x``."""
+    what, on = f"{type(reference).__name__}(x)", C.describe(x=x)
+    got = C.attempt(lambda: module(x), what, on)
+    C.close(got, C.module_reference(reference, x), what=what, on=on, course=course,
+            hints=lambda: _module_hints(C.wide(reference), x.double(), isinstance(reference, ref.SelfAttentionLinear)),
             generic="project x to queries, keys and values, then softmax(Q K^T / sqrt(d_out)) V.")
+
+
+def _check_twin(student, course, cls, reference, x, ctor, device):
+    """The student's ``cls``, built with ``ctor`` and holding the reference's parameters, gives its result on ``x``."""
+    module = C.twin(getattr(student.qkv, cls), reference, *ctor, what=cls, dtype=x.dtype, device=device)
+    _check_module(course, module, reference, x)
 
 
 @pytest.mark.weight(3)
@@ -185,7 +192,7 @@ def test_self_attention_values(student, course, device, case):
     C.seed(case.seed)
     reference = ref.SelfAttention(case.d_in, case.d_out).to(device)
     x = case.randn(*case.batch, case.T, case.d_in, dtype=torch.float32, device=device)
-    _check_module(student, course, "SelfAttention", reference, x, (case.d_in, case.d_out), "SelfAttention", device)
+    _check_twin(student, course, "SelfAttention", reference, x, (case.d_in, case.d_out), device)
 
 
 @pytest.mark.weight(2)
@@ -196,8 +203,7 @@ def test_self_attention_linear_values(student, course, device, case, bias):
     C.seed(case.seed)
     reference = ref.SelfAttentionLinear(case.d_in, case.d_out, qkv_bias=bias).to(device)
     x = case.randn(*case.batch, case.T, case.d_in, dtype=torch.float32, device=device)
-    _check_module(student, course, "SelfAttentionLinear", reference, x, (case.d_in, case.d_out, bias),
-                  "SelfAttentionLinear", device)
+    _check_twin(student, course, "SelfAttentionLinear", reference, x, (case.d_in, case.d_out, bias), device)
 
 
 @pytest.mark.weight(2)
@@ -233,144 +239,25 @@ def test_copy_linear_weights(student, course, device, case):
 
 # ---------------------------------------------------------------- dtype, device, autograd, in-place, loops, built-ins
 
-def _qkv_inputs(device, dtype, seed):
-    g = torch.Generator().manual_seed(seed)
 
-    def r(*shape):
-        return torch.randn(*shape, generator=g, dtype=torch.float64).to(device, dtype)
-    return r(2, 3, 4), r(2, 5, 4), r(2, 5, 6), r(2, 3, 7)
+def _sdpa_size(B: int, T: int) -> Size:
+    return Size(f"T={T}, batch {B}", ((B, T, 3), (B, T + 1, 3), (B, T + 1, 5)))
 
 
-@pytest.mark.weight(1)
-def test_float64_kept(student, course, device):
-    """float64 inputs and modules give float64 results at float64 precision."""
-    q, k, v, x = _qkv_inputs(device, torch.float64, course.seed)
-    _check_sdpa(student, course, q, k, v)
-    W = _w(device, torch.float64, 7)
-    _check_project(student, course, x, W, W.flip(0) * 0.5, _w(device, torch.float64, 7, 5))
-    C.seed(course.seed)
-    _check_module(student, course, "SelfAttention", ref.SelfAttention(7, 3).to(device).double(), x, (7, 3),
-                  "SelfAttention", device)
-    _check_module(student, course, "SelfAttentionLinear", ref.SelfAttentionLinear(7, 3, True).to(device).double(), x,
-                  (7, 3, True), "SelfAttentionLinear", device)
+def _module(name: str, ctor: tuple, half=()) -> Subject:
+    return Subject(name, f"{name}(x)", ("x",), ((2, 3, 7),), getattr(ref, name), ctor=ctor,
+                   values=lambda student, course, case: _check_module(course, case.call, case.reference, *case.args),
+                   instead="project, then your scaled_dot_product_attention.", sizes=sequences(7), half=half)
 
 
-def _w(device, dtype, d_in, width=4):
-    return torch.linspace(-1, 1, d_in * width, dtype=torch.float64).view(d_in, width).to(device, dtype)
-
-
-@pytest.mark.weight(1)
-def test_device_kept(student, course, device):
-    """Results stay on the inputs' device (checked with meta tensors and modules moved to meta)."""
-    q, k, v, x = _qkv_inputs("cpu", torch.float32, course.seed)
-    meta = C.on_meta((q, k, v))
-    on = C.describe(queries=meta[0], keys=meta[1], values=meta[2])
-    got = C.attempt(lambda: student.qkv.scaled_dot_product_attention(*meta), SDPA, on, C.META_HINT)
-    C.close(got, C.on_meta(ref.scaled_dot_product_attention(q, k, v)), what=SDPA, on=on, course=course)
-    W = _w("cpu", torch.float32, 7)
-    mx, mW = C.on_meta(x), C.on_meta(W)
-    got = C.attempt(lambda: student.qkv.project(mx, mW, mW, mW), PROJECT, C.describe(x=mx, W=mW), C.META_HINT)
-    got = got[0] if isinstance(got, (tuple, list)) and got else got
-    C.close(got, C.on_meta(x @ W), what=PROJECT, on=C.describe(x=mx, W=mW), course=course)
-    for cls, ctor in (("SelfAttention", (7, 3)), ("SelfAttentionLinear", (7, 3, True))):
-        module = C.attempt(lambda: getattr(student.qkv, cls).build(*ctor), cls, "construction")
-        C.attempt(lambda: module.to.build(torch.device("meta")), f"{cls}.to('meta')", "construction")
-        got = C.attempt(lambda: module(mx), f"{cls}(x)", C.describe(x=mx), C.META_HINT)
-        C.close(got, C.on_meta(torch.empty(2, 3, 3)), what=f"{cls}(x)", on=C.describe(x=mx), course=course)
-
-
-@pytest.mark.weight(1)
-def test_autograd(student, course, device):
-    """Gradients flow to queries, keys, values and to every parameter, equal to the reference's (float64)."""
-    q, k, v, x = _qkv_inputs(device, torch.float64, course.seed)
-    g = torch.Generator().manual_seed(course.seed + 1)
-    grad_output = torch.randn(2, 3, 6, generator=g, dtype=torch.float64).to(device)
-    want, _ = C.reference_grads(ref.scaled_dot_product_attention, (q, k, v), grad_output)
-    on = C.describe(queries=q, keys=k, values=v)
-    result = C.attempt(lambda: student.qkv.scaled_dot_product_attention.run(args=(q, k, v), grad_output=grad_output),
-                       SDPA, on)
-    C.grads_close(result, want, OUTPUTS, what=SDPA, on=on, course=course)
-    for cls, ctor in (("SelfAttention", (7, 3)), ("SelfAttentionLinear", (7, 3, True))):
-        C.seed(course.seed)
-        reference = getattr(ref, cls)(*ctor).to(device).double()
-        module = C.twin(getattr(student.qkv, cls), reference, *ctor, what=cls, dtype=torch.float64, device=device)
-        grad_output = torch.randn(2, 3, 3, generator=g, dtype=torch.float64).to(device)
-        want, want_params = C.reference_grads(reference, (x,), grad_output, module=reference)
-        result = C.attempt(lambda: module.run(args=(x,), grad_output=grad_output), f"{cls}(x)", C.describe(x=x))
-        C.grads_close(result, want, ("x",), what=f"{cls}(x)", on=C.describe(x=x), course=course, want_params=want_params)
-
-
-@pytest.mark.weight(1)
-def test_inputs_not_modified(student, course, device):
-    """No function or module changes its input tensors in place."""
-    q, k, v, x = _qkv_inputs(device, torch.float32, course.seed)
-    mask = torch.ones(3, 5, dtype=torch.bool, device=device).tril()
-    mask[:, 0] = True
-    for args, names, remote, what in (((q, k, v, mask), OUTPUTS + ("mask",), student.qkv.scaled_dot_product_attention, SDPA),
-                                      ((x, _w(device, torch.float32, 7), _w(device, torch.float32, 7),
-                                        _w(device, torch.float32, 7, 5)), ("x", "W_query", "W_key", "W_value"),
-                                       student.qkv.project, PROJECT)):
-        before = [a.clone() for a in args]
-        on = C.describe(**dict(zip(names, args)))
-        result = C.attempt(lambda: remote.run(args=args, return_args=True), what, on)
-        C.unchanged(before, result, names, what=what, on=on)
-    for cls, ctor in (("SelfAttention", (7, 3)), ("SelfAttentionLinear", (7, 3))):
-        module = C.attempt(lambda: getattr(student.qkv, cls).build(*ctor), cls, "construction")
-        module.to.build(device=device)
-        result = C.attempt(lambda: module.run(args=(x,), return_args=True), f"{cls}(x)", C.describe(x=x))
-        C.unchanged([x], result, ("x",), what=f"{cls}(x)", on=C.describe(x=x))
-
-
-@pytest.mark.weight(1)
-def test_vectorized(student, device):
-    """No Python loop over the sequence or the batch in project, scaled_dot_product_attention or the modules."""
-    g = torch.Generator().manual_seed(13)
-
-    def r(*shape):
-        return torch.randn(*shape, generator=g).to(device)
-    W = r(4, 3)
-    sizes = [("T=3, batch 2", 2, 3), ("T=8, batch 2", 2, 8), ("T=3, batch 6", 6, 3)]
-    plans = {
-        "project": (student.qkv.project._target, lambda B, T: (r(B, T, 4), W, W, W)),
-        "scaled_dot_product_attention": (student.qkv.scaled_dot_product_attention._target,
-                                         lambda B, T: (r(B, T, 3), r(B, T + 1, 3), r(B, T + 1, 5))),
-    }
-    for cls in ("SelfAttention", "SelfAttentionLinear"):
-        module = C.attempt(lambda: getattr(student.qkv, cls).build(4, 3), cls, "construction")
-        module.to.build(device=device)
-        plans[cls] = (module._target, lambda B, T: (r(B, T, 4),))
-    for name, (target, make) in plans.items():
-        try:
-            results = student.session.run_many([(target, make(B, T), None, {}) for _, B, T in sizes])
-        except C.StudentError as error:
-            raise C.CheckFailed(f"{name} failed on a batched input: {error}") from None
-        C.vectorized([(label, r_) for (label, _, _), r_ in zip(sizes, results)], name, "tokens or batch elements")
-
-
-@pytest.mark.weight(1)
-def test_own_implementation(student, course, device):
-    """No built-in attention (scaled_dot_product_attention of torch, nn.MultiheadAttention) in the attention code."""
-    q, k, v, x = _qkv_inputs(device, torch.float32, course.seed)
-    result = C.attempt(lambda: student.qkv.scaled_dot_product_attention.run(
-        args=(q, k, v), watch=course.banned["qkv.scaled_dot_product_attention"]), SDPA,
-        C.describe(queries=q, keys=k, values=v))
-    C.own_implementation(result, "scaled_dot_product_attention", "queries @ keys.transpose(-2, -1) / sqrt(d_k), "
-                                                                  "masked_fill, torch.softmax, @ values.")
-    for cls in ("SelfAttention", "SelfAttentionLinear"):
-        module = C.attempt(lambda: getattr(student.qkv, cls).build(7, 3), cls, "construction")
-        module.to.build(device=device)
-        result = C.attempt(lambda: module.run(args=(x,), watch=course.banned[f"qkv.{cls}"]),
-                           f"{cls}(x)", C.describe(x=x))
-        C.own_implementation(result, cls, "project, then your scaled_dot_product_attention.")
-
-
-@pytest.mark.weight(1)
-@pytest.mark.parametrize("dtype", C.HALF_DTYPES, ids=C.dtype_name)
-def test_half_precision(student, course, device, dtype):
-    """float16 and bfloat16 inputs (CUDA) give results of the same dtype within its tolerance."""
-    C.skip_unless_cuda(device, dtype)
-    q, k, v, x = _qkv_inputs(device, torch.float32, course.seed)
-    _check_sdpa(student, course, *(t.mul(0.5).to(dtype) for t in (q, k, v)))
-    C.seed(course.seed)
-    reference = ref.SelfAttentionLinear(7, 3).to(device, dtype)
-    _check_module(student, course, "SelfAttentionLinear", reference, x.to(dtype), (7, 3), "SelfAttentionLinear", device)
+CONTRACT = Contract(subjects=(
+    Subject("scaled_dot_product_attention", SDPA, OUTPUTS, ((2, 3, 4), (2, 5, 4), (2, 5, 6)),
+            ref.scaled_dot_product_attention, values=lambda student, course, case: _check_sdpa(student, course, *case.args),
+            instead="queries @ keys.transpose(-2, -1) / sqrt(d_k), masked_fill, torch.softmax, @ values.",
+            sizes=(_sdpa_size(2, 3), _sdpa_size(2, 8), _sdpa_size(6, 3)), half=(HalfInputs(0.5),)),
+    Subject("project", PROJECT, ("x", "W_query", "W_key", "W_value"), ((2, 3, 7), (7, 4), (7, 4), (7, 5)), ref.project,
+            values=lambda student, course, case: _check_project(student, course, *case.args), autograd=False,
+            sizes=tuple(Size(size.label, (size.shapes[0], (4, 3), (4, 3), (4, 3))) for size in sequences(4)), half=()),
+    _module("SelfAttention", (7, 3)),
+    _module("SelfAttentionLinear", (7, 3, True), half=(HalfInputs(),)),
+))

@@ -3,6 +3,7 @@ import checks as C
 import pytest
 import strategies as S
 import torch
+from contract import Contract, Size, Subject
 from hypothesis import given
 
 from solutions import quiz as ref
@@ -96,74 +97,10 @@ def test_size_error(student, device):
                     "compare s.shape[-1] with H.shape[-1] and raise ValueError(...) naming them")
 
 
-def _fixed(device, dtype, seed):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(2, 3, generator=g, dtype=torch.float64).to(device, dtype),
-            torch.randn(2, 5, 3, generator=g, dtype=torch.float64).to(device, dtype))
-
-
-@pytest.mark.weight(1)
-def test_float64_kept(student, course, device):
-    """float64 inputs give a float64 result at float64 precision."""
-    _check(student, course, *_fixed(device, torch.float64, course.seed))
-
-
-@pytest.mark.weight(1)
-def test_device_kept(student, course, device):
-    """The result stays on the inputs' device (checked with meta tensors, which have no data)."""
-    s, H = _fixed("cpu", torch.float32, course.seed)
-    ms, mH = C.on_meta((s, H))
-    on = C.describe(s=ms, H=mH)
-    got = C.attempt(lambda: student.quiz.decoder_attention(ms, mH), WHAT, on, C.META_HINT)
-    C.close(got, C.on_meta(ref.decoder_attention(s, H)), what=WHAT, on=on, course=course)
-
-
-@pytest.mark.weight(1)
-def test_autograd(student, course, device):
-    """Gradients flow back to s and H, equal to the reference's (float64)."""
-    s, H = _fixed(device, torch.float64, course.seed)
-    grad_output = torch.randn(2, 3, generator=torch.Generator().manual_seed(course.seed + 1), dtype=torch.float64).to(device)
-    want, _ = C.reference_grads(ref.decoder_attention, (s, H), grad_output)
-    on = C.describe(s=s, H=H)
-    result = C.attempt(lambda: student.quiz.decoder_attention.run(args=(s, H), grad_output=grad_output), WHAT, on)
-    C.grads_close(result, want, ("s", "H"), what=WHAT, on=on, course=course)
-
-
-@pytest.mark.weight(1)
-def test_inputs_not_modified(student, course, device):
-    """s and H are not changed in place."""
-    s, H = _fixed(device, torch.float32, course.seed)
-    on = C.describe(s=s, H=H)
-    result = C.attempt(lambda: student.quiz.decoder_attention.run(args=(s, H), return_args=True), WHAT, on)
-    C.unchanged([s.clone(), H.clone()], result, ("s", "H"), what=WHAT, on=on)
-
-
-@pytest.mark.weight(1)
-def test_vectorized(student, device):
-    """No Python loop over the encoder states or the batch: the number of tensor operations stays the same."""
-    g = torch.Generator().manual_seed(17)
-    runs = [("n=3, batch 2", (2, 3)), ("n=9, batch 2", (2, 9)), ("n=3, batch 6", (6, 3))]
-    calls = [(student.quiz.decoder_attention._target,
-              (torch.randn(B, 4, generator=g).to(device), torch.randn(B, n, 4, generator=g).to(device)), None,
-              {}) for _, (B, n) in runs]
-    try:
-        results = student.session.run_many(calls)
-    except C.StudentError as error:
-        raise C.CheckFailed(f"{WHAT} failed on a batched input: {error}") from None
-    C.vectorized([(label, r) for (label, _), r in zip(runs, results)], WHAT, "the encoder states or the batch")
-
-
-@pytest.mark.weight(1)
-def test_own_implementation(student, course, device):
-    """No built-in attention (torch's scaled_dot_product_attention, nn.MultiheadAttention)."""
-    s, H = _fixed(device, torch.float32, course.seed)
-    result = C.attempt(lambda: student.quiz.decoder_attention.run(args=(s, H), watch=course.banned["quiz.decoder_attention"]), WHAT, C.describe(s=s, H=H))
-    C.own_implementation(result, "decoder_attention", "dot products, torch.softmax over the states, weighted sum.")
-
-
-@pytest.mark.weight(1)
-@pytest.mark.parametrize("dtype", C.HALF_DTYPES, ids=C.dtype_name)
-def test_half_precision(student, course, device, dtype):
-    """float16 and bfloat16 inputs (CUDA) give a result of the same dtype within its tolerance."""
-    C.skip_unless_cuda(device, dtype)
-    _check(student, course, *_fixed(device, dtype, course.seed))
+CONTRACT = Contract(subjects=(
+    Subject("decoder_attention", WHAT, ("s", "H"), ((2, 3), (2, 5, 3)), ref.decoder_attention,
+            values=lambda student, course, case: _check(student, course, *case.args),
+            instead="dot products, torch.softmax over the states, weighted sum.",
+            sizes=(Size("n=3, batch 2", ((2, 4), (2, 3, 4))), Size("n=9, batch 2", ((2, 4), (2, 9, 4))),
+                   Size("n=3, batch 6", ((6, 4), (6, 3, 4)))), loop_over="the encoder states or the batch"),
+))

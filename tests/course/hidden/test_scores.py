@@ -3,6 +3,7 @@ import checks as C
 import pytest
 import strategies as S
 import torch
+from contract import Contract, Size, Subject, sequences
 from hypothesis import given
 
 from solutions import scores as ref
@@ -75,58 +76,6 @@ def test_attention_scores_broadcasts_leading_dims(student, course, device, lead_
 NAMES = {"dot": ("a", "b"), "pairwise_scores": ("x",), "attention_scores": ("queries", "keys")}
 
 
-def _inputs(device, dtype, seed):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(2, 5, 3, generator=g, dtype=torch.float64).to(device, dtype)
-    q = torch.randn(3, 4, 6, generator=g, dtype=torch.float64).to(device, dtype)
-    k = torch.randn(3, 7, 6, generator=g, dtype=torch.float64).to(device, dtype)
-    a, b = (torch.randn(9, generator=g, dtype=torch.float64).to(device, dtype) for _ in range(2))
-    return {"dot": (a, b), "pairwise_scores": (x,), "attention_scores": (q, k)}
-
-
-@pytest.mark.weight(1)
-def test_float64_kept(student, course, device):
-    """float64 inputs give float64 results at float64 precision, for all three functions."""
-    for name, args in _inputs(device, torch.float64, course.seed).items():
-        on = C.describe(**dict(zip(NAMES[name], args)))
-        got = C.attempt(lambda: getattr(student.scores, name)(*args), name, on)
-        C.close(got, getattr(ref, name)(*args), what=name, on=on, course=course)
-
-
-@pytest.mark.weight(1)
-def test_device_kept(student, course, device):
-    """Results stay on the inputs' device (checked with meta tensors, which have no data)."""
-    for name, args in _inputs("cpu", torch.float32, course.seed).items():
-        meta = C.on_meta(args)
-        on = C.describe(**dict(zip(NAMES[name], meta)))
-        got = C.attempt(lambda: getattr(student.scores, name)(*meta), name, on, C.META_HINT)
-        C.close(got, C.on_meta(getattr(ref, name)(*args)), what=name, on=on, course=course)
-
-
-@pytest.mark.weight(1)
-def test_autograd(student, course, device):
-    """Gradients flow back to every input, equal to the reference's (float64)."""
-    g = torch.Generator().manual_seed(course.seed + 1)
-    for name, args in _inputs(device, torch.float64, course.seed).items():
-        function = getattr(ref, name)
-        out = function(*args)
-        grad_output = torch.randn(out.shape, generator=g, dtype=torch.float64).to(device)
-        want, _ = C.reference_grads(function, args, grad_output)
-        on = C.describe(**dict(zip(NAMES[name], args)))
-        result = C.attempt(lambda: getattr(student.scores, name).run(args=args, grad_output=grad_output), name, on)
-        C.grads_close(result, want, NAMES[name], what=name, on=on, course=course)
-
-
-@pytest.mark.weight(1)
-def test_inputs_not_modified(student, course, device):
-    """No function changes its input tensors in place."""
-    for name, args in _inputs(device, torch.float32, course.seed).items():
-        before = [a.clone() for a in args]
-        on = C.describe(**dict(zip(NAMES[name], args)))
-        result = C.attempt(lambda: getattr(student.scores, name).run(args=args, return_args=True), name, on)
-        C.unchanged(before, result, NAMES[name], what=name, on=on)
-
-
 @pytest.mark.weight(1)
 def test_size_errors(student, device):
     """Mismatched sizes raise ValueError: dot of different lengths, attention_scores with different d."""
@@ -139,41 +88,12 @@ def test_size_errors(student, device):
                     "compare queries.shape[-1] with keys.shape[-1] and raise ValueError(...) naming them")
 
 
-@pytest.mark.weight(1)
-def test_vectorized(student, device):
-    """pairwise_scores and attention_scores use no Python loop over the sequence or the batch."""
-    g = torch.Generator().manual_seed(7)
-
-    def x(B, T):
-        return torch.randn(B, T, 4, generator=g).to(device)
-
-    calls = {"pairwise_scores": [("T=3, batch 2", (x(2, 3),)), ("T=8, batch 2", (x(2, 8),)), ("T=3, batch 6", (x(6, 3),))],
-             "attention_scores": [("Tq=3, Tk=4, batch 2", (x(2, 3), x(2, 4))), ("Tq=7, Tk=9, batch 2", (x(2, 7), x(2, 9))),
-                                  ("Tq=3, Tk=4, batch 6", (x(6, 3), x(6, 4)))]}
-    for name, runs in calls.items():
-        target = getattr(student.scores, name)._target
-        try:
-            results = student.session.run_many([(target, args, None, {}) for _, args in runs])
-        except C.StudentError as error:
-            raise C.CheckFailed(f"{name} failed on a batched input: {error}") from None
-        C.vectorized([(label, r) for (label, _), r in zip(runs, results)], name, "tokens or batch elements")
-
-
-@pytest.mark.weight(1)
-def test_dot_own_implementation(student, course, device):
-    """dot is your own: no torch.dot, inner, vdot, matmul, @, einsum or tensordot."""
-    a, b = torch.randn(6, device=device), torch.randn(6, device=device)
-    result = C.attempt(lambda: student.scores.dot.run(args=(a, b), watch=course.banned["scores.dot"]),
-                       "dot(a, b)", C.describe(a=a, b=b))
-    C.own_implementation(result, "dot", "multiply element by element and sum: (a * b).sum().")
-
-
-@pytest.mark.weight(1)
-@pytest.mark.parametrize("dtype", C.HALF_DTYPES, ids=C.dtype_name)
-def test_half_precision(student, course, device, dtype):
-    """float16 and bfloat16 inputs (CUDA) give results of the same dtype within its tolerance."""
-    C.skip_unless_cuda(device, dtype)
-    for name, args in _inputs(device, dtype, course.seed).items():
-        on = C.describe(**dict(zip(NAMES[name], args)))
-        got = C.attempt(lambda: getattr(student.scores, name)(*args), name, on)
-        C.close(got, C.in_float64(getattr(ref, name), *args), what=name, on=on, course=course)
+CONTRACT = Contract(subjects=(
+    Subject("dot", "dot(a, b)", ("a", "b"), ((9,), (9,)), ref.dot,
+            instead="multiply element by element and sum: (a * b).sum()."),
+    Subject("pairwise_scores", "pairwise_scores(x)", ("x",), ((2, 5, 3),), ref.pairwise_scores, sizes=sequences(4)),
+    Subject("attention_scores", "attention_scores(queries, keys)", ("queries", "keys"), ((3, 4, 6), (3, 7, 6)),
+            ref.attention_scores,
+            sizes=(Size("Tq=3, Tk=4, batch 2", ((2, 3, 4), (2, 4, 4))), Size("Tq=7, Tk=9, batch 2", ((2, 7, 4), (2, 9, 4))),
+                   Size("Tq=3, Tk=4, batch 6", ((6, 3, 4), (6, 4, 4))))),
+))

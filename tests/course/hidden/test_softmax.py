@@ -3,6 +3,7 @@ import checks as C
 import pytest
 import strategies as S
 import torch
+from contract import Contract, HalfInputs, Subject
 from hypothesis import given
 
 from solutions import softmax as ref
@@ -93,47 +94,6 @@ def test_rows_of_different_magnitude(student, course, device):
 
 
 @pytest.mark.weight(1)
-def test_float64_kept(student, course, device):
-    """float64 scores give float64 weights at float64 precision."""
-    g = torch.Generator().manual_seed(course.seed + 5)
-    x = torch.randn(3, 5, 4, generator=g, dtype=torch.float64).to(device)
-    _check(student, course, x, 1, 0.5)
-
-
-@pytest.mark.weight(1)
-def test_device_kept(student, course, device):
-    """The weights stay on the scores' device (checked with meta tensors, which have no data)."""
-    x = torch.randn(3, 5, 4)
-    meta = C.on_meta(x)
-    on = _on(meta, 1, 2.0)
-    got = C.attempt(lambda: student.softmax.softmax(meta, dim=1, temperature=2.0), WHAT, on, C.META_HINT)
-    C.close(got, C.on_meta(ref.softmax(x, dim=1, temperature=2.0)), what=WHAT, on=on, course=course)
-
-
-@pytest.mark.weight(1)
-def test_autograd(student, course, device):
-    """Gradients flow back to the scores, equal to the reference's (float64)."""
-    g = torch.Generator().manual_seed(course.seed + 6)
-    x = torch.randn(3, 5, 4, generator=g, dtype=torch.float64).to(device)
-    grad_output = torch.randn(3, 5, 4, generator=g, dtype=torch.float64).to(device)
-    want, _ = C.reference_grads(lambda z: ref.softmax(z, dim=1, temperature=0.5), (x,), grad_output)
-    on = _on(x, 1, 0.5)
-    result = C.attempt(lambda: student.softmax.softmax.run(args=(x,), kwargs={"dim": 1, "temperature": 0.5},
-                                                           grad_output=grad_output), WHAT, on)
-    C.grads_close(result, want, ("x",), what=WHAT, on=on, course=course)
-
-
-@pytest.mark.weight(1)
-def test_input_not_modified(student, course, device):
-    """The scores are not changed in place."""
-    g = torch.Generator().manual_seed(course.seed + 7)
-    x = torch.randn(3, 5, 4, generator=g).to(device) * 3
-    for dim, t in ((-1, 1.0), (0, 2.0)):
-        result = C.attempt(lambda: student.softmax.softmax.run(args=(x, dim, t), return_args=True), WHAT, _on(x, dim, t))
-        C.unchanged([x], result, ("x",), what=WHAT, on=_on(x, dim, t))
-
-
-@pytest.mark.weight(1)
 def test_temperature_error(student, device):
     """A temperature <= 0 raises ValueError."""
     x = torch.randn(2, 3, device=device)
@@ -142,23 +102,9 @@ def test_temperature_error(student, device):
                         "check `temperature <= 0` before computing and raise ValueError(...) saying what it was")
 
 
-@pytest.mark.weight(1)
-def test_own_implementation(student, course, device):
-    """softmax is your own: no softmax or log-softmax of torch (function, method or module)."""
-    x = torch.randn(3, 5, device=device)
-    result = C.attempt(lambda: student.softmax.softmax.run(args=(x,), kwargs={"dim": -1},
-                                                           watch=course.banned["softmax.softmax"]),
-                       WHAT, _on(x, -1, 1.0))
-    C.own_implementation(result, "softmax", "exp of the shifted scores divided by their sum along dim, with "
-                                            "amax/exp/sum (keepdim=True).")
-
-
-@pytest.mark.weight(1)
-@pytest.mark.parametrize("dtype", C.HALF_DTYPES, ids=C.dtype_name)
-def test_half_precision(student, course, device, dtype):
-    """float16 and bfloat16 scores (CUDA) give weights of the same dtype within its tolerance."""
-    C.skip_unless_cuda(device, dtype)
-    g = torch.Generator().manual_seed(course.seed + 8)
-    x = (torch.randn(4, 6, generator=g) * 2).to(device, dtype)
-    _check(student, course, x, -1, 1.0)
-    _check(student, course, x * 50, -1, 1.0)
+CONTRACT = Contract(subjects=(
+    Subject("softmax", WHAT, ("x",), ((3, 5, 4),), ref.softmax, options=(1, 0.5), describe=_on,
+            values=lambda student, course, case: _check(student, course, *case.args),
+            instead="exp of the shifted scores divided by their sum along dim, with amax/exp/sum (keepdim=True).",
+            half=(HalfInputs(2.0, (-1, 1.0)), HalfInputs(100.0, (-1, 1.0)))),
+))
