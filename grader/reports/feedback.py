@@ -116,7 +116,8 @@ def _feedback_html(data: dict, sections: list[Section]) -> str:
         rows = [f"<tr class='{_word(check)}'><td><span class='badge {_word(check)}'>{_word(check)}</span></td>"
                 f"<td>{html(check.what)}" + ("" if check.passed else f"<p class='feedback'>{html(check.feedback)}</p>")
                 + f"</td><td class='num'>{check.points}</td></tr>" for check in section.checks]
-        parts.append("<div class='wide'><table class='checks'><thead><tr><th>result</th><th>check</th>"
+        parts.append(f"<div class='wide'><table class='checks' id='checks-{html(section.module, MAX_NAME)}'><thead><tr>"
+                     "<th>result</th><th>check</th>"
                      f"<th class='num'>points</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
     return html_page(title, "\n".join(parts))
 
