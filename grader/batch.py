@@ -1,5 +1,5 @@
 """Batch: grade a whole class in parallel, resumably, and write the gradebook, feedback pages and class summary
-(``reports.gradebook``, ``reports.feedback``).
+(``reports.gradebook``, ``reports.feedback``, ``reports.summary``).
 
 Every student's results.json is written atomically as soon as it is graded,
 together with a fingerprint of the submission and of the grading material
@@ -35,9 +35,10 @@ from grader.intake import IntakeError, IntakeFault
 from grader.intake.submission import digest, read_submission
 from grader.reports.feedback import write_feedback
 from grader.reports.files import write_json
-from grader.reports.gradebook import write_gradebook, write_summary
+from grader.reports.gradebook import write_gradebook
+from grader.reports.summary import write_summary
 from grader.sandbox.lifeline import die_with_parent
-from grader.similarity.report import class_report
+from grader.similarity.report import class_report, summary_rows
 from grader.text import MAX_NAME, clean
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
@@ -258,6 +259,7 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     os.chmod(staging, 0o700)
     results = load_results(out)
     fingerprints = {e.student: f"{material}:{submission_fingerprint(e, course)}" for e in entries}
+    titles = {e.module: e.title for e in course.exercises}
     todo = [e for e in entries if force or not _up_to_date(results.get(e.student), fingerprints[e.student])]
     counts = {"graded": 0, "errored": 0, "up to date": len(entries) - len(todo)}
 
@@ -268,7 +270,7 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
         data = {**data, "student": entry.student, "graded_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         if is_final(data):
             data["fingerprint"] = fingerprints[entry.student]
-        problem = write_feedback(data, out)
+        problem = write_feedback(data, out, titles)
         if problem:  # recorded, and retried by the next run
             data["feedback"], data["fingerprint"] = problem, None
         write_json(data, out / "results" / f"{entry.student}.json")
@@ -295,8 +297,8 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     shutil.rmtree(staging, ignore_errors=True)
     rows = class_rows()
     write_gradebook(course, out, rows)
-    write_summary(course, out, rows)
-    class_report({e.student: e.path for e in entries}, course.grading.intake, out)  # similarity.html
+    similar = class_report({e.student: e.path for e in entries}, course.grading.intake, out)
+    write_summary(course, out, rows, similar=summary_rows(similar))
     return rows
 
 

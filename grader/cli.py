@@ -117,6 +117,7 @@ def _batch(args) -> int:
     from grader.batch import BatchError, run_batch
     from grader.course import CourseError
     from grader.grade import DeviceError, resolve_device
+    from grader.reports.advice import points
     from grader.text import MAX_NAME, terminal
 
     console = Console(stderr=True, soft_wrap=True)
@@ -134,7 +135,7 @@ def _batch(args) -> int:
     for column in ("student", "score", "status"):
         table.add_column(column)
     for row in rows:
-        table.add_row(terminal(row["student"], MAX_NAME), f"{row['score']:g}/{row['max_score']:g}",
+        table.add_row(terminal(row["student"], MAX_NAME), f"{points(row['score'])}/{points(row['max_score'])}",
                       terminal(row.get("status", "graded")))
     Console().print(table)
     return 0

@@ -14,8 +14,11 @@ One module per host format or report:
 * ``markdown``: the job summary (a table of exercises and points, then what to fix);
 * ``terminal``: the summary printed after a grading;
 * ``feedback``: a student's feedback page, Markdown and HTML, written by batch;
-* ``gradebook``: the class's gradebook.csv and summary.html with its plots, for the instructor, written by batch;
-* ``advice``: the words every report shares (score line, what to fix, the line feedback names, stubs left);
+* ``gradebook``: the class's gradebook.csv, for the instructor, written by batch;
+* ``summary``: the class's summary.html (where the class struggles) with its pictures (``plots``), written by batch;
+* ``page``: the HTML page feedback and summary share (style, print style);
+* ``advice``: the words every report shares (points to two decimals, score line, what to fix, the line feedback
+  names, stubs left);
 * ``files``: atomic writes (``write_atomic``, ``write_json``).
 
 None shows suite code, reference code or hidden values (the only text per test is the feedback written for the

@@ -16,14 +16,20 @@ FEEDBACK_LINE = re.compile(r"\b(?P<file>\w+\.py), line (?P<line>\d+)")
 NOT_IMPLEMENTED = re.compile(r"not implemented yet: (?P<target>\w+\.[\w.]+): fill in this stub")
 
 
+def points(value: float) -> str:
+    """Points as a person reads them: at most two decimals, no trailing zeros (``14.67``, ``2.5``, ``10``); the
+    results files keep full precision."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
 def score_line(grade: Grade) -> str:
     """The plain score line: ``Score: 83.5/100``."""
-    return f"Score: {grade.score:g}/{grade.max_score:g}"
+    return f"Score: {points(grade.score)}/{points(grade.max_score)}"
 
 
 def overview(grade: Grade) -> str:
     """The notes, then one line per exercise: ``softmax: 7.5/10`` (and why it scored nothing, if so)."""
-    lines = [f"{e.module}: {e.score:g}/{e.max_score:g}" + (f" ({clean(e.problem)})" if e.problem else "")
+    lines = [f"{e.module}: {points(e.score)}/{points(e.max_score)}" + (f" ({clean(e.problem)})" if e.problem else "")
              for e in grade.exercises]
     return "\n".join([*map(clean, grade.notes), *lines])
 

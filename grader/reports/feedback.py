@@ -1,22 +1,51 @@
 """Feedback pages: a student's feedback as Markdown and HTML (batch writes ``feedback/<student>.md`` and ``.html``).
 
-Per exercise: its points, what passed and what to fix, read from the student's results.json.
+Per exercise: its points, and each check with a "passed" or "failed" badge (a word and a colour, not an emoji), its
+points and, when it failed, its feedback; an exercise that could not run at all shows why, once. A submission that
+could not be graded gets one paragraph: what was wrong and what to do. Everything is read from the student's
+results.json; points are shown to two decimals (``advice.points``).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+from grader.reports.advice import points
 from grader.reports.files import write_atomic
+from grader.reports.page import html_page
 from grader.text import MAX_NAME, clean, html, markdown
 
+GRADER_FAULT_STATUS = "error: grader error"
+RESUBMIT = ("Check that you handed in the right thing (your exercise files, a .zip of them or your notebook), that "
+            "it opens on your computer, and submit again; ask your instructor if this message stays.")
+REGRADE = "This is a fault of the grader, not of your work: your submission will be graded again."
 
-def write_feedback(data: dict, out: Path) -> str | None:
-    """Per-student feedback as Markdown and HTML: per exercise, what passed and what to fix.
+
+@dataclass(frozen=True)
+class Check:
+    passed: bool
+    what: str  # the check's student-facing name (its docstring line)
+    points: str  # "0 / 2.5"
+    feedback: str
+
+
+@dataclass(frozen=True)
+class Section:
+    module: str
+    title: str
+    points: str  # "7.5 / 10"
+    problem: str  # why the whole exercise could not run, if so
+    checks: list[Check]
+
+
+def write_feedback(data: dict, out: Path, titles: Mapping[str, str] | None = None) -> str | None:
+    """Per-student feedback as Markdown and HTML (``titles``: exercise module -> title, for the headings).
 
     Returns None, or why the pages could not be written (never raises: one student's pages do not stop a batch).
     """
     try:
-        sections = _feedback_sections(data)
+        sections = feedback_sections(data, titles or {})
         write_atomic(_feedback_markdown(data, sections), out / "feedback" / f"{data['student']}.md")
         write_atomic(_feedback_html(data, sections), out / "feedback" / f"{data['student']}.html")
     except Exception as error:  # noqa: BLE001 - a full disk, a results file of an older grader, ...
@@ -24,44 +53,74 @@ def write_feedback(data: dict, out: Path) -> str | None:
     return None
 
 
-def _feedback_sections(data: dict) -> list[tuple[str, str, list[tuple[bool, str, str]]]]:
-    """Per exercise: its name, its points ("7.5 / 10") and its tests as (passed, what it checks, feedback)."""
+def graded(data: dict) -> bool:
+    """Whether a results record is a graded submission (not one that could not be graded)."""
+    return data.get("status", "graded") == "graded"
+
+
+def unreadable_reason(data: dict) -> tuple[str, str]:
+    """Why a submission could not be graded, and what the student should do about it."""
+    status = str(data.get("status", ""))
+    reason = str(data.get("output") or status).removeprefix("cannot grade: ")
+    return reason, REGRADE if status.startswith(GRADER_FAULT_STATUS) else RESUBMIT
+
+
+def feedback_sections(data: dict, titles: Mapping[str, str]) -> list[Section]:
+    """Per exercise of the results (in their order): its points, its problem, and its checks."""
     by_exercise: dict[str, list[dict]] = {}
     for test in data["tests"]:
         by_exercise.setdefault(test["name"].split(":", 1)[0], []).append(test)
-    return [(module, f"{result['score']:g} / {result['max_score']:g}",
-             [(test["status"] == "passed", test["name"].split(": ", 1)[-1], test["output"])
-              for test in by_exercise.get(module, [])])
+    return [Section(module, titles.get(module, ""), f"{points(result['score'])} / {points(result['max_score'])}",
+                    result.get("problem", ""),
+                    [Check(test["status"] == "passed", test["name"].split(": ", 1)[-1],
+                           f"{points(test.get('score', 0))} / {points(test.get('max_score', 0))}", test["output"])
+                     for test in by_exercise.get(module, [])])
             for module, result in data["exercises"].items()]
 
 
-def _feedback_markdown(data: dict, sections) -> str:
-    lines = [f"# Feedback for {markdown(data['student'], MAX_NAME)}", "",
-             f"**Score: {data['score']:g} / {data['max_score']:g}**", ""]
-    if data.get("status", "graded") != "graded":
-        lines += [markdown(data["output"]), ""]
-    for module, points, tests in sections:
-        lines += [f"## {markdown(module, MAX_NAME)}: {points}", ""]
-        lines += [f"- ✅ {markdown(what)}" if passed else f"- ❌ {markdown(what)}  \n  {markdown(output)}"
-                  for passed, what, output in tests]
+def _feedback_markdown(data: dict, sections: list[Section]) -> str:
+    lines = [f"# Feedback for {markdown(data['student'], MAX_NAME)}", ""]
+    if not graded(data):
+        reason, action = unreadable_reason(data)
+        return "\n".join([*lines, f"Your submission could not be graded: {markdown(reason)}", "", action, ""])
+    lines += [f"**Score: {points(data['score'])} / {points(data['max_score'])}**", ""]
+    for section in sections:
+        title = f" ({markdown(section.title, MAX_NAME)})" if section.title else ""
+        lines += [f"## {markdown(section.module, MAX_NAME)}{title}: {section.points} points", ""]
+        if section.problem:
+            lines += [f"This exercise could not run: {markdown(section.problem)}", ""]
+            continue
+        for check in section.checks:
+            if check.passed:
+                lines.append(f"- passed ({check.points}): {markdown(check.what)}")
+            else:
+                lines.append(f"- **failed** ({check.points}): {markdown(check.what)}  \n  {markdown(check.feedback)}")
         lines.append("")
     return "\n".join(lines)
 
 
-def _feedback_html(data: dict, sections) -> str:
-    parts = [f"<h1>Feedback for {html(data['student'], MAX_NAME)}</h1>",
-             f"<p>Score: {data['score']:g} / {data['max_score']:g}</p>"]
-    if data.get("status", "graded") != "graded":
-        parts.append(f"<p>{html(data['output'])}</p>")
-    for module, points, tests in sections:
-        parts.append(f"<h2>{html(module, MAX_NAME)}: {points}</h2>")
-        parts += [f"<p class='test'>✅ {html(what)}</p>" if passed else
-                  f"<p class='test'>❌ {html(what)}</p>\n<p class='hint'>{html(output)}</p>"
-                  for passed, what, output in tests]
-    return html_page(f"Feedback for {clean(data['student'], MAX_NAME)}", "\n".join(parts))
+def _feedback_html(data: dict, sections: list[Section]) -> str:
+    title = f"Feedback for {clean(data['student'], MAX_NAME)}"
+    parts = [f"<h1>Feedback for {html(data['student'], MAX_NAME)}</h1>"]
+    if not graded(data):
+        reason, action = unreadable_reason(data)
+        parts.append(f"<p class='problem'>Your submission could not be graded: {html(reason)}</p><p>{html(action)}</p>")
+        return html_page(title, "\n".join(parts))
+    parts.append(f"<p>Score: <strong>{points(data['score'])} / {points(data['max_score'])}</strong></p>")
+    for section in sections:
+        heading = html(section.module, MAX_NAME) + (f": {html(section.title, MAX_NAME)}" if section.title else "")
+        parts.append(f"<h2>{heading} <span class='muted'>{section.points} points</span></h2>")
+        if section.problem:
+            parts.append(f"<p class='problem'>This exercise could not run: {html(section.problem)}</p>")
+            continue
+        rows = [f"<tr class='{_word(check)}'><td><span class='badge {_word(check)}'>{_word(check)}</span></td>"
+                f"<td>{html(check.what)}" + ("" if check.passed else f"<p class='feedback'>{html(check.feedback)}</p>")
+                + f"</td><td class='num'>{check.points}</td></tr>" for check in section.checks]
+        parts.append(f"<div class='wide'><table class='checks' id='checks-{html(section.module, MAX_NAME)}'><thead><tr>"
+                     "<th>result</th><th>check</th>"
+                     f"<th class='num'>points</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+    return html_page(title, "\n".join(parts))
 
 
-def html_page(title: str, body: str) -> str:
-    """A whole HTML page (feedback pages, the class summary) in one style."""
-    style = "body{font-family:sans-serif;max-width:60em;margin:2em auto}.hint{margin-left:2em;color:#a33}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em}"
-    return f"<!doctype html><html><head><meta charset='utf-8'><title>{html(title)}</title><style>{style}</style></head><body>{body}</body></html>\n"
+def _word(check: Check) -> str:
+    return "passed" if check.passed else "failed"

@@ -14,7 +14,7 @@ from typing import TextIO
 from rich.console import Console
 
 from grader.points import Grade
-from grader.reports.advice import complete, score_line, untouched, what_to_fix
+from grader.reports.advice import complete, points, score_line, untouched, what_to_fix
 from grader.reports.classroom import classroom, classroom_output
 from grader.reports.files import write_atomic, write_json
 from grader.reports.junit import junit_xml
@@ -59,7 +59,7 @@ def annotations(outcome: CiResult) -> list[str]:
             continue
         path, line = outcome.files[exercise.module]
         level = "notice" if untouched(exercise) else "error"
-        title = f"{exercise.module}: {exercise.score:g}/{exercise.max_score:g} points"
+        title = f"{exercise.module}: {points(exercise.score)}/{points(exercise.max_score)} points"
         lines.append(workflow_command(level, what_to_fix(exercise), file=path, line=line, title=title))
     return lines[:MAX_ANNOTATIONS]
 

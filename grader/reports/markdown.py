@@ -8,6 +8,7 @@ from grader.reports.advice import (
     complete,
     failure_text,
     failures,
+    points,
     untouched,
     what_to_fix,
 )
@@ -17,7 +18,7 @@ from grader.text import MAX_NAME, markdown
 def markdown_summary(grade: Grade, *, title: str = "Grade", files: Mapping[str, tuple[str, int]] | None = None) -> str:
     """A job summary: a table of exercises and points, then what to fix, exercise by exercise."""
     files = files or {}
-    out = [f"## {markdown(title)}: {grade.score:g} / {grade.max_score:g}", ""]
+    out = [f"## {markdown(title)}: {points(grade.score)} / {points(grade.max_score)}", ""]
     out += [f"> **Note:** {markdown(note)}" for note in grade.notes]
     if grade.notes:
         out.append("")
@@ -28,9 +29,9 @@ def markdown_summary(grade: Grade, *, title: str = "Grade", files: Mapping[str, 
         mark = "✅" if complete(exercise) else "❌" if exercise.score == 0 else "⚠️"
         path = files.get(exercise.module, (f"exercises/{exercise.module}.py", 0))[0]
         out.append(f"| {number} | {markdown(exercise.title)} | `{markdown(path, MAX_NAME, code=True)}` | "
-                   f"{mark} {exercise.score:g} / {exercise.max_score:g} "
+                   f"{mark} {points(exercise.score)} / {points(exercise.max_score)} "
                    f"| {passed} / {len(applicable)} |")
-    out += [f"| | **total** | | **{grade.score:g} / {grade.max_score:g}** | |", ""]
+    out += [f"| | **total** | | **{points(grade.score)} / {points(grade.max_score)}** | |", ""]
     todo = [e for e in grade.exercises if not complete(e)]
     if not todo:
         out += ["Every check passed: full marks. 🎉", ""]
@@ -41,7 +42,8 @@ def markdown_summary(grade: Grade, *, title: str = "Grade", files: Mapping[str, 
             continue
         path, line = files.get(exercise.module, (f"exercises/{exercise.module}.py", 0))
         where = f"`{markdown(path, MAX_NAME, code=True)}`" + (f" line {line}" if line else "")
-        out.append(f"**{number}. {markdown(exercise.title)}** ({where}): {exercise.score:g} / {exercise.max_score:g}")
+        out.append(f"**{number}. {markdown(exercise.title)}** ({where}): "
+                   f"{points(exercise.score)} / {points(exercise.max_score)}")
         if exercise.problem or untouched(exercise):
             out += [f"- {markdown(what_to_fix(exercise))}", ""]
             continue

@@ -37,7 +37,8 @@ RESULTS_SCHEMA = {
             }}},
         "exercises": {"type": "object", "additionalProperties": {
             "type": "object", "required": ["score", "max_score"],
-            "properties": {"score": {"type": "number"}, "max_score": {"type": "number"}}}},  # (ours)
+            "properties": {"score": {"type": "number"}, "max_score": {"type": "number"},
+                           "problem": {"type": "string"}}}},  # (ours): why the whole exercise scored nothing, if so
         "grader_version": {"type": "string"},  # (ours)
         "device": {"type": "string"},  # (ours)
         "submission_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},  # (ours)
@@ -83,7 +84,8 @@ def results(grade: Grade, *, execution_time: float, device: str, sha256: str,
     return {
         "score": grade.score, "max_score": grade.max_score, "execution_time": round(execution_time, 3),
         "output": overview(grade), "visibility": "visible", "tests": tests,
-        "exercises": {e.module: {"score": e.score, "max_score": e.max_score} for e in grade.exercises},
+        "exercises": {e.module: {"score": e.score, "max_score": e.max_score,
+                                 **({"problem": clean(e.problem)} if e.problem else {})} for e in grade.exercises},
         "grader_version": __version__, "device": device, "submission_sha256": sha256,
     }
 

@@ -6,6 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.points import Grade
+from grader.reports.advice import points
 from grader.text import terminal
 
 
@@ -17,14 +18,14 @@ def print_summary(grade: Grade, console: Console | None = None) -> None:
     console = console or Console()
     table = Table(title="Grade", show_footer=True)
     table.add_column("exercise", footer="total")
-    table.add_column("points", justify="right", footer=f"{grade.score:g}/{grade.max_score:g}")
+    table.add_column("points", justify="right", footer=f"{points(grade.score)}/{points(grade.max_score)}")
     table.add_column("tests passed", justify="right")
     table.add_column("note")
     for exercise in grade.exercises:
         applicable = [t for t in exercise.tests if t.status != "skipped"]
         passed = sum(t.status == "passed" for t in applicable)
         style = "green" if exercise.score == exercise.max_score else "red" if exercise.score == 0 else "yellow"
-        table.add_row(exercise.module, Text(f"{exercise.score:g}/{exercise.max_score:g}", style=style),
+        table.add_row(exercise.module, Text(f"{points(exercise.score)}/{points(exercise.max_score)}", style=style),
                       f"{passed}/{len(applicable)}", terminal(exercise.problem))
     for note in grade.notes:
         console.print(Text.assemble(("note:", "bold yellow"), " ", terminal(note)), soft_wrap=True)

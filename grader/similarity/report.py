@@ -58,6 +58,12 @@ def pair_rows(report: Report) -> list[dict]:
     return rows
 
 
+def summary_rows(report: Report) -> list[dict]:
+    """The flagged pairs in the shape summary.html shows them, each linking its side-by-side view."""
+    return [{"exercise": row["exercise"], "students": (row["a"], row["b"]), "similarity": row["score"],
+             "view": f"similarity.html#{row['anchor']}"} for row in pair_rows(report)]
+
+
 def write_report(report: Report, out: Path) -> None:
     """similarity.html and similarity.json (the rows and the notes) in ``out``."""
     data = {"pairs": pair_rows(report), "compared": report.compared,

@@ -80,12 +80,14 @@ def test_batch_writes_results_gradebook_feedback_and_summary(klass, tmp_path):
     for student in ("good", "buggy", "empty"):
         assert (out / "results" / f"{student}.json").is_file()
         assert (out / "feedback" / f"{student}.md").is_file() and (out / "feedback" / f"{student}.html").is_file()
-    assert "❌" in (out / "feedback" / "buggy.md").read_text()
+    assert "- **failed** (0 / " in (out / "feedback" / "buggy.md").read_text()
+    assert "could not be graded" in (out / "feedback" / "empty.md").read_text()
     summary = (out / "summary.html").read_text()
-    assert "score_histogram.png" in summary and (out / "score_histogram.png").stat().st_size > 0
-    assert (out / "pass_rates.png").stat().st_size > 0
+    for picture in ("score_histogram.png", "exercise_scores.png"):
+        assert f"src='{picture}'" in summary and (out / picture).stat().st_size > 0
     similar = json.loads((out / "similarity.json").read_text(encoding="utf-8"))  # good and buggy hold the same code
     assert {(row["a"], row["b"]) for row in similar["pairs"]} == {("buggy", "good")}
+    assert "<table id='similar'>" in summary and "similarity.html#" in summary, "the summary lists and links the pair"
 
 
 def test_rerun_skips_unchanged_and_regrades_changed(klass, tmp_path):

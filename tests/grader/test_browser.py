@@ -1,0 +1,114 @@
+"""summary.html and a feedback page as a person sees them in headless Chromium, at a laptop's width.
+
+A class with correct, buggy, missing and ungradable submissions (tests/grader/corpus/klass.py) is graded once; each
+test renders a page (tests/grader/browser.py) and checks what is on screen. Without Chromium these tests fail,
+saying how to install it: they never skip.
+"""
+import json
+import re
+import sys
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from grader.batch import run_batch
+from grader.course import COURSE_FILE
+
+sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parent / "corpus")]
+from browser import LAPTOP, BrowserMissing, chromium, probe  # noqa: E402
+from klass import BUGS, HOSTILE_ID, UNGRADABLE  # noqa: E402
+
+pytestmark = pytest.mark.slow
+GRADED = ["ada", "ben", "cy", *BUGS, HOSTILE_ID]
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory) -> Path:
+    try:
+        chromium()
+    except BrowserMissing as error:
+        pytest.fail(str(error))
+    from klass import build_class
+
+    root = tmp_path_factory.mktemp("browser")
+    run_batch(build_class(root / "class"), root / "out", course_file=COURSE_FILE, jobs=2)
+    return root / "out"
+
+
+@pytest.fixture(scope="module")
+def summary(graded_class) -> dict:
+    return probe(graded_class / "summary.html")
+
+
+def test_summary_pictures_load_and_nothing_overflows_a_laptop_screen(summary):
+    """Both pictures loaded (a natural width); the page is no wider than a 1366 px window."""
+    assert {image["src"] for image in summary["images"]} == {"score_histogram.png", "exercise_scores.png"}
+    assert all(image["width"] > 0 for image in summary["images"]), summary["images"]
+    assert summary["innerWidth"] == LAPTOP[0] and summary["scrollWidth"] <= summary["innerWidth"]
+
+
+def test_summary_tables_show_the_graded_students_and_apart_the_ungradable(summary, graded_class):
+    """The student table holds exactly the graded students (the HTML id as text), each linking an existing
+    feedback page; the ungradable ones are listed apart with their reason; the headings read as planned."""
+    students = summary["tables"]["students"]
+    assert sorted(row[0] for row in students) == sorted(GRADED)
+    ungradable = {row[0]: row[1] for row in summary["tables"]["ungradable-table"]}
+    assert set(ungradable) == {name.removesuffix(".zip") for name in UNGRADABLE}
+    assert "not a readable zip file" in ungradable["jon"] and "none of the exercise files" in ungradable["ivy"]
+    assert [src for src in (image["src"] for image in summary["images"]) if "onerror" in src] == []
+    feedback = [link for link in summary["links"] if link.startswith("feedback/")]
+    assert len(feedback) >= len(GRADED) + len(UNGRADABLE)
+    assert all((graded_class / unquote(link)).is_file() for link in feedback), feedback
+    assert summary["headings"][1:] == ["Scores", "Exercises", "Hardest checks", "Misconceptions", "Students",
+                                       "Could not be graded"]
+
+
+def test_summary_counts_the_shared_misconception_and_leaves_out_checks_that_did_not_run(summary):
+    """The softmax misconception three students share is counted as 3; the hardest checks give pass rates as
+    numbers over the students whose exercise ran, never a CUDA-only check."""
+    misconceptions = summary["tables"]["misconceptions"]
+    last_dim = [row for row in misconceptions if "normalize along the last dim whatever" in row[2]]
+    assert len(last_dim) == 1 and last_dim[0][:2] == ["3", "softmax"] and "dee, eli, fay" in last_dim[0][2]
+    hardest = summary["tables"]["hardest"]
+    assert hardest and all(row[0].endswith("%") and " of " in row[1] for row in hardest)
+    assert not [row for row in hardest if "CUDA" in row[3]]
+    rates = [int(row[0].rstrip("%")) for row in hardest]
+    assert rates == sorted(rates) and rates[-1] < 100
+
+
+def test_the_student_table_sorts_by_a_click(summary):
+    """A click on "total" sorts the students by total, lowest first; a second click, highest first."""
+    ascending = [float(total) for total in summary["sorted"]["ascending"]]
+    assert ascending == sorted(ascending) and summary["sorted"]["descending"] == summary["sorted"]["ascending"][::-1]
+    assert ascending[0] < ascending[-1]
+
+
+def test_feedback_page_tells_passed_from_failed_in_words_and_colours(graded_class):
+    """ben's page: "passed" and "failed" badges, no emoji, in two different colours, points per check with at most
+    two decimals, and no horizontal overflow at a laptop's width."""
+    page = probe(graded_class / "feedback" / "ben.html")
+    words = {badge["text"] for badge in page["badges"]}
+    assert words == {"passed", "failed"}
+    colours = {badge["text"]: (badge["color"], badge["background"]) for badge in page["badges"]}
+    assert colours["passed"][0] != colours["failed"][0] and colours["passed"][1] != colours["failed"][1]
+    checks = page["tables"]["checks-scores"]
+    results = json.loads((graded_class / "results" / "ben.json").read_text(encoding="utf-8"))
+    statuses = [test["status"] for test in results["tests"] if test["name"].startswith("scores: ")]
+    assert [row[0] for row in checks] == statuses and {"passed", "failed"} == set(statuses)
+    assert all(re.fullmatch(r"\d+(\.\d{1,2})? / \d+(\.\d{1,2})?", row[2]) for row in checks), checks
+    last = checks[-1]
+    assert [last[0], last[1].split("\n")[0], last[2]] == [
+        "failed", "dot is your own: no torch.dot, inner, vdot, matmul, @, einsum or tensordot.", "0 / 0.5"]
+    assert page["headings"][0] == "Feedback for ben" and "scores: Dot-product scores 5 / 10 points" in page["headings"]
+    assert page["scrollWidth"] <= page["innerWidth"]
+    text = (graded_class / "feedback" / "ben.html").read_text(encoding="utf-8")
+    assert "✅" not in text and "❌" not in text and "14.67 / 100" in text and "14.6667" not in text
+
+
+def test_an_unreadable_submission_gets_one_short_paragraph(graded_class):
+    """The corrupt zip's page: its heading and what was wrong and what to do, no exercise heading."""
+    page = probe(graded_class / "feedback" / "jon.html")
+    assert page["headings"] == ["Feedback for jon"] and not page["badges"]
+    text = (graded_class / "feedback" / "jon.html").read_text(encoding="utf-8")
+    assert "not a readable zip file" in text and "submit again" in text

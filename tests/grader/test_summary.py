@@ -1,0 +1,124 @@
+"""The class summary's figures from hand-made results: what counts, for whom, and how it is shown."""
+from html.parser import HTMLParser
+
+import pytest
+
+from grader.course import COURSE_FILE, load_course
+from grader.reports import plots
+from grader.reports.advice import points
+from grader.reports.feedback import write_feedback
+from grader.reports.summary import hardest_checks, misconceptions, write_summary
+
+HINT = "you normalize along the last dim whatever `dim` says: reduce along `dim`"
+
+
+def _test(module, what, status, output="", score=1.0):
+    return {"name": f"{module}: {what}", "status": status, "output": output,
+            "score": score if status == "passed" else 0.0, "max_score": score}
+
+
+def _row(student, tests, exercises, status="graded"):
+    return {"student": student, "status": status, "tests": tests, "exercises": exercises, "output": "",
+            "score": sum(e["score"] for e in exercises.values()),
+            "max_score": sum(e["max_score"] for e in exercises.values())}
+
+
+def _class():
+    """Three graded students (two share a softmax hint; carl's softmax.py is missing, so its CUDA-only check
+    failed), and one who could not be graded."""
+    ran = {"softmax": {"score": 5.0, "max_score": 10}, "scores": {"score": 10.0, "max_score": 10}}
+    wrong = f"softmax(x, dim): wrong values on x (2, 3) float32 on cpu, dim=0. Hint: {HINT}."
+    ann = _row("ann", [_test("softmax", "Equals torch.softmax", "failed", wrong),
+                       _test("softmax", "Equals torch.softmax", "failed", wrong),
+                       _test("softmax", "Temperature <= 0 raises", "passed"), _test("scores", "dot", "passed")], ran)
+    bob = _row("bob", [_test("softmax", "Equals torch.softmax", "failed", wrong),
+                       _test("softmax", "Temperature <= 0 raises", "passed"),
+                       _test("scores", "dot", "failed", f"wrong. Hint: {HINT}.")], ran)
+    missing = "softmax.py is not in the submission"
+    carl = _row("carl", [_test("softmax", "Equals torch.softmax", "failed", missing),
+                         _test("softmax", "float16 inputs (CUDA) keep their dtype", "failed", missing),
+                         _test("scores", "dot", "passed")],
+                {"softmax": {"score": 0.0, "max_score": 10, "problem": missing},
+                 "scores": {"score": 10.0, "max_score": 10}})
+    dan = _row("<b>dan</b>", [], {"softmax": {"score": 0, "max_score": 10}, "scores": {"score": 0, "max_score": 10}},
+               status="error: cannot grade: dan.zip is not a readable zip file")
+    dan["output"] = "cannot grade: dan.zip is not a readable zip file"
+    return [ann, bob, carl, dan]
+
+
+def test_points_are_rounded_to_two_decimals():
+    assert [points(v) for v in (14.666666, 10.0, 2.5, 0, 0.004, 99.999)] == ["14.67", "10", "2.5", "0", "0", "100"]
+
+
+def test_hardest_checks_count_students_whose_exercise_ran():
+    """A check counts once per student (all its cases must pass), only for students whose exercise could run: the
+    CUDA-only check that failed only with a missing file is not listed, and carl's missing softmax.py is no failure."""
+    graded = _class()[:3]
+    checks = {(c.exercise, c.what): (c.passed, c.applied) for c in hardest_checks(graded)}
+    assert checks == {("softmax", "Equals torch.softmax"): (0, 2), ("scores", "dot"): (2, 3)}
+    assert [c.what for c in hardest_checks(graded)] == ["Equals torch.softmax", "dot"]
+
+
+def test_misconceptions_count_students_per_exercise_and_hint():
+    """One hint given twice to ann counts her once; the same hint in another exercise is another misconception."""
+    found = [(m.exercise, m.hint, m.students) for m in misconceptions(_class()[:3])]
+    assert found == [("softmax", HINT, ("ann", "bob")), ("scores", HINT, ("bob",))]
+
+
+class Collector(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.links, self.text = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.links += [value for name, value in attrs if name in ("href", "src")]
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+@pytest.fixture
+def course():
+    return load_course(COURSE_FILE)
+
+
+def test_the_ungradable_are_listed_apart_and_out_of_the_statistics(tmp_path, course):
+    """The mean is that of the three graded students; dan is listed with his reason, escaped, linking his page;
+    no similar-pairs section without pairs, one with them."""
+    rows = _class()
+    write_summary(course, tmp_path, rows)
+    page = (tmp_path / "summary.html").read_text(encoding="utf-8")
+    mean = sum(row["score"] for row in rows[:3]) / 3
+    assert f"mean {points(mean)}" in page and "4 submissions: 3 graded, 1 could not be graded" in page
+    collector = Collector()
+    collector.feed(page)
+    assert "b" not in collector.tags and "&lt;b&gt;dan&lt;/b&gt;" in page
+    assert "dan.zip is not a readable zip file" in page and "Similar pairs" not in page
+    assert set(collector.links) == {"score_histogram.png", "exercise_scores.png", "#ungradable", "feedback/ann.html",
+                                    "feedback/bob.html", "feedback/carl.html", "feedback/%3Cb%3Edan%3C%2Fb%3E.html"}
+    pair = {"exercise": "softmax", "students": ("ann", "bob"), "similarity": 0.93}
+    write_summary(course, tmp_path, rows, similar=[pair])
+    page = (tmp_path / "summary.html").read_text(encoding="utf-8")
+    assert "Similar pairs" in page and "93%" in page
+
+
+def test_pictures_count_whole_students(tmp_path, course, monkeypatch):
+    """Every student axis of the pictures has whole-number ticks only."""
+    figures = []
+    monkeypatch.setattr(plots, "_save_png", lambda figure, path: figures.append(figure))
+    write_summary(course, tmp_path, _class())
+    assert len(figures) == 2
+    for figure in figures:
+        for axes in figure.axes:
+            if axes.get_visible():
+                assert all(float(tick).is_integer() for tick in axes.get_yticks()), axes.get_yticks()
+
+
+def test_feedback_of_an_exercise_that_could_not_run_is_one_paragraph(tmp_path):
+    """carl's missing softmax.py: one line saying so, no list of failed checks; his passed check has a badge."""
+    carl = _class()[2]
+    assert write_feedback(carl, tmp_path, {"softmax": "Softmax"}) is None
+    markdown = (tmp_path / "feedback" / "carl.md").read_text(encoding="utf-8")
+    assert "## softmax (Softmax): 0 / 10 points" in markdown and "CUDA" not in markdown
+    assert markdown.count("softmax.py is not in the submission") == 1 and "- passed (1 / 1): dot" in markdown
