@@ -123,18 +123,13 @@ def test_corpus_layout():
 
 @pytest.mark.slow
 def test_references_get_full_marks(zygote, build):
-    """solutions/ itself: 100 %, also where the CUDA-only checks apply (every test passed, weights as graded)."""
+    """solutions/ itself: 100 %, every test passed and none skipped (the same list on every device)."""
     from grader.grade import grade_submission
-    from grader.points import score
 
     grade = grade_submission(build(None), course(), zygote).grade
     assert grade.score == grade.max_score == course().total_points, [
         f"{t.name}: {t.feedback}" for t in grade.tests if t.status == "failed"]
-    # On CUDA nothing is skipped: scored with every test applicable (and passed), the weights still give full marks.
-    everything = {"tests": [{"nodeid": t.name, "outcome": "passed", "metadata": {"exercise": t.exercise, "weight": t.weight}}
-                            for t in grade.tests]}
-    on_cuda = score(everything, course())
-    assert on_cuda.score == course().total_points, {e.module: e.score for e in on_cuda.exercises}
+    assert all(t.status == "passed" for t in grade.tests)
 
 
 @pytest.mark.slow

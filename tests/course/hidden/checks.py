@@ -626,12 +626,6 @@ def detached(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.detach().clone() for name, p in module.named_parameters()}
 
 
-def skip_unless_cuda(device: torch.device, dtype) -> None:
-    import pytest
-    if device.type != "cuda":
-        pytest.skip(f"{dtype_name(dtype)} is checked on CUDA only")
-
-
 META_HINT = ("meta tensors (used here to check that your code keeps the input's device) have shapes but no values: "
              "avoid .item(), .tolist(), Python ifs on tensor values, and tensors created without device=x.device")
 

@@ -14,9 +14,11 @@ CONTRACTS = contracts(Path(__file__).parent)
 
 
 def exercises(prop: str, *variants) -> list:
-    """One case per exercise that has ``prop`` (and per variant, e.g. dtype), under the exercise's marker and weight."""
+    """One case per exercise that has ``prop`` (and per variant, e.g. dtype), under the exercise's marker and weight;
+    every property is a rule (paid as far as the exercise's values are right)."""
     return [pytest.param(exercise, contract, *([variant] if variants else []),
-                         marks=[getattr(pytest.mark, exercise), pytest.mark.weight(contract.weight(prop))],
+                         marks=[getattr(pytest.mark, exercise), pytest.mark.weight(contract.weight(prop)),
+                                pytest.mark.rule],
                          id="-".join([exercise, *([C.dtype_name(variant)] if variants else [])]))
             for exercise, contract in CONTRACTS.items() if contract.applies(prop)
             for variant in (variants or [None])]
@@ -111,8 +113,7 @@ def test_vectorized(student, course, device, exercise, contract):
 
 @pytest.mark.parametrize("exercise, contract, dtype", exercises("half_precision", *C.HALF_DTYPES))
 def test_half_precision(student, course, device, exercise, contract, dtype):
-    """float16 and bfloat16 inputs and modules (CUDA) give results of the same dtype within its tolerance."""
-    C.skip_unless_cuda(device, dtype)
+    """float16 and bfloat16 inputs and modules give results of the same dtype within its tolerance."""
     for subject in (s for s in contract.subjects if s.half):
         checked = case(student, exercise, subject, device, dtype, course.seed)
         tensors = checked.args[:len(subject.args)]

@@ -93,6 +93,7 @@ def test_rows_of_different_magnitude(student, course, device):
     _check(student, course, x.T.contiguous(), 0, 1.0, rtol=rtol, atol=atol, nonfinite=C.ROW_MAX)
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 def test_temperature_error(student, device):
     """A temperature <= 0 raises ValueError."""
