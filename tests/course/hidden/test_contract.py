@@ -98,8 +98,9 @@ def test_device_kept(student, course, device, exercise, contract):
 
 @pytest.mark.parametrize("exercise, contract", exercises("autograd"))
 def test_autograd(student, course, device, exercise, contract):
-    """Gradients flow back to every input (and parameter), equal to the derivative of your own result (checked
-    against the change of the result along a random direction, in float32: precision is float64_kept's to judge)."""
+    """Gradients reach every input (and parameter) and equal the derivative of your own result.
+
+    Checked against the change of the result along a random direction, in float32 (precision is float64_kept's)."""
     g = torch.Generator().manual_seed(course.seed + 1)
     for subject in (s for s in contract.subjects if s.autograd):
         checked = case(student, exercise, subject, device, torch.float32, course.seed)
