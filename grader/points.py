@@ -1,4 +1,10 @@
-"""Scores: points per test and per exercise, from pytest-json-report's report and course.yaml."""
+"""Scores: points per test and per exercise, from pytest-json-report's report and course.yaml.
+
+Each test of the hidden suites is a *values* check (results equal the reference's) or a *rule* (marked ``rule``:
+errors raised, inputs not modified, device and dtype kept, autograd, vectorized, own implementation, ...). A rule
+holds for any result, zeros included, so it pays only as far as the results are right: a passed rule earns its
+share times the fraction of the exercise's values weight that passed. Zeros, constants and stubs earn nothing.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,6 +12,7 @@ from dataclasses import dataclass, field
 from grader.course import Course
 
 STAGES = ("setup", "call", "teardown")
+VALUES, RULE = "values", "rule"
 
 
 @dataclass
@@ -18,6 +25,7 @@ class TestScore:
     score: float
     max_score: float
     feedback: str = ""
+    kind: str = VALUES  # values or rule
 
 
 @dataclass
@@ -61,8 +69,27 @@ def _feedback(test: dict) -> str:
     return next((metadata[f"feedback_{s}"] for s in STAGES if metadata.get(f"feedback_{s}")), "")
 
 
+def _kind(test: dict) -> str:
+    return test.get("metadata", {}).get("kind", VALUES)
+
+
+def values_right(tests: list[dict]) -> float:
+    """The share of the values checks' weight that passed (skipped checks do not apply): what the rules are paid
+    (nothing where no values check ran, e.g. a selection of rules alone)."""
+    values = [t for t in tests if _kind(t) == VALUES and _status(t) != "skipped"]
+    total = sum(t["metadata"]["weight"] for t in values)
+    return sum(t["metadata"]["weight"] for t in values if _status(t) == "passed") / total if total else 0.0
+
+
+def _rule_note(right: float) -> str:
+    if right == 0:
+        return "this rule holds, and earns credit once the values checks pass (rules pay only with right results)"
+    return (f"this rule holds, and earns {right:.0%} of its credit, as {right:.0%} of the values checks (by weight) "
+            f"pass (rules pay only with right results)")
+
+
 def score(report: dict, course: Course, problems: dict[str, str] | None = None) -> Grade:
-    """Points for every test and exercise. A skipped test does not apply (e.g. a CUDA-only check on CPU)."""
+    """Points for every test and exercise. A skipped test does not apply; a rule pays as far as the values are right."""
     problems = problems or {}
     by_exercise: dict[str, list[dict]] = {}
     for test in report.get("tests", []):
@@ -73,14 +100,16 @@ def score(report: dict, course: Course, problems: dict[str, str] | None = None) 
         if not tests:
             raise ValueError(f"the hidden suites hold no test of {exercise.module}")
         applicable = sum(t["metadata"]["weight"] for t in tests if _status(t) != "skipped")
-        scored = []
+        right = values_right(tests)
+        scored, earned = [], 0.0
         for test in tests:
-            status, weight = _status(test), test["metadata"]["weight"]
+            status, weight, kind = _status(test), test["metadata"]["weight"], _kind(test)
             share = exercise.points * weight / applicable if applicable and status != "skipped" else 0.0
+            paid = share * (right if kind == RULE else 1.0) if status == "passed" else 0.0
+            earned += paid
+            feedback = _rule_note(right) if kind == RULE and status == "passed" and right < 1 else _feedback(test)
             scored.append(TestScore(exercise.module, test["nodeid"], test["metadata"].get("doc", ""), weight, status,
-                                    round(share if status == "passed" else 0.0, 4), round(share, 4), _feedback(test)))
-        passed = sum(t["metadata"]["weight"] for t in tests if _status(t) == "passed")
-        earned = round(exercise.points * passed / applicable, 4) if applicable else 0.0
-        exercises.append(ExerciseScore(exercise.module, exercise.title, earned, exercise.points,
+                                    round(paid, 4), round(share, 4), feedback, kind))
+        exercises.append(ExerciseScore(exercise.module, exercise.title, round(earned, 4), exercise.points,
                                        problems.get(exercise.module, ""), scored))
     return Grade(exercises)

@@ -78,6 +78,8 @@ class GradingPlugin:
         for module in MODULES:
             config.addinivalue_line("markers", f"{module}: a test of the {module} exercise")
         config.addinivalue_line("markers", "weight(n): the test's share of its exercise's points (default 1)")
+        config.addinivalue_line("markers", "rule: a rule any result may follow (errors, in place, device, autograd, ...), "
+                                           "paid in proportion to its exercise's values checks (grader/points.py)")
 
     def pytest_collection_modifyitems(self, items):
         for item in items:
@@ -92,7 +94,8 @@ class GradingPlugin:
             item.repr_failure = _failure_text
             weight = item.get_closest_marker("weight")
             doc = (item.function.__doc__ or item.name).strip().splitlines()[0] if hasattr(item, "function") else item.name
-            self._about[item.nodeid] = {"exercise": exercise, "weight": float(weight.args[0]) if weight else 1.0, "doc": doc}
+            self._about[item.nodeid] = {"exercise": exercise, "weight": float(weight.args[0]) if weight else 1.0,
+                                        "doc": doc, "kind": "rule" if item.get_closest_marker("rule") else "values"}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem):

@@ -4,8 +4,8 @@ Each case copies solutions/ into a temporary folder, replaces one module (quiz.p
 hostile one from tests/grader/hostile/<trick>/ and grades it through the real pipeline and the real
 hidden suites. For every case:
 
-* the trick earns nothing: its exercise scores 0, or, for tricks that return values, no more
-  than plain zeros of the right shape score (tests/grader/hostile/zeros, the ``baseline`` fixture);
+* the trick earns nothing: its exercise scores 0, as zeros of the right shape that follow every rule do
+  (tests/grader/hostile/zeros, the ``baseline`` fixture: rules pay only with right results);
 * where the case grades the whole submission, every other exercise gets full marks;
 * the run ends well within the limits of the test course (course.yaml with call_seconds: 2);
 * nothing is left behind: no /tmp/grader-* folder, no child of the zygote, no process the
@@ -112,12 +112,27 @@ def course(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def baseline(zygote, course, tmp_path_factory) -> float:
-    """What quiz.py returning zeros of the right shape, dtype and device scores (tests/grader/hostile/zeros): the checks
-    that hold for any such result. A trick that returns values must not score more than this."""
+    """What quiz.py returning zeros of the right shape, dtype and device, following every rule, scores
+    (tests/grader/hostile/zeros): nothing, since rules pay only with right results. A trick that returns values must
+    not score more than this."""
     results = grade(hostile_submission(tmp_path_factory.mktemp("baseline"), "zeros"), course, zygote, "quiz")
     score = results["exercises"]["quiz"]["score"]
-    assert score < results["exercises"]["quiz"]["max_score"]
+    assert score == 0, outputs(results, "quiz")
     return score
+
+
+def test_zeros_that_follow_every_rule_earn_nothing(tmp_path, zygote, course):
+    """A submission whose every function returns zeros of the right shape, dtype and device (kept in the autograd
+    graph, raising the right errors, its modules creating the right parameters and buffers) scores 0 in every
+    exercise: the rules it follows pay only with right results."""
+    folder = hostile_submission(tmp_path, "zeros")
+    for module in MODULES:
+        source = (HOSTILE / "zeros" / f"{module}.py").read_text(encoding="utf-8")
+        (folder / f"{module}.py").write_text(source, encoding="utf-8")
+    results = grade(folder, course, zygote)
+    assert results["score"] == 0, {name: outputs(results, name) for name in MODULES}
+    passed = {t["name"] for t in results["tests"] if t["status"] == "passed"}
+    assert len(passed) >= 2 * len(MODULES), passed  # rules it follows: they hold, and earn nothing
 
 
 @pytest.fixture

@@ -40,6 +40,15 @@ from grader.sandbox.seed import seed_torch
 from grader.suites.plugin import CheckFailed
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
+DEFERRED = ("not judged yet: this rule is checked once the values are right on the same inputs (the values checks "
+            "say what is wrong)")
+DTYPE_HINT = ("Hint: no .float()/.double(), no hard-coded dtype=... when you create tensors: use x.dtype, "
+              "x.new_*(...) or torch.*_like(x)")
+LESS_PRECISE = ("the float64 result is less precise than its input: right at float32 precision, not at float64, so "
+                "part of it is computed in float32 (a .float(), or a tensor created without dtype=x.dtype) and cast "
+                "back. Hint: keep the input's dtype throughout")
+CUT_HINT = ("Hint: something cuts the autograd graph between the inputs and the result: .detach(), .data, .item(), "
+            ".tolist(), torch.tensor(...) of a computed value, or an in-place copy into a new tensor.")
 
 
 # ---------------------------------------------------------------- describing inputs (never their values)
@@ -283,8 +292,7 @@ def close(got, want: torch.Tensor, *, what: str, on: str, course=None, rtol: flo
         raise CheckFailed(f"{what}: the result's shape has {shape_fact(got.shape, want.shape)} on {on}; expected "
                           f"{shape(want)}.{_hint(found)}")
     if check_dtype and got.dtype != want.dtype:
-        note = dtype_note or ("the input's dtype. Hint: no .float()/.double(), no hard-coded dtype=... when you create "
-                              "tensors: use x.dtype, x.new_*(...) or torch.*_like(x)")
+        note = dtype_note or f"the input's dtype. {DTYPE_HINT.rstrip('.')}"
         raise CheckFailed(f"{what}: {dtype_name(got.dtype)} result on {on}; expected {dtype_name(want.dtype)}, {note}.")
     if got.device.type != want.device.type:
         raise CheckFailed(f"{what}: result on {got.device.type} for inputs on {want.device.type} ({on}). "
@@ -328,37 +336,13 @@ def rows_sum_to_one(dim: int = -1, what: str = "weights"):
 
 # ---------------------------------------------------------------- gradients, in-place changes, operator counts, built-ins
 
-def grads_close(result: CallResult, want: Sequence[torch.Tensor | None], names: Sequence[str], *, what: str, on: str,
-                course, params: dict | None = None, want_params: dict | None = None):
-    """Gradients that reached the inputs (and parameters) must equal the reference's."""
-    got = list(result.arg_grads or [])
-    pairs = [(f"the input {n}", g, w) for n, g, w in zip(names, got + [None] * len(names), want)]
-    for name in sorted(want_params or {}):
-        pairs.append((f"the parameter {name}", (result.param_grads or {}).get(name), want_params[name]))
-    for label, g, w in pairs:
-        if w is None:
-            continue
-        if g is None:
-            raise CheckFailed(f"no gradient reaches {label} of {what} ({on}). Hint: something cuts the autograd graph "
-                              f"between {label.split()[-1]} and the result: .detach(), .data, .item(), .tolist(), "
-                              f"torch.tensor(...) of a computed value, or an in-place copy into a new tensor.")
-        close(g, w, what=f"the gradient of {what} with respect to {label}", on=on, course=course,
-              generic="if the values checks fail too, fix those first; otherwise part of the result is computed "
-                      "outside autograd (detached, or rebuilt from numbers) or at a lower precision than the input.")
-
-
-def reference_grads(function: Callable, args: Sequence, grad_output: torch.Tensor, module: torch.nn.Module | None = None):
-    """(input grads, parameter grads) of the reference ``function(*args)`` for ``grad_output``."""
-    leaves = [a.detach().clone().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-              for a in args]
-    if module is not None:
-        module.zero_grad(set_to_none=True)
-    out = function(*leaves)
-    out = out[0] if isinstance(out, (tuple, list)) else out
-    out.backward(grad_output)
-    grads = [a.grad if isinstance(a, torch.Tensor) and a.is_floating_point() else None for a in leaves]
-    params = {n: p.grad.detach().clone() for n, p in module.named_parameters()} if module is not None else None
-    return grads, params
+def kept_on(got, device_type: str, *, what: str, on: str) -> None:
+    """Every tensor of the result ``got`` is on ``device_type`` (what else is wrong with it, the values checks say)."""
+    for item in got if isinstance(got, (tuple, list)) else (got,):
+        if isinstance(item, torch.Tensor) and item.device.type != device_type:
+            raise CheckFailed(f"{what}: result on {item.device.type} for inputs on {device_type} ({on}). Hint: a device "
+                              f"is hard-coded: create tensors with device=x.device (or torch.*_like, x.new_*), and "
+                              f"register fixed tensors of a module as buffers so that they follow .to(device).")
 
 
 def unchanged(before: Sequence, result: CallResult, names: Sequence[str], *, what: str, on: str):
@@ -624,12 +608,6 @@ def _cast(value, dtype):
 def detached(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     """The module's parameters as plain tensors, by name (what ``load_params`` sends)."""
     return {name: p.detach().clone() for name, p in module.named_parameters()}
-
-
-def skip_unless_cuda(device: torch.device, dtype) -> None:
-    import pytest
-    if device.type != "cuda":
-        pytest.skip(f"{dtype_name(dtype)} is checked on CUDA only")
 
 
 META_HINT = ("meta tensors (used here to check that your code keeps the input's device) have shapes but no values: "

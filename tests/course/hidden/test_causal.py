@@ -74,6 +74,7 @@ def test_causal_mask(student, course, T):
         raise C.CheckFailed(f"causal_mask(T) is wrong for {on}. Hint: {hint}")
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 def test_causal_mask_device(student, course):
     """causal_mask(T, device=...) creates the mask on that device (checked with the meta device)."""
@@ -85,6 +86,7 @@ def test_causal_mask_device(student, course):
 
 # ---------------------------------------------------------------- CausalAttention
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 @S.examples(2)
 @given(case=S.causal_cases())
@@ -123,6 +125,7 @@ def test_shorter_than_context(student, course, device):
         _check(student, course, module, reference, x, 9)
 
 
+@pytest.mark.rule
 @pytest.mark.weight(2)
 @S.examples(4)
 @given(drawn=S.with_split(S.causal_cases()))
@@ -179,6 +182,7 @@ def test_dropout_eval(student, course, device):
                         "F.dropout(..., training=self.training).")
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 def test_context_length_error(student, device):
     """A sequence longer than context_length raises ValueError."""

@@ -32,6 +32,7 @@ def test_one_hot_values(student, course, drawn):
                           lambda: ref.one_hot(index + 1, n))])
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 def test_one_hot_error(student):
     """one_hot raises ValueError for an index outside 0..n-1 (negative ones included)."""
@@ -84,6 +85,7 @@ def test_attention_default_temperature(student, course, device):
             course=course, hints=C.dictionary_hints(Q.double(), K.double(), V.double(), 1.0))
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 def test_attention_errors(student, device):
     """attention raises ValueError for a temperature <= 0 and for mismatched sizes."""
@@ -128,6 +130,7 @@ def test_lookup_values(student, course, drawn, t):
                     "position; return attention(q, K, V, temperature) as a float32 vector.")
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 def test_lookup_missing_key(student):
     """lookup raises KeyError for a key that is not in the table."""

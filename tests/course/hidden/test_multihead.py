@@ -43,6 +43,7 @@ def _check(student, course, module, reference, x, heads, context_length, what=WH
                                "(B, T, d_out), out_proj.")
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 @S.examples(2)
 @given(case=S.multihead_cases())
@@ -113,6 +114,7 @@ def test_head_scaling(student, course, device):
            generic="divide each head's scores by math.sqrt(head_dim), head_dim = d_out // num_heads.")
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 @S.examples(4)
 @given(drawn=S.with_split(S.multihead_cases()))
@@ -168,6 +170,7 @@ def test_dropout_eval(student, course, device):
                         "F.dropout(..., training=self.training).")
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 def test_errors(student, device):
     """d_out not divisible by num_heads raises ValueError, and so does a sequence longer than context_length."""

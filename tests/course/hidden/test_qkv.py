@@ -54,6 +54,7 @@ def test_project_values(student, course, device, case):
     _check_project(student, course, x, Wq, Wk, Wv)
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 def test_project_errors(student, device):
     """project raises ValueError when a weight's first dim is not d_in or W_query and W_key widths differ."""
@@ -114,6 +115,7 @@ def test_sdpa_large_scores(student, course, device):
     _check_sdpa(student, course, q.to(device), k.to(device), v.to(device), rtol=rtol, atol=atol)
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 def test_sdpa_errors(student, device):
     """scaled_dot_product_attention raises ValueError on mismatched d_k or mismatched Tk."""
@@ -127,6 +129,7 @@ def test_sdpa_errors(student, device):
 
 # ---------------------------------------------------------------- SelfAttention and SelfAttentionLinear
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 @S.examples(2)
 @given(case=S.modules(batch=(0, 0)))
@@ -141,6 +144,7 @@ def test_self_attention_seeded_init(student, course, device, case):
                     "create W_query, W_key, W_value in that order, each nn.Parameter(torch.rand(d_in, d_out)).")
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 @S.examples(2)
 @given(case=S.modules(batch=(0, 0)), bias=st.booleans())

@@ -88,6 +88,7 @@ def test_large_scores(student, course, device):
     _check(student, course, s.to(device), H.to(device), rtol=rtol, atol=atol)
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 def test_size_error(student, device):
     """decoder_attention raises ValueError when s and H have different last dims."""

@@ -76,6 +76,7 @@ def test_attention_scores_broadcasts_leading_dims(student, course, device, lead_
 NAMES = {"dot": ("a", "b"), "pairwise_scores": ("x",), "attention_scores": ("queries", "keys")}
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 def test_size_errors(student, device):
     """Mismatched sizes raise ValueError: dot of different lengths, attention_scores with different d."""
