@@ -14,6 +14,7 @@ import pytest
 
 from grader.batch import run_batch
 from grader.course import COURSE_FILE
+from grader.reports.advice import points
 
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parent / "corpus")]
 from browser import LAPTOP, BrowserMissing, chromium, probe  # noqa: E402
@@ -100,10 +101,15 @@ def test_feedback_page_tells_passed_from_failed_in_words_and_colours(graded_clas
     assert all(re.fullmatch(r"\d+(\.\d{1,2})? / \d+(\.\d{1,2})?", row[2]) for row in checks), checks
     names = [test["name"].removeprefix("scores: ") for test in results["tests"] if test["name"].startswith("scores: ")]
     assert [row[1].split("\n")[0] for row in checks] == names
-    assert page["headings"][0] == "Feedback for ben" and "scores: Dot-product scores 5 / 10 points" in page["headings"]
+    scores = results["exercises"]["scores"]
+    assert page["headings"][0] == "Feedback for ben"
+    assert f"scores: Dot-product scores {points(scores['score'])} / {points(scores['max_score'])} points" in page["headings"]
     assert page["scrollWidth"] <= page["innerWidth"]
     text = (graded_class / "feedback" / "ben.html").read_text(encoding="utf-8")
-    assert "✅" not in text and "❌" not in text and "14.67 / 100" in text and "14.6667" not in text
+    total = f"{points(results['score'])} / {points(results['max_score'])}"
+    assert "✅" not in text and "❌" not in text and total in text
+    assert round(results["score"], 2) != results["score"], "ben's score has more than two decimals: the check needs one"
+    assert f"{results['score']:.4f}" not in text, "two decimals at most where a person reads the score"
 
 
 def test_an_unreadable_submission_gets_one_short_paragraph(graded_class):
