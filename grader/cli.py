@@ -53,7 +53,7 @@ def _grade(args) -> int:
     from grader.grade import DeviceError, grade_submission, resolve_device
     from grader.intake import IntakeError
     from grader.reports import print_summary, write_json
-    from grader.sandbox.client import GraderFault
+    from grader.sandbox.problems import GraderFault
     from grader.text import terminal
 
     console = Console(stderr=True, soft_wrap=True)
