@@ -1,3 +1,4 @@
+"""`python -m grader`: the command line (grader.cli)."""
 from grader.cli import main
 
 if __name__ == "__main__":

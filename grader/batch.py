@@ -175,7 +175,7 @@ def _give_this_process_its_own_sandbox_uid():
     that no other live process holds (a lock file per uid; see ``sandbox.lease_sandbox_uid``)."""
     global _sandbox_uid_lease
     if _sandbox_uid_lease[0] != os.getpid():  # a forked process shares its parent's lock: it needs its own
-        from grader.sandbox.confine import SANDBOX_UID, lease_sandbox_uid
+        from grader.sandbox.uids import SANDBOX_UID, lease_sandbox_uid
 
         uid, fd = lease_sandbox_uid(SANDBOX_UID + 1)
         _sandbox_uid_lease = (os.getpid(), fd)

@@ -56,7 +56,7 @@ def _grade(args) -> int:
     from grader.intake import IntakeError
     from grader.reports.files import write_json
     from grader.reports.terminal import print_summary
-    from grader.sandbox.client import GraderFault
+    from grader.sandbox.problems import GraderFault
     from grader.text import terminal
 
     console = Console(stderr=True, soft_wrap=True)

@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from grader import ROOT
+from grader.sandbox.limits import Limits
 
 COURSE_FILE = ROOT / "course.yaml"
 MODULES = ("scores", "softmax", "context", "qkv", "quiz", "dictionary", "causal", "multihead")
@@ -49,18 +50,6 @@ class Exercise(Strict):
 class Tolerance(Strict):
     rtol: float = Field(ge=0)
     atol: float = Field(ge=0)
-
-
-class Limits(Strict):
-    call_seconds: PositiveFloat
-    import_seconds: PositiveFloat
-    submission_seconds: PositiveFloat
-    memory_mb: PositiveInt
-    cpu_seconds: PositiveInt
-    processes: PositiveInt
-    file_size_mb: PositiveInt
-    open_files: PositiveInt
-    tmp_mb: PositiveInt
 
 
 class Intake(Strict):

@@ -10,7 +10,8 @@ from grader.course import Course
 from grader.intake.submission import stage
 from grader.points import Grade, score
 from grader.reports.results import results
-from grader.sandbox.client import Session, SubmissionProblem, Zygote
+from grader.sandbox.client import WorkerSession, Zygote
+from grader.sandbox.problems import SubmissionProblem
 from grader.suites.plugin import run_suites
 from grader.text import clean
 
@@ -56,7 +57,7 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
     except BaseException:
         staged.cleanup()
         raise
-    session = Session(zygote, str(staged.directory), course.grading.limits, device, require_sandbox)
+    session = WorkerSession(zygote, str(staged.directory), course.grading.limits, device, require_sandbox)
     try:
         for module, problem in staged.problems.items():
             session.broken[module] = SubmissionProblem("intake", problem)

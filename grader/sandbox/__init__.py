@@ -1,6 +1,8 @@
 """The sandboxed worker, the second stage: student code runs only in a worker process confined here.
 
-``client`` is the grading process's side (the zygote that forks workers, a session with one worker, the proxy
-objects the suites call); ``worker`` runs inside the sandbox; ``wire`` is what passes between them; ``confine``
-and ``cgroup`` build the sandbox; ``lifeline`` ties every helper process's life to its parent's.
+The grading process's side: ``client`` (the zygote that forks workers, a ``WorkerSession`` with one worker),
+``proxy`` (the objects the suites call) and ``problems`` (what went wrong, in the student's words). Inside the
+sandbox: ``worker``. Between them: ``wire``. Building the sandbox: ``confine`` with ``rootfs``, ``seccomp``,
+``limits``, ``syscalls`` and ``uids``, and ``cgroup``; ``lifeline`` ties every helper process's life to its
+parent's and starts the zygote.
 """

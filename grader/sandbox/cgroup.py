@@ -22,9 +22,9 @@ import signal
 import time
 from dataclasses import dataclass
 
-from grader.sandbox.confine import _unescape
+from grader.sandbox.rootfs import unescape_mountinfo
 
-__all__ = ["Hierarchy", "hierarchies", "create", "join", "remove", "sweep", "CPU_PERIOD_US"]
+__all__ = ["CPU_PERIOD_US", "Hierarchy", "create", "hierarchies", "join", "remove", "sweep"]
 
 CPU_PERIOD_US = 100_000  # the quota equals the period: one CPU
 _NAME = re.compile(r"grader-(\d+)-\d+")
@@ -70,7 +70,7 @@ def _mounts() -> dict[str, tuple[str, str]]:
                 fields, tail = fields.split(), tail.split()
                 if len(fields) < 5 or len(tail) < 3:
                     continue
-                root, point = _unescape(fields[3]), _unescape(fields[4])
+                root, point = unescape_mountinfo(fields[3]), unescape_mountinfo(fields[4])
                 if tail[0] == "cgroup2":
                     found.setdefault("", (root, point))
                 elif tail[0] == "cgroup":

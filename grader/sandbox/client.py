@@ -1,19 +1,14 @@
 """The grading process's side of the worker: start workers, send calls, turn replies into values or errors.
 
-``Student`` is what the suites see: ``student.softmax.softmax(x)`` calls the
-student's function in the worker and returns a plain tensor;
-``student.qkv.SelfAttention(4, 3)`` returns a ``RemoteObject`` whose methods,
-parameters and backward the test drives. Student exceptions come back as
-``StudentError`` (also an instance of the matching built-in, so
-``pytest.raises(ValueError)`` works); everything else that goes wrong with a
-submission is a ``SubmissionProblem`` with a message meant for the student.
+``Zygote`` is a fresh interpreter with torch imported that forks sandboxed workers (grader.sandbox.worker, which
+this side never imports); ``WorkerSession`` grades one submission with one worker at a time, restarted after a
+crash or a time-out. The suites see the session through the proxies of ``proxy``; what goes wrong is told in the
+words of ``problems``.
 """
 from __future__ import annotations
 
-import builtins
 import json
 import os
-import re
 import secrets
 import signal
 import socket
@@ -21,17 +16,24 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
-from functools import lru_cache
-
-import torch
 
 from grader import ROOT
 from grader.course import MODULES
-from grader.course import Limits as CourseLimits
 from grader.sandbox import wire
 from grader.sandbox.lifeline import describe_status
-from grader.text import MAX_NAME, clean
+from grader.sandbox.limits import Limits
+from grader.sandbox.problems import (
+    FAILURES,
+    STUDENT_FRAME,
+    UNREADABLE,
+    GraderFault,
+    StudentError,
+    SubmissionProblem,
+    clean_info,
+    student_error,
+)
+from grader.sandbox.proxy import CallResult, RemoteObject, target_label
+from grader.text import clean
 
 MAX_REPLY_BYTES = wire.MAX_REPLY_BYTES
 HELLO_SECONDS = 60
@@ -39,127 +41,6 @@ EXIT_GRACE_SECONDS = 2.0  # a worker that closed its socket gets this long to ex
 CRASHES_PER_FUNCTION = 3  # a function that crashed the worker this often is not called again
 OUT_OF_MEMORY = ("MemoryError", "OutOfMemoryError")  # a function that raised one of these is not called again
 CHECK = "during this check"
-
-
-class GraderFault(RuntimeError):
-    """The grader itself could not do its job (the zygote died, a required sandbox is unavailable):
-    not the submission's fault. Recorded in ``Session.fault``; the submission must not be scored."""
-
-
-class SubmissionProblem(Exception):
-    """The submission could not be called: a missing file or name, a failed import, a crash, a time-out."""
-
-    def __init__(self, kind: str, message: str):
-        super().__init__(message)
-        self.kind = kind
-
-
-class StudentError(Exception):
-    """The student's code raised an exception; ``info`` holds its type, message and the student's frames.
-
-    Its text (what the student reads) holds none of what the student's code chose after it saw an input: the type
-    only when it is a built-in exception class, the place only as checked against the submission's own file
-    (``where``), never the message. A stub's NotImplementedError is named only when it is one of the handout's.
-    """
-
-    def __init__(self, info: dict, where: str = ""):
-        info = _clean_info(info)
-        self.info = info
-        if info["type"] == "NotImplementedError":
-            stub = STUB_MESSAGE.fullmatch(info["message"])
-            self.message = (f"not implemented yet: {stub['target']}: fill in this stub (see its docstring)"
-                            if stub and stub["target"] in handout_stubs() else "not implemented yet: fill in the stub")
-        else:
-            kind = info["type"] if _builtin_exception(info["type"]) else "an exception of its own class"
-            self.message = f"your code raised {kind}" + (f" ({where})" if where else "")
-        Exception.__init__(self, self.message)
-
-    def __str__(self):
-        return self.message
-
-
-STUB_MESSAGE = re.compile(r"(?P<target>\w+\.[\w.]+): fill in this stub \(see its docstring\)")
-
-
-@lru_cache(maxsize=1)
-def handout_stubs() -> frozenset[str]:
-    """The stubs of the handout (``qkv.project``, ``causal.CausalAttention.forward``, ...), read from exercises/."""
-    return frozenset(match["target"] for path in sorted((ROOT / "exercises").glob("*.py"))
-                     for match in STUB_MESSAGE.finditer(path.read_text()))
-
-
-def _builtin_exception(name: str) -> bool:
-    cls = getattr(builtins, name, None)
-    return isinstance(cls, type) and issubclass(cls, BaseException)
-
-
-def _clean_info(info) -> dict:
-    """A worker's description of an exception, with every field of the expected type and cleaned."""
-    info = info if isinstance(info, dict) else {}
-    frames = info.get("frames") if isinstance(info.get("frames"), list) else []
-    names = info.get("builtins") if isinstance(info.get("builtins"), list) else []
-    return {"type": clean(info.get("type", "Exception"), MAX_NAME),
-            "builtins": [n for n in names if isinstance(n, str) and n.isidentifier()][:20],
-            "message": clean(info.get("message", "")),
-            "frames": [clean(f, 300) for f in frames[-8:]]}
-
-
-@lru_cache(maxsize=256)
-def _student_error_class(names: tuple[str, ...]) -> type:
-    bases = [getattr(builtins, n) for n in names if n not in ("Exception", "BaseException")]
-    bases = [b for b in bases if isinstance(b, type) and issubclass(b, Exception)]
-    bases = [b for i, b in enumerate(bases) if b not in bases[:i] and not any(o is not b and issubclass(o, b) for o in bases)]
-    while bases:  # drop bases until the class can be built and instantiated (layout conflicts, picky __new__s)
-        try:
-            cls = type("StudentError", (StudentError, *bases), {})
-            _instance(cls)
-            return cls
-        except TypeError:
-            bases.pop()
-    return StudentError
-
-
-def _instance(cls: type) -> StudentError:
-    for new in (cls.__new__, Exception.__new__, BaseException.__new__):
-        try:
-            return new(cls)
-        except TypeError:
-            continue
-    raise TypeError(f"cannot create a {cls.__mro__[1:]}")
-
-
-def student_error(info: dict, where: str = "") -> StudentError:
-    """A StudentError that is also an instance of the student's exception's built-in classes."""
-    info = _clean_info(info)
-    error = _instance(_student_error_class(tuple(info["builtins"])))
-    StudentError.__init__(error, info, where)
-    return error
-
-
-# What the grader says when the worker reports a failure of one of these kinds: the grader's own words, since
-# the worker's are the student's once their code has run (only the start's import failures are shown as sent).
-FAILURES = {
-    "missing": "{label}: not found in your code (a function, class, method, attribute or parameter name is "
-               "missing or misspelled: compare with the exercise's stub)",
-    "skipped": "not run: the step it builds on failed",
-    "shape": "{label}: a parameter does not have the shape the exercise asks for (compare with the stub)",
-    "autograd": "the result is not connected to the inputs by autograd (no grad_fn): was something detached, or "
-                "turned into a Python number?",
-    "reply": "the result of {label} cannot be sent back to the grader: is it over the reply's "
-             f"{wire.MAX_REPLY_BYTES >> 20} MiB limit, or does it hold something other than tensors and plain values?",
-}
-UNREADABLE = "the reply of your code could not be read"
-STUDENT_FRAME = re.compile(r"(?P<module>\w+)\.py, line (?P<line>\d+)\b")
-
-
-@dataclass
-class CallResult:
-    value: object
-    arg_grads: list | None = None
-    param_grads: dict | None = None
-    called: list[str] = field(default_factory=list)
-    ops: int | None = None
-    args_after: list | None = None
 
 
 class Zygote:
@@ -203,14 +84,13 @@ class Zygote:
             raise GraderFault(f"the worker zygote stopped: {self.log.read()[-2000:].decode(errors='replace')}")
         return json.loads(reply)
 
-    def spawn(self, submission: str, limits: CourseLimits, device: str, require_sandbox: bool) -> tuple[int, socket.socket]:
+    def spawn(self, submission: str, limits: Limits, device: str, require_sandbox: bool) -> tuple[int, socket.socket]:
         if not self.alive():  # it died (it never runs student code): start a new one
             self.close()
             self._launch()
         ours, theirs = socket.socketpair()
-        limits = {k: getattr(limits, k) for k in ("memory_mb", "cpu_seconds", "processes", "file_size_mb", "open_files", "tmp_mb")}
         try:
-            pid = self._ask({"op": "spawn", "submission": str(submission), "limits": limits, "device": device,
+            pid = self._ask({"op": "spawn", "submission": str(submission), "limits": limits.model_dump(), "device": device,
                              "require_sandbox": require_sandbox}, [theirs.fileno()])["pid"]
         finally:
             theirs.close()
@@ -242,10 +122,10 @@ class Zygote:
         self.log.close()
 
 
-class Session:
+class WorkerSession:
     """Grading one submission: a worker that is restarted after a crash or a time-out, and the limits."""
 
-    def __init__(self, zygote: Zygote, submission: str, limits: CourseLimits, device: str = "cpu",
+    def __init__(self, zygote: Zygote, submission: str, limits: Limits, device: str = "cpu",
                  require_sandbox: bool = False):
         self.zygote, self.submission, self.limits = zygote, submission, limits
         self.device, self.require_sandbox = device, require_sandbox
@@ -411,7 +291,7 @@ class Session:
         """The failure a reply reports. ``early``: the reply came before any input reached the worker (its start
         and imports), so its own words may be shown; later, only the grader's words for the kind of failure."""
         if isinstance(reply.get("error"), dict):
-            info = _clean_info(reply["error"])
+            info = clean_info(reply["error"])
             # The place only for a failure before any input reached the worker: later, the line that raises could
             # be chosen from the input (a file padded with lines makes its number a channel of many bits).
             return student_error(info, self._where(info["frames"]) if early else "")
@@ -478,7 +358,7 @@ class Session:
         times) is not called again: later calls fail at once with the same problem, so one endless loop costs one
         ``call_seconds`` and not one per check (nor the other exercises their share of the time).
         """
-        labels = [_label(c[0]) for c in calls]
+        labels = [target_label(c[0]) for c in calls]
         for label in labels:
             if label in self.abandoned:
                 raise self.abandoned[label]
@@ -539,8 +419,8 @@ class Session:
         self._ensure(target.get("module"), [target])
         reply = self.request({"op": op, "target": target, **fields}, target.get("module"))
         if not reply.get("ok"):
-            raise self._problem(reply, _label(target))
-        return self._decoder()(reply.get("value"), _label(target))
+            raise self._problem(reply, target_label(target))
+        return self._decoder()(reply.get("value"), target_label(target))
 
     def close(self):
         """Stop the worker. Raises GraderFault if the grader failed during the session (see ``fault``): its
@@ -550,11 +430,6 @@ class Session:
             raise GraderFault(self.fault)
 
 
-def load_params_step(target: dict, params: dict) -> tuple[dict, tuple, None, dict]:
-    """A call for ``Session.run_many`` that copies ``params`` (tensors by name) into the module ``target`` names."""
-    return target, (), None, {"op": "load_params", "params": params}
-
-
 LOCAL_OPTIONS = ("watch", "handles")  # call options the grading process acts on itself
 
 
@@ -562,80 +437,3 @@ def _object_name(target: dict) -> str:
     """The suite's name for an object a call builds: the class's name in the exercise, or the object's own."""
     path = target.get("path", [])
     return str(path[-1]) if "module" in target and path else str(target.get("type", "object"))
-
-
-def _label(target: dict) -> str:
-    """A call target in words: ``quiz.decoder_attention``, ``SelfAttention.forward``, ``SelfAttention(...)``."""
-    head = str(target.get("module") or clean(target.get("type", "object"), MAX_NAME))
-    path = [str(p) for p in target.get("path", [])]
-    return ".".join([head, *path]) if path or "module" in target else f"{head}(...)"
-
-
-class Remote:
-    """A name in the worker: a module, a handle, or an attribute path below one. Calling it runs the call there."""
-
-    def __init__(self, session: Session, target: dict):
-        self._session, self._target = session, target
-
-    def __getattr__(self, name: str) -> "Remote":
-        if _probe(name):
-            raise AttributeError(name)
-        return Remote(self._session, {**self._target, "path": [*self._target.get("path", []), name]})
-
-    def __call__(self, *args, **kwargs):
-        return self.run(args, kwargs).value
-
-    def run(self, args=(), kwargs=None, **options) -> CallResult:
-        """Call with options (see ``Session.run``)."""
-        return self._session.run(self._target, args, kwargs, **options)
-
-    def build(self, *args, **kwargs) -> "RemoteObject":
-        """Call something that returns an object kept in the worker (a constructor, ``module.to(...)``); a result
-        that is not such an object fails the check."""
-        value = self.run(args, kwargs, handles=True).value
-        if not isinstance(value, RemoteObject):
-            raise SubmissionProblem("result", f"{_label(self._target)} returned a plain value, not an object")
-        return value
-
-    def __repr__(self):
-        return f"<remote {self._target}>"
-
-
-class RemoteObject(Remote, wire.Handle):
-    """An object living in the worker, e.g. the student's nn.Module."""
-
-    def __init__(self, session: Session, id: int, type_name: str, generation: int):
-        Remote.__init__(self, session, {"handle": id, "type": type_name, "generation": generation})
-        wire.Handle.__init__(self, id, type_name)
-
-    def params(self) -> dict:
-        """The module's named parameters, as plain tensors by name (anything else fails the check)."""
-        value = self._session.simple("params", self._target)
-        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in value.items()):
-            raise SubmissionProblem("result", f"the parameters of the {self.type_name} are not tensors by name")
-        return value
-
-    def load_params(self, params: dict) -> None:
-        """Copy tensors into the module's parameters of the same names."""
-        self._session.simple("load_params", self._target, params=params)
-
-
-class Student:
-    """The submission as the suites see it: ``student.<module>.<name>``."""
-
-    def __init__(self, session: Session):
-        self.session = session
-
-    def __getattr__(self, module: str) -> Remote:
-        if module not in MODULES:
-            raise AttributeError(f"the submission has no exercise {module!r}")
-        return Remote(self.session, {"module": module})
-
-    def __repr__(self):
-        return "<the student's submission>"
-
-
-def _probe(name: str) -> bool:
-    """Names that tools probe objects for (``__len__``, IPython's and hypothesis's ``_repr_pretty_``), never the
-    student's: looking them up must not become a call into the worker."""
-    return name.startswith("__") or (name.startswith("_") and name.endswith("_"))

@@ -26,8 +26,9 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from grader.sandbox import cgroup, wire
-from grader.sandbox.confine import Limits, SandboxUnavailable, confine, probe
+from grader.sandbox.confine import SandboxUnavailable, confine, probe
 from grader.sandbox.lifeline import die_with_parent
+from grader.sandbox.limits import Limits
 from grader.sandbox.seed import seed_torch
 
 SUBMISSION = "/submission"
@@ -145,7 +146,7 @@ def _run_worker(fd: int, request: dict, zygote: int, cgroup_paths: list[str], cp
             os.dup2(devnull, target)
         os.close(devnull)
         try:
-            isolation = confine(request["submission"], Limits(**request["limits"]), require=request["require_sandbox"],
+            isolation = confine(request["submission"], Limits.model_validate(request["limits"]), require=request["require_sandbox"],
                                 expose_cuda=request["device"] == "cuda", keep_fds=[fd])
             if request["device"] == "cuda":  # CUDA's context and cuBLAS start here, not in the student's first call
                 torch.ones(2, 2, device="cuda").matmul(torch.ones(2, 2, device="cuda")).sum().item()

@@ -21,7 +21,9 @@ import torch
 
 from grader import ROOT
 from grader.course import MODULES, Course
-from grader.sandbox.client import Session, Student, StudentError, SubmissionProblem
+from grader.sandbox.client import WorkerSession
+from grader.sandbox.problems import StudentError, SubmissionProblem
+from grader.sandbox.proxy import Student
 from grader.sandbox.seed import seed_torch
 from grader.text import clean
 
@@ -69,7 +71,7 @@ SKIPPING_MARKS = frozenset({"skip", "skipif", "xfail"})
 class GradingPlugin:
     """Fixtures and report hooks for grading one submission."""
 
-    def __init__(self, session: Session, course: Course, device: str):
+    def __init__(self, session: WorkerSession, course: Course, device: str):
         self._session, self._course, self._device = session, course, device
         self._about: dict[str, dict] = {}  # node id -> the test's exercise, weight and docstring line
         self.report: dict | None = None
@@ -137,7 +139,7 @@ class GradingPlugin:
         self.report = json_report
 
 
-def run_suites(session: Session, course: Course, device: str, suites: Path = HIDDEN, select: str | None = None) -> dict:
+def run_suites(session: WorkerSession, course: Course, device: str, suites: Path = HIDDEN, select: str | None = None) -> dict:
     """Run the suites against the session's submission; return pytest-json-report's (sanitized) report."""
     plugin = GradingPlugin(session, course, device)
     session.watch = sorted({name for names in course.banned.values() for name in names})

@@ -26,9 +26,9 @@ from test_hostile import hostile_submission, processes_named, wait_until
 from grader.batch import run_batch
 from grader.course import COURSE_FILE, load_course
 from grader.grade import CPU_NOTE, grade_submission
-from grader.sandbox.client import Session, Zygote
-from grader.sandbox import cgroup
+from grader.sandbox import cgroup, uids
 from grader.sandbox import confine as sandbox
+from grader.sandbox.client import WorkerSession, Zygote
 
 AVAILABLE, WHY = sandbox.probe()
 HIERARCHIES, CPU_CAP = cgroup.hierarchies()
@@ -75,7 +75,7 @@ def test_a_cpu_hog_gets_one_cpu_and_no_more(tmp_path, course, token):
     session they used at most about one CPU × its wall time (without the cap, on a machine with idle CPUs, more)."""
     zygote = Zygote()
     try:
-        session = Session(zygote, str(hostile_submission(tmp_path, "cpu_hog", "scores", token=token)),
+        session = WorkerSession(zygote, str(hostile_submission(tmp_path, "cpu_hog", "scores", token=token)),
                           course.grading.limits)
         cpu_before, started = children_cpu_seconds(zygote.process.pid), time.monotonic()
         session._ensure("scores")
@@ -119,7 +119,7 @@ def test_worker_cgroups_are_removed_when_workers_end(course, tmp_path, token):
     cgroups of workers still running when the zygote closes go with it."""
     zygote = Zygote()
     try:
-        session = Session(zygote, str(hostile_submission(tmp_path, "cpu_hog", "scores", token=token)),
+        session = WorkerSession(zygote, str(hostile_submission(tmp_path, "cpu_hog", "scores", token=token)),
                           course.grading.limits)
         session._ensure("scores")
         assert wait_until(lambda: processes_named(token))
@@ -159,7 +159,7 @@ def test_without_cgroups_grading_goes_on_with_a_note(course, monkeypatch):
 
 LEASE = """
 import sys
-from grader.sandbox.confine import lease_sandbox_uid
+from grader.sandbox.uids import lease_sandbox_uid
 uid, fd = lease_sandbox_uid(int(sys.argv[1]), 4, sys.argv[2])
 print(uid, flush=True)
 sys.stdin.read()
@@ -175,13 +175,13 @@ def test_sandbox_uid_leases_are_unique_and_die_with_their_holder(tmp_path):
     try:
         holder_of = {int(h.stdout.readline()): h for h in holders}
         assert sorted(holder_of) == [70000, 70001, 70002]
-        ours = [sandbox.lease_sandbox_uid(70000, 4, locks)]
+        ours = [uids.lease_sandbox_uid(70000, 4, locks)]
         assert ours[0][0] == 70003
         with pytest.raises(RuntimeError, match="no free sandbox uid in 70000..70003"):
-            sandbox.lease_sandbox_uid(70000, 4, locks)
+            uids.lease_sandbox_uid(70000, 4, locks)
         holder_of[70001].send_signal(signal.SIGKILL)
         holder_of[70001].wait()
-        ours.append(sandbox.lease_sandbox_uid(70000, 4, locks))
+        ours.append(uids.lease_sandbox_uid(70000, 4, locks))
         assert ours[1][0] == 70001
     finally:
         for holder in holders:
@@ -198,4 +198,4 @@ def test_a_lock_folder_others_may_write_is_refused(tmp_path):
     locks.mkdir()
     locks.chmod(0o777)
     with pytest.raises(PermissionError, match="nobody else may write"):
-        sandbox.lease_sandbox_uid(70000, 4, str(locks))
+        uids.lease_sandbox_uid(70000, 4, str(locks))

@@ -28,15 +28,9 @@ from grader.course import COURSE_FILE, MODULES, load_course
 from grader.grade import grade_submission
 from grader.intake.submission import stage
 from grader.reports.results import RESULTS_SCHEMA
-from grader.sandbox.client import (
-    CHECK,
-    GraderFault,
-    Session,
-    StudentError,
-    SubmissionProblem,
-    Zygote,
-    load_params_step,
-)
+from grader.sandbox.client import CHECK, WorkerSession, Zygote
+from grader.sandbox.problems import GraderFault, StudentError, SubmissionProblem
+from grader.sandbox.proxy import load_params_step
 from grader.suites.plugin import run_suites
 
 pytestmark = pytest.mark.slow
@@ -248,7 +242,7 @@ def test_a_suite_with_skip_or_xfail_marks_is_refused(tmp_path, course, monkeypat
                                              "@pytest.mark.skipif(True, reason='never')\ndef test_skipped(student):\n"
                                              "    pass\n")
     with pytest.raises(RuntimeError, match="test_marked.py::test_skipped: a suite skips with pytest.skip"):
-        run_suites(Session(None, str(tmp_path), course.grading.limits), course, "cpu", suites=tmp_path)
+        run_suites(WorkerSession(None, str(tmp_path), course.grading.limits), course, "cpu", suites=tmp_path)
 
 
 def test_stubs_get_zero_on_every_exercise(zygote, course):
@@ -371,7 +365,7 @@ def test_a_batch_of_calls_builds_on_earlier_results(zygote, course):
     from solutions import qkv
 
     staged = stage(SOLUTIONS, course.grading.intake)
-    session = Session(zygote, str(staged.directory), course.grading.limits)
+    session = WorkerSession(zygote, str(staged.directory), course.grading.limits)
     exchanges = []
     session._exchange = lambda *args, exchange=session._exchange: exchanges.append(args[2]) or exchange(*args)
     try:

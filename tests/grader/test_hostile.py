@@ -46,8 +46,10 @@ from grader.grade import grade_submission
 from grader.intake.submission import stage
 from grader.reports.results import RESULTS_SCHEMA
 from grader.reports.terminal import print_summary
-from grader.sandbox.client import UNREADABLE, Session, Student, StudentError, Zygote
 from grader.sandbox import confine as sandbox
+from grader.sandbox.client import WorkerSession, Zygote
+from grader.sandbox.problems import UNREADABLE, StudentError
+from grader.sandbox.proxy import Student
 
 AVAILABLE, WHY = sandbox.probe()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not AVAILABLE, reason=f"no sandbox here: {WHY}")]
@@ -268,7 +270,7 @@ def raised_by(path: Path, course, zygote, function: str = "quiz_answer") -> str:
     """The message of what ``quiz.<function>()`` raised, as the grading process holds it: the channel a trick uses
     to tell this test what it found (the feedback never shows a student's message)."""
     staged = stage(path, course.grading.intake)
-    session = Session(zygote, str(staged.directory), course.grading.limits)
+    session = WorkerSession(zygote, str(staged.directory), course.grading.limits)
     try:
         with pytest.raises(StudentError) as raised:
             getattr(Student(session).quiz, function)()
@@ -721,7 +723,7 @@ def test_decoding_hostile_replies_raises_only_wire_errors():
 
 
 class _FakeZygote:
-    """Stands in for the zygote of a Session whose "worker" is a plain child process we control."""
+    """Stands in for the zygote of a WorkerSession whose "worker" is a plain child process we control."""
 
     def __init__(self, process):
         self.process = process
@@ -738,12 +740,12 @@ class _FakeZygote:
 
 @pytest.fixture
 def fake_worker(course):
-    """A Session wired to a socket whose other end the test holds, with a harmless child as its "worker"."""
-    from grader.sandbox.client import Session
+    """A WorkerSession wired to a socket whose other end the test holds, with a harmless child as its "worker"."""
+    from grader.sandbox.client import WorkerSession
 
     child = subprocess.Popen(["sleep", "60"])
     ours, theirs = socket.socketpair()
-    session = Session(_FakeZygote(child), "/nonexistent", course.grading.limits)
+    session = WorkerSession(_FakeZygote(child), "/nonexistent", course.grading.limits)
     session.pid, session.sock, session.isolation = child.pid, ours, "namespaces"
     yield session, theirs
     theirs.close()
@@ -753,8 +755,8 @@ def fake_worker(course):
 
 def test_half_a_reply_cannot_block_the_grader(fake_worker):
     """A worker that sends a frame header announcing 100 MiB and then nothing is stopped at the time limit."""
-    from grader.sandbox.client import SubmissionProblem
     from grader.sandbox import wire
+    from grader.sandbox.problems import SubmissionProblem
 
     session, theirs = fake_worker
     body = b'{"ok": true}'
@@ -770,8 +772,8 @@ def test_a_worker_that_does_not_read_cannot_block_the_grader(fake_worker):
     """Sending a large request to a worker that never reads ends at the time limit, not never."""
     import torch
 
-    from grader.sandbox.client import SubmissionProblem
     from grader.sandbox import wire
+    from grader.sandbox.problems import SubmissionProblem
 
     session, theirs = fake_worker
     frame = wire.encode({"op": "call", "args": [torch.zeros(16 << 20)]})  # 64 MiB: far more than a socket buffers
@@ -784,8 +786,8 @@ def test_a_worker_that_does_not_read_cannot_block_the_grader(fake_worker):
 def test_malformed_replies_become_submission_problems(fake_worker):
     """A reply that is not JSON, or whose values do not decode, is a problem of the submission ("could not be
     read"), never an exception a check might expect (ValueError, TypeError...)."""
-    from grader.sandbox.client import SubmissionProblem
     from grader.sandbox import wire
+    from grader.sandbox.problems import SubmissionProblem
 
     session, theirs = fake_worker
     theirs.sendall(wire.HEADER.pack(5, 0) + b"nope!")

@@ -1,4 +1,4 @@
-"""The worker sandbox (grader/sandbox/confine.py): each test forks, confines, probes from inside.
+"""The worker sandbox (grader/sandbox/confine.py, rootfs.py, seccomp.py, limits.py): each test forks, confines, probes from inside.
 
 The test process plays the zygote: torch is imported and set to one thread before any
 fork. A child runs ``confine`` and then a probe function, and sends a JSON result back
@@ -31,8 +31,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.sandbox.confine import Limits
 from grader.sandbox import confine as sandbox
+from grader.sandbox import rootfs, seccomp, syscalls, uids
+from grader.sandbox.limits import Limits, _cpu_hard_limit
 
 torch.set_num_threads(1)
 
@@ -46,12 +47,17 @@ OTHER_UID = 64056  # an unprivileged caller, for the user-namespace path
 RESULT_FD = -1  # in a child: the fd its result goes to (to keep it open across a confine)
 
 
+def limits_with(**changes) -> Limits:
+    """The probe's limits with ``changes``."""
+    return sandbox.PROBE_LIMITS.model_copy(update=changes)
+
+
 class Sandboxed:
     """A forked child that confines itself, runs body() inside and reports body's dict as JSON."""
 
     def __init__(self, body, *, sub, limits=None, keep=(), linger=False, as_uid=None,
                  before=None, confine=True, expose_cuda=False):
-        limits = limits or Limits()
+        limits = limits or sandbox.PROBE_LIMITS
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: never returns into pytest
@@ -190,19 +196,19 @@ def test_require_gives_namespaces(run):
     assert res["answer"] == "ANSWER = 42\n"
 
 
-SANDBOX_OWN = ("/proc", "/dev", "/tmp", sandbox.SUBMISSION_DIR)  # made fresh inside, whatever the host holds there
+SANDBOX_OWN = ("/proc", "/dev", "/tmp", rootfs.SUBMISSION_DIR)  # made fresh inside, whatever the host holds there
 
 
 def _not_bound(sub: str, folder: Path) -> list[str]:
     """The host's entries of folder that the sandbox neither binds on purpose (a system or Python directory,
     or a directory on the way to one) nor makes of its own; masked ones included."""
-    plan = sandbox._plan(sub, expose_cuda=False)
+    plan = rootfs.plan_root(sub, expose_cuda=False)
     binds = [op[2] for op in plan if op[0] == "bind"]
     masks = [op[1] for op in plan if op[0] == "mask"]
 
     def bound(path: str) -> bool:
-        return path in SANDBOX_OWN or (not any(sandbox._inside(path, m) for m in masks)
-                                       and any(sandbox._inside(path, b) or sandbox._inside(b, path) for b in binds))
+        return path in SANDBOX_OWN or (not any(rootfs._inside(path, m) for m in masks)
+                                       and any(rootfs._inside(path, b) or rootfs._inside(b, path) for b in binds))
     return [str(folder / name) for name in os.listdir(folder) if not bound(str(folder / name))]
 
 
@@ -289,7 +295,7 @@ def test_tmp_is_writable_but_capped(run):
                 err = errno.errorcode.get(e.errno)
         return {"written_mb": written, "err": err, "host_tmp_entries": len(os.listdir("/tmp"))}
 
-    res, _ = run(body, limits=Limits(tmp_mb=4))
+    res, _ = run(body, limits=limits_with(tmp_mb=4))
     assert res["err"] == "ENOSPC" and 1 <= res["written_mb"] <= 4, res
     assert res["host_tmp_entries"] == 1  # only our file: the host's /tmp is not there
 
@@ -304,7 +310,7 @@ def test_file_size_limit(run):
             return {"err": errno.errorcode.get(e.errno)}
         return {"err": None}
 
-    res, _ = run(body, limits=Limits(file_size_mb=1))
+    res, _ = run(body, limits=limits_with(file_size_mb=1))
     assert res["err"] == "EFBIG"
 
 
@@ -324,7 +330,7 @@ def test_not_root_and_no_capabilities(run):
     res, _ = run(body)
     assert res["uid"] != 0 and res["euid"] != 0 and not res["regained"]
     if IS_ROOT:
-        assert res["uid"] == sandbox.SANDBOX_UID and res["gid"] == sandbox.SANDBOX_GID
+        assert res["uid"] == uids.SANDBOX_UID and res["gid"] == uids.SANDBOX_GID
         assert res["groups"] == []
     assert all(int(c, 16) == 0 for c in res["caps"]), res["caps"]
     assert res["nnp"] == "1"
@@ -429,7 +435,7 @@ def test_fork_bomb_is_stopped(run):
         return {"forks": forks, "err": err}
 
     t0 = time.monotonic()
-    res, _ = run(body, limits=Limits(processes=16), timeout=20)
+    res, _ = run(body, limits=limits_with(processes=16), timeout=20)
     assert res["err"] == "EAGAIN" and res["forks"] < 16, res
     assert time.monotonic() - t0 < 15  # the sleeping children died with the namespace
 
@@ -454,7 +460,7 @@ def test_memory_bomb_raises_memory_error(run):
         out["still_works"] = float(torch.ones(1000).sum())
         return out
 
-    res, code = run(body, limits=Limits(memory_mb=1024))
+    res, code = run(body, limits=limits_with(memory_mb=1024))
     assert res["huge"] == "MemoryError" and res["bomb"] == "MemoryError", res
     assert res["reached_mb"] <= 1024 and res["still_works"] == 1000.0 and code == 0
 
@@ -462,14 +468,14 @@ def test_memory_bomb_raises_memory_error(run):
 def test_cpu_limit_kills(run):
     """RLIMIT_CPU kills a busy loop, and the supervisor reports it as 128+SIGXCPU ("ran out of CPU time"), on a
     busy machine too: the soft limit is cpu_seconds, the hard one (SIGKILL for pid 1) a margin above it."""
-    res, _ = run(lambda: {"cpu": list(resource.getrlimit(resource.RLIMIT_CPU))}, limits=Limits(cpu_seconds=1))
-    assert res["cpu"][0] == 1 and res["cpu"][1] == sandbox._cpu_hard_limit(1) > 1
+    res, _ = run(lambda: {"cpu": list(resource.getrlimit(resource.RLIMIT_CPU))}, limits=limits_with(cpu_seconds=1))
+    assert res["cpu"][0] == 1 and res["cpu"][1] == _cpu_hard_limit(1) > 1
 
     def body():
         while True:
             pass
 
-    res, code = run(body, limits=Limits(cpu_seconds=1), timeout=300)  # a hang guard, not a time limit
+    res, code = run(body, limits=limits_with(cpu_seconds=1), timeout=300)  # a hang guard, not a time limit
     assert res is None and code == 128 + signal.SIGXCPU
 
 
@@ -586,7 +592,7 @@ def test_daemon_dies_when_inner_process_exits(spawn):
 
 # --------------------------------------------------------------------------- the syscall filter, keyrings, channels
 
-SYSCALLS = sandbox._NATIVE_ABIS.get(platform.machine(), (0, {}))[1]
+SYSCALLS = syscalls.NATIVE_ABIS.get(platform.machine(), (0, {}))[1]
 KEY_SPEC_PROCESS_KEYRING, KEY_SPEC_SESSION_KEYRING = -2, -3
 KEYCTL_GET_KEYRING_ID, KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_SEARCH = 0, 1, 10
 HOST_SECRET = b"grader-test-host-secret"
@@ -631,7 +637,7 @@ def _in_child(call) -> str:
 
 
 def _clone_new_user() -> str:
-    ret = _raw("clone", sandbox.CLONE_NEWUSER | signal.SIGCHLD, 0, 0, 0, 0)
+    ret = _raw("clone", syscalls.CLONE_NEWUSER | signal.SIGCHLD, 0, 0, 0, 0)
     if ret == 0:  # the new process, had the clone worked
         os._exit(0)
     return _result(ret)
@@ -649,13 +655,13 @@ def _probe_refused_calls() -> dict:
         "ptrace": lambda: _result(libc.ptrace(0, 0, None, None)),  # PTRACE_TRACEME
         "process_vm_readv": lambda: _result(_raw("process_vm_readv", os.getpid(), None, 0, None, 0, 0)),
         "kcmp": lambda: _result(_raw("kcmp", os.getpid(), os.getpid(), 0, 0, 0)),  # KCMP_FILE, fd 0 and fd 0
-        "unshare": lambda: _result(libc.unshare(sandbox.CLONE_NEWUSER)),
+        "unshare": lambda: _result(libc.unshare(syscalls.CLONE_NEWUSER)),
         "clone": _clone_new_user,
         "clone3": lambda: _result(_raw("clone3", None, 0)),
         "userfaultfd": lambda: _result(_raw("userfaultfd", 1)),  # UFFD_USER_MODE_ONLY
         "io_uring_setup": lambda: _result(_raw("io_uring_setup", 1, ctypes.create_string_buffer(120))),
-        "open_tree": lambda: _result(_raw("open_tree", sandbox.AT_FDCWD, b"/", 0)),
-        "name_to_handle_at": lambda: _result(_raw("name_to_handle_at", sandbox.AT_FDCWD, b"/", handle,
+        "open_tree": lambda: _result(_raw("open_tree", rootfs.AT_FDCWD, b"/", 0)),
+        "name_to_handle_at": lambda: _result(_raw("name_to_handle_at", rootfs.AT_FDCWD, b"/", handle,
                                                   ctypes.byref(mount_id), 0)),
         "personality": lambda: _result(libc.personality(0x0008)),  # PER_LINUX32
         "setsid": lambda: _os_result(os.setsid),
@@ -695,6 +701,7 @@ def _without(*names):
     """A `before` hook: the forked child's sandbox skips these setup steps (to show what each one stops)."""
     def before():
         for name in names:
+            assert callable(getattr(sandbox, name)), name  # a step confine() calls by this name
             setattr(sandbox, name, lambda: None)
     return before
 
@@ -711,7 +718,7 @@ def test_syscall_filter_refuses_the_kernels_dangerous_calls(run):
     assert res["refused"] == expected
     assert set(res["allowed"].values()) == {"ok"}, res["allowed"]
 
-    unfiltered, _ = run(_probe_refused_calls, before=_without("_install_syscall_filter"))
+    unfiltered, _ = run(_probe_refused_calls, before=_without("install_syscall_filter"))
     del unfiltered["desc"], unfiltered["confine_ms"]
     refused_anyway = {name: got for name, got in unfiltered.items()
                       if got == "EPERM" and name not in REFUSED_BY_SOME_KERNELS}
@@ -721,10 +728,10 @@ def test_syscall_filter_refuses_the_kernels_dangerous_calls(run):
 def test_syscall_numbers_name_the_kernels_calls():
     """Every refused name is a system call of x86_64 (and those of aarch64 that exist there); where the kernel
     headers are installed, every number is theirs."""
-    assert set(sandbox._DENIED_SYSCALLS) <= set(sandbox._X86_64_SYSCALLS)
+    assert set(seccomp.DENIED_SYSCALLS) <= set(syscalls.X86_64_SYSCALLS)
     headers = {"x86_64": ("/usr/include/x86_64-linux-gnu/asm/unistd_64.h", "/usr/include/asm/unistd_64.h"),
                "generic": ("/usr/include/asm-generic/unistd.h",)}
-    tables = {"x86_64": sandbox._X86_64_SYSCALLS, "generic": sandbox._GENERIC_SYSCALLS}
+    tables = {"x86_64": syscalls.X86_64_SYSCALLS, "generic": syscalls.GENERIC_SYSCALLS}
     checked = 0
     for kind, table in tables.items():
         header = next((h for h in headers[kind] if os.path.exists(h)), None)
@@ -767,9 +774,9 @@ def test_host_session_keyring_is_out_of_reach(run):
     fresh keyring and the filter the worker finds the secret (the attack works here)."""
     res, _ = run(_look_for_host_secret, before=_in_host_session())
     assert res["search"] == "EPERM" and res["listed"] is False
-    alone, _ = run(_look_for_host_secret, before=_in_host_session("_install_syscall_filter"))
+    alone, _ = run(_look_for_host_secret, before=_in_host_session("install_syscall_filter"))
     assert alone["search"] == "ENOKEY" and alone["listed"] is False
-    exposed, _ = run(_look_for_host_secret, before=_in_host_session("_install_syscall_filter",
+    exposed, _ = run(_look_for_host_secret, before=_in_host_session("install_syscall_filter",
                                                                     "_join_fresh_session_keyring"))
     assert exposed["search"] == "ok"
 
@@ -787,7 +794,7 @@ def channels_sub():
 
 def _run_channels() -> dict:
     """tests/grader/hostile/channels run in the sandbox: what it found of another worker's messages, what it left."""
-    module = runpy.run_path(f"{sandbox.SUBMISSION_DIR}/quiz.py")
+    module = runpy.run_path(f"{rootfs.SUBMISSION_DIR}/quiz.py")
     return {"found": module["FOUND"], "wrote": module["WROTE"]}
 
 
@@ -831,7 +838,7 @@ def test_confine_time_and_address_space(run):
     res, _ = run(lambda: {"vm_kb": int(_status()["VmSize"].split()[0]),
                           "as": list(resource.getrlimit(resource.RLIMIT_AS))})
     assert res["confine_ms"] < 2000
-    assert res["as"][0] == Limits().memory_mb << 20
+    assert res["as"][0] == sandbox.PROBE_LIMITS.memory_mb << 20
     assert res["vm_kb"] * 1024 < res["as"][0] // 2
 
 
@@ -841,11 +848,11 @@ def test_degrades_to_rlimits_without_namespaces(run, sub):
     def body():
         sandbox._probe_result = (False, "forced by the test")
         try:
-            sandbox.confine(sub, Limits(), require=True)
+            sandbox.confine(sub, sandbox.PROBE_LIMITS, require=True)
             raised = None
         except sandbox.SandboxUnavailable as e:
             raised = str(e)
-        desc = sandbox.confine(sub, Limits(cpu_seconds=5, file_size_mb=1, processes=100),
+        desc = sandbox.confine(sub, limits_with(cpu_seconds=5, file_size_mb=1, processes=100),
                                keep_fds=(RESULT_FD,))
         return {"raised": raised, "desc": desc, "pid": os.getpid(), "cwd": os.getcwd(),
                 "limits": [resource.getrlimit(getattr(resource, f"RLIMIT_{n}"))[0]
@@ -856,7 +863,7 @@ def test_degrades_to_rlimits_without_namespaces(run, sub):
     assert res["raised"] == "forced by the test"
     assert res["desc"] == "rlimits only: forced by the test"
     assert res["pid"] != 1 and res["cwd"] == os.path.realpath(sub)
-    assert res["limits"] == [5, 1 << 20, 100, 0, Limits().memory_mb << 20]
+    assert res["limits"] == [5, 1 << 20, 100, 0, sandbox.PROBE_LIMITS.memory_mb << 20]
     assert res["environ"] == sandbox.SANDBOX_ENV
     assert res["seccomp"] == "2"  # the syscall filter too, where the kernel allows it
 
@@ -891,7 +898,7 @@ def test_unprivileged_caller_uses_user_namespace(spawn):
 def test_readonly_without_mount_setattr(run):
     """The /proc/self/mountinfo remount fallback (kernels before 5.12) also leaves every bind read-only."""
     def before():
-        sandbox._MOUNT_SETATTR_WORKS = False
+        rootfs._MOUNT_SETATTR_WORKS = False
 
     def body():
         with open("/proc/self/mountinfo") as f:
@@ -912,12 +919,12 @@ def test_readonly_without_mount_setattr(run):
 
 def test_plan_masks_and_excludes_the_repo(monkeypatch):
     """A hidden tree under a bound directory is masked; sys.path entries around the repo are not bound."""
-    monkeypatch.setattr(sandbox, "REPO_ROOT", Path("/usr/share"))
-    ops = sandbox._plan(None, expose_cuda=False)
+    monkeypatch.setattr(rootfs, "REPO_ROOT", Path("/usr/share"))
+    ops = rootfs.plan_root(None, expose_cuda=False)
     assert ("mask", "/usr/share") in ops
     assert ops.index(("bind", "/usr", "/usr")) < ops.index(("mask", "/usr/share"))
 
-    monkeypatch.setattr(sandbox, "REPO_ROOT", REPO)
+    monkeypatch.setattr(rootfs, "REPO_ROOT", REPO)
     monkeypatch.setattr(sys, "path", [*sys.path, str(REPO), str(REPO.parent), str(REPO / "grader")])
-    bound = {op[1] for op in sandbox._plan(None, expose_cuda=False) if op[0] == "bind"}
-    assert not any(sandbox._inside(b, str(REPO)) or sandbox._inside(str(REPO), b) for b in bound), bound
+    bound = {op[1] for op in rootfs.plan_root(None, expose_cuda=False) if op[0] == "bind"}
+    assert not any(rootfs._inside(b, str(REPO)) or rootfs._inside(str(REPO), b) for b in bound), bound

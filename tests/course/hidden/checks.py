@@ -30,12 +30,8 @@ from typing import Callable, Iterable, Sequence
 
 import torch
 
-from grader.sandbox.client import (
-    CallResult,
-    RemoteObject,
-    StudentError,
-    load_params_step,
-)
+from grader.sandbox.problems import StudentError
+from grader.sandbox.proxy import CallResult, RemoteObject, load_params_step
 from grader.sandbox.seed import seed_torch
 from grader.suites.plugin import CheckFailed
 

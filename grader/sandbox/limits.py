@@ -1,0 +1,88 @@
+"""The limits of a worker (course.yaml's ``grading.limits``), and the rlimits that apply them in the sandbox.
+
+One model for both ends: the grading process reads it from course.yaml and sends it to the zygote, the worker
+validates it again and sets its rlimits (and the size of its tmpfs) from it.
+"""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not a Unix
+    resource = None  # type: ignore[assignment]
+
+# RLIMIT_AS is never set below what the process already maps plus this much
+# (torch alone maps ~625 MiB after fork; a limit under that would break every allocation).
+MEMORY_HEADROOM_MB = 256
+# RLIMIT_NOFILE is never set below the highest fd kept open plus this much.
+NOFILE_HEADROOM = 32
+
+
+class Limits(BaseModel):
+    """Every limit of a worker, all required (course.yaml states each)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # wall clocks, kept by the grading process
+    call_seconds: PositiveFloat        # one call into student code
+    import_seconds: PositiveFloat      # importing one module of the submission
+    submission_seconds: PositiveFloat  # a whole submission's grading
+    # set in the sandbox
+    memory_mb: PositiveInt    # RLIMIT_AS (floored at current mappings + MEMORY_HEADROOM_MB)
+    cpu_seconds: PositiveInt  # RLIMIT_CPU soft limit (SIGKILL at the hard one, a little above)
+    processes: PositiveInt    # RLIMIT_NPROC (only meaningful for a non-root uid) and the worker cgroup's pids.max
+    file_size_mb: PositiveInt  # RLIMIT_FSIZE
+    open_files: PositiveInt   # RLIMIT_NOFILE (floored at highest kept fd + NOFILE_HEADROOM)
+    tmp_mb: PositiveInt       # size of the private tmpfs at /tmp (and of /dev/shm)
+
+
+def set_rlimits(limits: Limits, keep) -> None:
+    """Lower this process's CPU, file size, open files, core and process limits to ``limits`` (``keep``: the fds
+    kept open, which RLIMIT_NOFILE must leave room for)."""
+    if resource is None:  # pragma: no cover
+        return
+    mb = 1 << 20
+    nofile = max(int(limits.open_files), max(keep, default=2) + NOFILE_HEADROOM)
+    _lower(resource.RLIMIT_CPU, int(limits.cpu_seconds), _cpu_hard_limit(limits.cpu_seconds))
+    wanted = [("RLIMIT_FSIZE", limits.file_size_mb * mb), ("RLIMIT_NOFILE", nofile), ("RLIMIT_CORE", 0),
+              ("RLIMIT_NPROC", limits.processes)]
+    for name, value in wanted:
+        res = getattr(resource, name, None)
+        if res is not None:
+            _lower(res, int(value))
+
+
+def _cpu_hard_limit(cpu_seconds: float) -> int:
+    """RLIMIT_CPU's hard limit (SIGKILL) for a soft limit (SIGXCPU) of cpu_seconds.
+
+    The kernel checks the limits against CPU time sampled at each clock tick, which on a busy machine
+    can run ahead of the exact time the supervisor reads from wait4; the margin keeps a process killed
+    at the hard limit past cpu_seconds of exact CPU time, so that the cause is reported reliably.
+    """
+    return int(cpu_seconds) + max(1, int(cpu_seconds) // 10)
+
+
+def _lower(res: int, soft: int, hard: int | None = None) -> None:
+    """Set the soft limit and the hard one (soft when not given), never above the current hard limit
+    (raising it needs privilege)."""
+    hard = soft if hard is None else hard
+    _, current = resource.getrlimit(res)
+    if current != resource.RLIM_INFINITY and current >= 0:
+        soft, hard = min(soft, current), min(hard, current)
+    resource.setrlimit(res, (soft, hard))
+
+
+def set_address_space(limits: Limits) -> None:
+    """Lower RLIMIT_AS to ``limits.memory_mb``, never below what the process maps already plus a headroom."""
+    if resource is None or not hasattr(resource, "RLIMIT_AS"):  # pragma: no cover
+        return
+    floor = 0
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    floor = int(line.split()[1]) * 1024 + MEMORY_HEADROOM_MB * (1 << 20)
+    except (OSError, ValueError):
+        pass
+    _lower(resource.RLIMIT_AS, max(int(limits.memory_mb) * (1 << 20), floor))

@@ -1,0 +1,127 @@
+"""What can go wrong with a submission, in the words a student reads: the errors the grading process raises.
+
+``SubmissionProblem``: the submission could not be called (a missing name, a failed import, a crash, a time-out);
+``StudentError``: the student's code raised (also an instance of the matching built-in, so
+``pytest.raises(ValueError)`` works); ``GraderFault``: the grader failed, not the submission. ``FAILURES`` and
+``UNREADABLE`` are the grader's own words for failures the worker reports, since the worker's are the student's.
+"""
+from __future__ import annotations
+
+import builtins
+import re
+from functools import lru_cache
+
+from grader import ROOT
+from grader.sandbox import wire
+from grader.text import MAX_NAME, clean
+
+
+class GraderFault(RuntimeError):
+    """The grader itself could not do its job (the zygote died, a required sandbox is unavailable):
+    not the submission's fault. Recorded in ``WorkerSession.fault``; the submission must not be scored."""
+
+
+class SubmissionProblem(Exception):
+    """The submission could not be called: a missing file or name, a failed import, a crash, a time-out."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class StudentError(Exception):
+    """The student's code raised an exception; ``info`` holds its type, message and the student's frames.
+
+    Its text (what the student reads) holds none of what the student's code chose after it saw an input: the type
+    only when it is a built-in exception class, the place only as checked against the submission's own file
+    (``where``), never the message. A stub's NotImplementedError is named only when it is one of the handout's.
+    """
+
+    def __init__(self, info: dict, where: str = ""):
+        info = clean_info(info)
+        self.info = info
+        if info["type"] == "NotImplementedError":
+            stub = STUB_MESSAGE.fullmatch(info["message"])
+            self.message = (f"not implemented yet: {stub['target']}: fill in this stub (see its docstring)"
+                            if stub and stub["target"] in handout_stubs() else "not implemented yet: fill in the stub")
+        else:
+            kind = info["type"] if _builtin_exception(info["type"]) else "an exception of its own class"
+            self.message = f"your code raised {kind}" + (f" ({where})" if where else "")
+        Exception.__init__(self, self.message)
+
+    def __str__(self):
+        return self.message
+
+
+STUB_MESSAGE = re.compile(r"(?P<target>\w+\.[\w.]+): fill in this stub \(see its docstring\)")
+
+
+@lru_cache(maxsize=1)
+def handout_stubs() -> frozenset[str]:
+    """The stubs of the handout (``qkv.project``, ``causal.CausalAttention.forward``, ...), read from exercises/."""
+    return frozenset(match["target"] for path in sorted((ROOT / "exercises").glob("*.py"))
+                     for match in STUB_MESSAGE.finditer(path.read_text()))
+
+
+def _builtin_exception(name: str) -> bool:
+    cls = getattr(builtins, name, None)
+    return isinstance(cls, type) and issubclass(cls, BaseException)
+
+
+def clean_info(info) -> dict:
+    """A worker's description of an exception, with every field of the expected type and cleaned."""
+    info = info if isinstance(info, dict) else {}
+    frames = info.get("frames") if isinstance(info.get("frames"), list) else []
+    names = info.get("builtins") if isinstance(info.get("builtins"), list) else []
+    return {"type": clean(info.get("type", "Exception"), MAX_NAME),
+            "builtins": [n for n in names if isinstance(n, str) and n.isidentifier()][:20],
+            "message": clean(info.get("message", "")),
+            "frames": [clean(f, 300) for f in frames[-8:]]}
+
+
+@lru_cache(maxsize=256)
+def _student_error_class(names: tuple[str, ...]) -> type:
+    bases = [getattr(builtins, n) for n in names if n not in ("Exception", "BaseException")]
+    bases = [b for b in bases if isinstance(b, type) and issubclass(b, Exception)]
+    bases = [b for i, b in enumerate(bases) if b not in bases[:i] and not any(o is not b and issubclass(o, b) for o in bases)]
+    while bases:  # drop bases until the class can be built and instantiated (layout conflicts, picky __new__s)
+        try:
+            cls = type("StudentError", (StudentError, *bases), {})
+            _instance(cls)
+            return cls
+        except TypeError:
+            bases.pop()
+    return StudentError
+
+
+def _instance(cls: type) -> StudentError:
+    for new in (cls.__new__, Exception.__new__, BaseException.__new__):
+        try:
+            return new(cls)
+        except TypeError:
+            continue
+    raise TypeError(f"cannot create a {cls.__mro__[1:]}")
+
+
+def student_error(info: dict, where: str = "") -> StudentError:
+    """A StudentError that is also an instance of the student's exception's built-in classes."""
+    info = clean_info(info)
+    error = _instance(_student_error_class(tuple(info["builtins"])))
+    StudentError.__init__(error, info, where)
+    return error
+
+
+# What the grader says when the worker reports a failure of one of these kinds: the grader's own words, since
+# the worker's are the student's once their code has run (only the start's import failures are shown as sent).
+FAILURES = {
+    "missing": "{label}: not found in your code (a function, class, method, attribute or parameter name is "
+               "missing or misspelled: compare with the exercise's stub)",
+    "skipped": "not run: the step it builds on failed",
+    "shape": "{label}: a parameter does not have the shape the exercise asks for (compare with the stub)",
+    "autograd": "the result is not connected to the inputs by autograd (no grad_fn): was something detached, or "
+                "turned into a Python number?",
+    "reply": "the result of {label} cannot be sent back to the grader: is it over the reply's "
+             f"{wire.MAX_REPLY_BYTES >> 20} MiB limit, or does it hold something other than tensors and plain values?",
+}
+UNREADABLE = "the reply of your code could not be read"
+STUDENT_FRAME = re.compile(r"(?P<module>\w+)\.py, line (?P<line>\d+)\b")

@@ -1,0 +1,38 @@
+"""The sandbox's unprivileged uid, and leases of distinct uids for graders running side by side (batch jobs)."""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+import tempfile
+
+# Read once, when the grader imports this module (students never get to set these).
+SANDBOX_UID = int(os.environ.get("GRADER_SANDBOX_UID", "64055"))
+SANDBOX_GID = int(os.environ.get("GRADER_SANDBOX_GID", str(SANDBOX_UID)))
+
+UID_LOCK_DIR = "/run/grader/sandbox-uids" if os.geteuid() == 0 else os.path.join(
+    tempfile.gettempdir(), f"grader-sandbox-uids-{os.geteuid()}")
+
+
+def lease_sandbox_uid(first: int, count: int = 1000, lock_dir: str = UID_LOCK_DIR) -> tuple[int, int]:
+    """The lowest uid of ``first`` .. ``first + count - 1`` that no live process holds, and the fd that holds it.
+
+    A uid is held by an exclusive ``flock`` on ``<lock_dir>/<uid>.lock``: keep the fd open for as long as workers
+    may run as that uid; the kernel releases it when the process dies, however it dies. ``lock_dir`` must be a
+    directory only this user may write (it is made so if missing), or anyone could hold every uid.
+    """
+    os.makedirs(lock_dir, 0o700, exist_ok=True)
+    st = os.lstat(lock_dir)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise PermissionError(errno.EACCES, f"the sandbox uid lock folder must be a folder of uid {os.geteuid()} "
+                              "that nobody else may write", lock_dir)
+    for uid in range(first, first + count):
+        fd = os.open(os.path.join(lock_dir, f"{uid}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return uid, fd
+    raise RuntimeError(f"no free sandbox uid in {first}..{first + count - 1}: {count} graders are running here")
