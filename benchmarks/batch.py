@@ -24,8 +24,7 @@ from pathlib import Path
 import nbformat
 
 from grader import ROOT
-from grader.authoring.notebooks import COURSE_DIR
-from grader.course import ASSIGNMENTS
+from grader.course import course
 from grader.authoring.stubs import BEGIN, END
 from grader.batch import run_batch
 from grader.course import COURSE_FILE, MODULES
@@ -86,10 +85,11 @@ def measure(label: str, source: Path, out: Path, jobs: int) -> float:
 
 def nbgrader_class(root: Path, students: int) -> None:
     """A copy of the nbgrader course, released, with ``students`` students handing in all eight notebooks."""
-    shutil.copytree(COURSE_DIR, root, ignore=shutil.ignore_patterns("gradebook.db", "release", "submitted", "autograded", "feedback"))
+    shutil.copytree(course().nbgrader_dir, root, ignore=shutil.ignore_patterns("gradebook.db", "release", "submitted", "autograded", "feedback"))
     subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "*", "--force"], cwd=root, check=True, capture_output=True)
     for n in range(students):
-        for assignment, module in ASSIGNMENTS.items():
+        for module in course().modules:
+            assignment = course().notebook_name(module)
             notebook = nbformat.read(root / "release" / assignment / f"{assignment}.ipynb", as_version=4)
             code = "".join(line for line in (ROOT / "solutions" / f"{module}.py").read_text().splitlines(keepends=True)
                            if line.strip() not in (BEGIN, END))

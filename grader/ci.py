@@ -184,13 +184,15 @@ def exit_status(grade: Grade, min_score: float | None) -> int:
 
 def run_ci(path: str | os.PathLike = ".", *, course_file: str | os.PathLike = COURSE_FILE, min_score: float | None = None,
            device: str = "cpu", env: Mapping[str, str] | None = None, stdout: TextIO | None = None, zygote=None,
-           results_path: str | None = None, junit_path: str | None = None) -> int:
-    """`grader ci`: grade the checkout at ``path`` on ``device`` (cpu, cuda or auto), write the GitHub outputs,
-    return the exit status."""
+           results_path: str | None = None, junit_path: str | None = None, assignment: str | None = None) -> int:
+    """`grader ci`: grade the checkout at ``path`` on ``device`` (cpu, cuda or auto), as the whole course or as one
+    ``assignment``, write the GitHub outputs, return the exit status."""
     env = os.environ if env is None else env
     stdout = stdout or sys.stdout
     try:
         course = load_course(course_file)
+        if assignment:
+            course = course.assignment(assignment)
     except CourseError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
@@ -213,7 +215,7 @@ def run_ci(path: str | os.PathLike = ".", *, course_file: str | os.PathLike = CO
     if own:
         from grader.sandbox.client import Zygote
 
-        zygote = Zygote()
+        zygote = Zygote(hide=(course.root,))
     status = None
     try:
         outcome = grade_checkout(checkout, course, zygote, device, workspace)

@@ -23,12 +23,13 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 import torch
 
 from grader import ROOT
-from grader.course import MODULES
 from grader.course import Limits as CourseLimits
+from grader.course import course as project_course
 from grader.sandbox import wire
 from grader.sandbox.lifeline import describe_status
 from grader.text import MAX_NAME, clean
@@ -62,13 +63,13 @@ class StudentError(Exception):
     (``where``), never the message. A stub's NotImplementedError is named only when it is one of the handout's.
     """
 
-    def __init__(self, info: dict, where: str = ""):
+    def __init__(self, info: dict, where: str = "", stubs: frozenset[str] = frozenset()):
         info = _clean_info(info)
         self.info = info
         if info["type"] == "NotImplementedError":
             stub = STUB_MESSAGE.fullmatch(info["message"])
             self.message = (f"not implemented yet: {stub['target']}: fill in this stub (see its docstring)"
-                            if stub and stub["target"] in handout_stubs() else "not implemented yet: fill in the stub")
+                            if stub and stub["target"] in stubs else "not implemented yet: fill in the stub")
         else:
             kind = info["type"] if _builtin_exception(info["type"]) else "an exception of its own class"
             self.message = f"your code raised {kind}" + (f" ({where})" if where else "")
@@ -81,10 +82,11 @@ class StudentError(Exception):
 STUB_MESSAGE = re.compile(r"(?P<target>\w+\.[\w.]+): fill in this stub \(see its docstring\)")
 
 
-@lru_cache(maxsize=1)
-def handout_stubs() -> frozenset[str]:
-    """The stubs of the handout (``qkv.project``, ``causal.CausalAttention.forward``, ...), read from exercises/."""
-    return frozenset(match["target"] for path in sorted((ROOT / "exercises").glob("*.py"))
+@lru_cache(maxsize=4)
+def handout_stubs(exercises: str) -> frozenset[str]:
+    """The stubs of the handout (``<module>.<function>``, ``<module>.<Class>.forward``, ...), read from the course's
+    exercises/ folder."""
+    return frozenset(match["target"] for path in sorted(Path(exercises).glob("*.py"))
                      for match in STUB_MESSAGE.finditer(path.read_text()))
 
 
@@ -128,11 +130,11 @@ def _instance(cls: type) -> StudentError:
     raise TypeError(f"cannot create a {cls.__mro__[1:]}")
 
 
-def student_error(info: dict, where: str = "") -> StudentError:
+def student_error(info: dict, where: str = "", stubs: frozenset[str] = frozenset()) -> StudentError:
     """A StudentError that is also an instance of the student's exception's built-in classes."""
     info = _clean_info(info)
     error = _instance(_student_error_class(tuple(info["builtins"])))
-    StudentError.__init__(error, info, where)
+    StudentError.__init__(error, info, where, stubs)
     return error
 
 
@@ -169,10 +171,11 @@ class Zygote:
     Should it die, the next ``spawn`` starts a new one.
     """
 
-    def __init__(self, namespaces: bool = True):
+    def __init__(self, namespaces: bool = True, hide: tuple[str, ...] = ()):
         """``namespaces=False`` never builds the namespace sandbox (workers get rlimits only, as on a machine
-        without namespaces): for testing that degraded path, never for grading students."""
-        self.namespaces = namespaces
+        without namespaces): for testing that degraded path, never for grading students. ``hide``: folders the
+        sandbox hides besides the grader's repository (the root of a course kept elsewhere)."""
+        self.namespaces, self.hide = namespaces, tuple(str(path) for path in hide)
         self._launch()
 
     def _launch(self):
@@ -183,7 +186,7 @@ class Zygote:
                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
         env.update({k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "GRADER_SANDBOX_UID", "GRADER_SANDBOX_GID", "GRADER_CGROUP")
                     if k in os.environ})
-        flags = [] if self.namespaces else ["--no-namespaces"]
+        flags = ([] if self.namespaces else ["--no-namespaces"]) + [arg for path in self.hide for arg in ("--hide", path)]
         self.process = subprocess.Popen([sys.executable, "-m", "grader.sandbox.lifeline", str(os.getpid()), str(theirs.fileno()), *flags],
                                         pass_fds=[theirs.fileno()], env=env, cwd="/", stdin=subprocess.DEVNULL,
                                         stdout=subprocess.DEVNULL, stderr=self.log)
@@ -246,8 +249,12 @@ class Session:
     """Grading one submission: a worker that is restarted after a crash or a time-out, and the limits."""
 
     def __init__(self, zygote: Zygote, submission: str, limits: CourseLimits, device: str = "cpu",
-                 require_sandbox: bool = False):
+                 require_sandbox: bool = False, modules: tuple[str, ...] | None = None, exercises: Path | None = None):
+        """``modules``: the exercise modules to import and call (default: every exercise of the project's course);
+        ``exercises``: the course's stubs folder, whose stub messages are recognized (default: the project's)."""
         self.zygote, self.submission, self.limits = zygote, submission, limits
+        self.modules = modules or project_course().modules
+        self.stubs = handout_stubs(str(exercises or project_course().exercises_dir))
         self.device, self.require_sandbox = device, require_sandbox
         self.deadline = time.monotonic() + limits.submission_seconds
         self.pid: int | None = None
@@ -295,7 +302,7 @@ class Session:
 
     def _import_all(self) -> bool:
         """Import the modules not imported or broken yet, each within ``import_seconds``; False if the worker died."""
-        for module in MODULES:
+        for module in self.modules:
             if module in self.broken or module in self.imported:
                 continue
             try:
@@ -414,7 +421,7 @@ class Session:
             info = _clean_info(reply["error"])
             # The place only for a failure before any input reached the worker: later, the line that raises could
             # be chosen from the input (a file padded with lines makes its number a channel of many bits).
-            return student_error(info, self._where(info["frames"]) if early else "")
+            return student_error(info, self._where(info["frames"]) if early else "", self.stubs)
         failure = reply.get("failure") if isinstance(reply.get("failure"), dict) else {}
         kind = clean(failure.get("kind", "unknown"), 40)
         if early:
@@ -425,7 +432,7 @@ class Session:
         """'softmax.py, line 12: <that line>' for the innermost frame the worker names, with the line read from the
         submission's own file (static text), or '' when that frame is not a line of an exercise file."""
         match = STUDENT_FRAME.match(frames[-1]) if frames else None
-        if match is None or match["module"] not in MODULES:
+        if match is None or match["module"] not in self.modules:
             return ""
         module, number = match["module"], int(match["line"])
         if module not in self._sources:
@@ -627,7 +634,7 @@ class Student:
         self.session = session
 
     def __getattr__(self, module: str) -> Remote:
-        if module not in MODULES:
+        if module not in self.session.modules:
             raise AttributeError(f"the submission has no exercise {module!r}")
         return Remote(self.session, {"module": module})
 

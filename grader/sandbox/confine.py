@@ -70,6 +70,9 @@ MEMORY_HEADROOM_MB = 256
 NOFILE_HEADROOM = 32
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # holds hidden tests and solutions
+# More folders hidden like REPO_ROOT: the root of a course graded from elsewhere (its suites and references).
+# The zygote is told them on its command line (``--hide PATH``), before any worker exists.
+HIDDEN_TREES: list[str] = []
 try:
     _IMPORT_CWD = os.path.realpath(os.getcwd())
 except OSError:  # pragma: no cover
@@ -650,7 +653,7 @@ def _plan(sub: str | None, expose_cuda: bool) -> list[tuple]:
     private /tmp, ("mask", dst) empty read-only tmpfs over a hidden path that a bind would
     otherwise reveal. Sorted so that a mount point's parents are mounted first.
     """
-    hidden = {os.path.realpath(REPO_ROOT), _IMPORT_CWD}
+    hidden = {os.path.realpath(REPO_ROOT), _IMPORT_CWD, *(os.path.realpath(tree) for tree in HIDDEN_TREES)}
     try:
         hidden.add(os.path.realpath(os.getcwd()))
     except OSError:

@@ -2,7 +2,8 @@
 
 ``GradingPlugin`` is a pytest plugin object: it provides the fixtures the
 suites use (``student``, ``device``, ``course``), reads each test's exercise
-marker and ``weight``, turns every failure into feedback that is safe to show
+marker (one per exercise of course.yaml) and ``weight``, runs only the tests of the course's (or the
+assignment's) exercises, turns every failure into feedback that is safe to show
 (never a line of the suites or the references, never a hidden value), and
 keeps pytest-json-report's report free of tracebacks and paths.
 """
@@ -19,13 +20,11 @@ import pytest_jsonreport.plugin
 import pytest_metadata.plugin
 import torch
 
-from grader import ROOT
-from grader.course import MODULES, Course
+from grader.course import Course
 from grader.sandbox.client import Session, Student, StudentError, SubmissionProblem
 from grader.sandbox.seed import seed_torch
 from grader.text import clean
 
-HIDDEN = ROOT / "tests" / "course" / "hidden"
 MAX_FEEDBACK = 600
 # Only the plugins grading needs are loaded: a plugin installed beside the grader (pytest-randomly reorders and
 # reseeds, hypothesis' own plugin, ...) never changes a grade, and every plugin costs hook calls on each item.
@@ -75,24 +74,32 @@ class GradingPlugin:
         self.report: dict | None = None
 
     def pytest_configure(self, config):
-        for module in MODULES:
+        for module in self._course.course_modules:
             config.addinivalue_line("markers", f"{module}: a test of the {module} exercise")
         config.addinivalue_line("markers", "weight(n): the test's share of its exercise's points (default 1)")
 
-    def pytest_collection_modifyitems(self, items):
+    def pytest_collection_modifyitems(self, config, items):
+        graded, left_out = [], []
         for item in items:
             marks = {mark.name for mark in item.iter_markers()}
-            exercises = marks & set(MODULES)
+            exercises = marks & set(self._course.course_modules)
             if len(exercises) != 1:
                 raise pytest.UsageError(f"{item.nodeid} needs exactly one exercise marker")
             if marks & SKIPPING_MARKS:
                 raise pytest.UsageError(f"{item.nodeid}: a suite skips with pytest.skip() in the test, not with "
                                         f"{', '.join(sorted(marks & SKIPPING_MARKS))} marks")
             exercise = exercises.pop()
+            if exercise not in self._course.modules:  # an exercise of another assignment
+                left_out.append(item)
+                continue
+            graded.append(item)
             item.repr_failure = _failure_text
             weight = item.get_closest_marker("weight")
             doc = (item.function.__doc__ or item.name).strip().splitlines()[0] if hasattr(item, "function") else item.name
             self._about[item.nodeid] = {"exercise": exercise, "weight": float(weight.args[0]) if weight else 1.0, "doc": doc}
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = graded
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem):
@@ -134,12 +141,15 @@ class GradingPlugin:
         self.report = json_report
 
 
-def run_suites(session: Session, course: Course, device: str, suites: Path = HIDDEN, select: str | None = None) -> dict:
-    """Run the suites against the session's submission; return pytest-json-report's (sanitized) report."""
+def run_suites(session: Session, course: Course, device: str, suites: Path | None = None,
+               select: str | None = None) -> dict:
+    """Run the suites (default: the course's tests/course/hidden) against the session's submission, only the tests
+    of the course's exercises; return pytest-json-report's (sanitized) report."""
+    suites = suites or course.hidden_dir
     plugin = GradingPlugin(session, course, device)
     session.watch = sorted({name for names in course.banned.values() for name in names})
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))  # the suites import the references from solutions/
+    if str(course.root) not in sys.path:
+        sys.path.insert(0, str(course.root))  # the suites import the references from the course's solutions/
     args = [str(suites), "--disable-plugin-autoload",
             *(arg for name in UNUSED_BUILTIN_PLUGINS for arg in ("-p", f"no:{name}")),
             "--json-report", "--json-report-file=none",
@@ -152,3 +162,4 @@ def run_suites(session: Session, course: Course, device: str, suites: Path = HID
     if plugin.report is None or code not in (0, 1):
         raise RuntimeError(f"the hidden suites could not run (pytest exit code {int(code)}): {output.getvalue()[-2000:]}")
     return plugin.report
+

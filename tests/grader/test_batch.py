@@ -14,7 +14,7 @@ import pytest
 
 from grader import ROOT
 from grader.batch import BatchError, _course, discover, run_batch
-from grader.course import COURSE_FILE, MODULES
+from grader.course import COURSE_FILE, course
 
 pytestmark = pytest.mark.slow
 SOLUTIONS = ROOT / "solutions"
@@ -137,6 +137,8 @@ WARM_POOL = """
 import json, sys
 from grader.batch import make_executor
 
+MODULES = course().modules  # the exercises of course.yaml, in order
+
 def torch_in_job(_):
     return id(sys.modules.get("torch"))
 
@@ -178,15 +180,15 @@ def test_kill_9_loses_nothing(klass, tmp_path):
 
 def test_discover_reads_folders_zips_and_lists(klass, tmp_path):
     """Student ids come from folder and file names; a list file names paths; duplicate ids are refused."""
-    assert [e.student for e in discover(klass)] == ["buggy", "empty", "good"]
+    assert [e.student for e in discover(klass, course())] == ["buggy", "empty", "good"]
     listing = tmp_path / "class.txt"
     listing.write_text("# one path per line\nsubmissions/good\n\nsubmissions/buggy.zip\n")
-    assert [(e.student, e.path.name) for e in discover(listing)] == [("good", "good"), ("buggy", "buggy.zip")]
+    assert [(e.student, e.path.name) for e in discover(listing, course())] == [("good", "good"), ("buggy", "buggy.zip")]
     (klass / "good.zip").write_bytes((klass / "buggy.zip").read_bytes())
     with pytest.raises(BatchError, match="two submissions for student 'good'"):
-        discover(klass)
+        discover(klass, course())
     with pytest.raises(BatchError, match="does not exist"):
-        discover(tmp_path / "nowhere")
+        discover(tmp_path / "nowhere", course())
 
 
 def test_a_job_validates_course_yaml_again_only_when_it_changes(tmp_path):

@@ -13,9 +13,11 @@ import pytest
 
 from grader import ROOT
 from grader.batch import PROCESS_DIED, RUNNING, run_batch
-from grader.course import COURSE_FILE, MODULES, course
+from grader.course import COURSE_FILE, course
 from grader.intake import IntakeError
 from grader.intake.submission import read_submission
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 pytestmark = pytest.mark.slow
 LIMITS = course().grading.intake

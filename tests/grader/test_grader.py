@@ -24,7 +24,7 @@ import pytest
 import torch
 
 from grader import ROOT
-from grader.course import COURSE_FILE, MODULES, load_course
+from grader.course import COURSE_FILE, course, load_course
 from grader.grade import grade_submission
 from grader.intake.submission import stage
 from grader.reports import RESULTS_SCHEMA
@@ -479,6 +479,8 @@ def test_cli_grades_and_writes_valid_results(tmp_path):
 
 FAILING_PLUGIN = """
 import pytest
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 
 @pytest.hookimpl(tryfirst=True)

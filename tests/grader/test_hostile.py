@@ -41,12 +41,14 @@ import pytest
 from rich.console import Console
 
 from grader import ROOT
-from grader.course import COURSE_FILE, MODULES, load_course
+from grader.course import COURSE_FILE, course, load_course
 from grader.grade import grade_submission
 from grader.intake.submission import stage
 from grader.reports import RESULTS_SCHEMA, print_summary
 from grader.sandbox.client import UNREADABLE, Session, Student, StudentError, Zygote
 from grader.sandbox import confine as sandbox
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 AVAILABLE, WHY = sandbox.probe()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not AVAILABLE, reason=f"no sandbox here: {WHY}")]

@@ -27,12 +27,14 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import MODULES, course
+from grader.course import course
 from grader.sandbox.client import Zygote
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "grader" / "corpus"))
 from variants import KINDS, VARIANTS, Variant  # noqa: E402
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 # the checks a loop-based or built-in-using answer may fail, and how much of its exercise it must keep
 SMALL_SHARE_TESTS = ("test_vectorized", "test_own_implementation", "test_dot_own_implementation")

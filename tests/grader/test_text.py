@@ -35,7 +35,7 @@ from grader.batch import (
     write_gradebook,
 )
 from grader.ci import workflow_command
-from grader.course import COURSE_FILE, MODULES, load_course
+from grader.course import COURSE_FILE, course, load_course
 from grader.intake import IntakeError
 from grader.intake.notebooks import read_notebook
 from grader.intake.submission import read_submission
@@ -52,6 +52,8 @@ from grader.reports import (
     print_summary,
     results,
 )
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "grader" / "hostile"
@@ -273,7 +275,7 @@ def test_student_ids_are_clean_distinct_and_fit_in_file_names(tmp_path):
             (tmp_path / name).mkdir()
         except OSError:  # a file system that refuses undecodable names
             pytest.skip("this file system refuses undecodable file names")
-    ids = [entry.student for entry in discover(tmp_path)]
+    ids = [entry.student for entry in discover(tmp_path, load_course(COURSE_FILE))]
     assert len(set(ids)) == len(names) and "alice" in ids and "=cmd|x" in ids and "[bold]x" in ids
     for student in ids:
         assert_clean(student, 120) and len(student.encode("utf-8")) <= 200
