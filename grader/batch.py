@@ -119,11 +119,12 @@ def student_id(name: str) -> str:
 def material_fingerprint(course_file: Path) -> str:
     """Changes whenever anything that decides a grade changes: course.yaml, the course's references and suites,
     the grader's version."""
-    root = Path(course_file).resolve().parent
+    course_file = Path(course_file).resolve()
+    root = course_file.parent
     hasher = hashlib.sha256(__version__.encode())
-    files = [Path(course_file)] + sorted(p for d in MATERIAL for p in (root / d).rglob("*.py"))
+    files = [course_file] + sorted(p for d in MATERIAL for p in (root / d).rglob("*.py"))
     for path in files:
-        hasher.update(str(path.relative_to(root) if path.resolve().is_relative_to(root) else path.name).encode())
+        hasher.update(str(path.relative_to(root)).encode())
         hasher.update(path.read_bytes())
     return hasher.hexdigest()
 
@@ -328,9 +329,9 @@ def write_summary(course: Course, out: Path, rows: list[dict]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    scores = [r["score"] for r in rows]
+    totals = [r["score"] for r in rows]
     figure, axes = plt.subplots(figsize=(7, 3.5))
-    axes.hist(scores, bins=20, range=(0, course.total_points), color="#4a7ebb")
+    axes.hist(totals, bins=20, range=(0, course.total_points), color="#4a7ebb")
     axes.set(xlabel="score", ylabel="students", title=f"Scores ({len(rows)} submissions)")
     figure.tight_layout()
     _save_png(figure, out / "score_histogram.png")
@@ -354,7 +355,7 @@ def write_summary(course: Course, out: Path, rows: list[dict]) -> None:
         for e in course.exercises)
     errors = sum(r.get("status", "graded") != "graded" for r in rows)
     body = (f"<h1>{html(course.title)}: class summary</h1><p>{len(rows)} submissions, {errors} could not be graded; "
-            f"mean score {sum(scores) / max(len(scores), 1):.1f} / {course.total_points}.</p>"
+            f"mean score {sum(totals) / max(len(totals), 1):.1f} / {course.total_points}.</p>"
             f"<table><tr><th>exercise</th><th>title</th><th>mean</th></tr>{means}</table>"
             "<h2>Scores</h2><img src='score_histogram.png' alt='score histogram'>"
             "<h2>Pass rate per test</h2><img src='pass_rates.png' alt='pass rate per test'>")

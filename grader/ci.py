@@ -5,7 +5,7 @@ submission, then:
 
 * a job summary (exercises, points, what to fix) is appended to ``$GITHUB_STEP_SUMMARY``;
 * an annotation per exercise that lost points points at the student's file, and at the line
-  where the feedback names one (tracebacks, import and syntax errors carry "softmax.py, line 12";
+  where the feedback names one (tracebacks, import and syntax errors carry "<module>.py, line 12";
   an unfinished stub is found by its ``raise NotImplementedError``): an error, or a notice for
   an exercise not started yet;
 * the GitHub Classroom result (base64 JSON, see ``reports.CLASSROOM_SCHEMA``) goes to
@@ -93,7 +93,7 @@ def locate(exercise: ExerciseScore, folder: Path, workspace: Path) -> tuple[str,
 
 
 def workflow_command(level: str, message: str, *, file: str | None = None, line: int = 0, title: str = "") -> str:
-    """``::error file=exercises/softmax.py,line=12,title=...::message``, escaped as GitHub's toolkit does.
+    """``::error file=exercises/<module>.py,line=12,title=...::message``, escaped as GitHub's toolkit does.
 
     The message keeps its lines (each one ``clean``), which GitHub shows in the annotation; properties are one line."""
     properties = [f"file={workflow_property(file)}"] if file else []

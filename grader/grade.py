@@ -1,4 +1,4 @@
-"""The whole path of one submission: intake -> worker session -> suites -> scores -> results."""
+"""The whole path of one submission: intake -> worker session -> suites -> points -> results."""
 from __future__ import annotations
 
 import time

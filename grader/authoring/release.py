@@ -7,7 +7,7 @@ The handout holds only what students may see:
   and their conftest (they test ``exercises`` by default);
 * ``notebooks/``: the released course notebooks, when ``nbgrader/source/*/*.ipynb`` exist
   (solution blocks become stubs, hidden tests and outputs are removed);
-* ``README.md`` (set-up, public checks, submitting, how scores are computed), ``requirements.txt``
+* ``README.md`` (set-up, public checks, submitting, how points are computed), ``requirements.txt``
   and a ``pyproject.toml`` that points pytest at the public checks;
 * ``.github/workflows/classroom.yml``: the workflow that grades every push with `grader ci`.
 

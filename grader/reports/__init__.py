@@ -9,7 +9,7 @@
 * ``markdown_summary`` / ``score_line``: a GitHub job summary and the plain score line;
 * ``print_summary``: the terminal summary.
 
-All take the same ``scores.Grade``; none shows suite code, reference code or hidden values
+All take the same ``points.Grade``; none shows suite code, reference code or hidden values
 (the only text per test is the feedback written for the student).
 """
 from __future__ import annotations
@@ -70,9 +70,9 @@ def _node_glob(pattern: str) -> re.Pattern:
 def visibility_of(test: TestScore, rules: Mapping[str, str] | None = None) -> str:
     """Gradescope's visibility of one test under course.yaml's ``visibility`` rules.
 
-    A rule's key is a glob over the test's node id in the suites (``test_softmax.py::test_large_*``,
+    A rule's key is a glob over the test's node id in the suites (``test_<module>.py::test_large_*``,
     ``*[float16]``: only ``*`` and ``?`` are wildcards; the first that matches wins), else the test's
-    exercise (``softmax``), else ``default``;
+    exercise (its module), else ``default``;
     without rules every test is ``visible``.
     """
     rules = rules or {}
@@ -83,7 +83,7 @@ def visibility_of(test: TestScore, rules: Mapping[str, str] | None = None) -> st
 
 
 def _overview(grade: Grade) -> str:
-    """The notes, then one line per exercise: ``softmax: 7.5/10`` (and why it scored nothing, if so)."""
+    """The notes, then one line per exercise: ``<module>: 7.5/10`` (and why it scored nothing, if so)."""
     lines = [f"{e.module}: {e.score:g}/{e.max_score:g}" + (f" ({clean(e.problem)})" if e.problem else "")
              for e in grade.exercises]
     return "\n".join([*map(clean, grade.notes), *lines])
@@ -195,9 +195,9 @@ CLASSROOM_SCHEMA = {
     "additionalProperties": False,
 }
 
-# Where feedback names a line of the student's files: "softmax.py, line 12" (tracebacks, import and syntax errors).
+# Where feedback names a line of the student's files: "<module>.py, line 12" (tracebacks, import and syntax errors).
 FEEDBACK_LINE = re.compile(r"\b(?P<file>\w+\.py), line (?P<line>\d+)")
-# An unfinished stub, anywhere in a feedback: "not implemented yet: softmax.softmax: fill in this stub (see ...)".
+# An unfinished stub, anywhere in a feedback: "not implemented yet: <module>.<function>: fill in this stub (see ...)".
 NOT_IMPLEMENTED = re.compile(r"not implemented yet: (?P<target>\w+\.[\w.]+): fill in this stub")
 
 
@@ -217,7 +217,7 @@ def untouched(exercise: ExerciseScore) -> bool:
 
 
 def stubs_left(exercise: ExerciseScore) -> list[str]:
-    """The stubs its failures name as not implemented yet (``qkv.project``, ...), in order of appearance."""
+    """The stubs its failures name as not implemented yet (``<module>.<function>``, ...), in order of appearance."""
     found = (match["target"] for t in _failures(exercise) for match in NOT_IMPLEMENTED.finditer(t.feedback))
     return list(dict.fromkeys(found))
 
@@ -241,7 +241,7 @@ def what_to_fix(exercise: ExerciseScore, limit: int = 3) -> str:
 
 
 def feedback_line(exercise: ExerciseScore) -> tuple[str, int] | None:
-    """The (file name, line) the exercise's feedback points at, e.g. ("softmax.py", 12), if it names one."""
+    """The (file name, line) the exercise's feedback points at, e.g. ("<module>.py", 12), if it names one."""
     for text in [exercise.problem, *(t.feedback for t in _failures(exercise))]:
         matches = list(FEEDBACK_LINE.finditer(text or ""))
         if matches:

@@ -1,8 +1,8 @@
 """The grading process's side of the worker: start workers, send calls, turn replies into values or errors.
 
-``Student`` is what the suites see: ``student.softmax.softmax(x)`` calls the
+``Student`` is what the suites see: ``student.<module>.<function>(x)`` calls the
 student's function in the worker and returns a plain tensor;
-``student.qkv.SelfAttention(4, 3)`` returns a ``RemoteObject`` whose methods,
+``student.<module>.<Class>(4, 3)`` returns a ``RemoteObject`` whose methods,
 parameters and backward the test drives. Student exceptions come back as
 ``StudentError`` (also an instance of the matching built-in, so
 ``pytest.raises(ValueError)`` works); everything else that goes wrong with a
@@ -429,7 +429,7 @@ class Session:
         return SubmissionProblem(kind, FAILURES.get(kind, UNREADABLE).format(label=label))
 
     def _where(self, frames: list[str]) -> str:
-        """'softmax.py, line 12: <that line>' for the innermost frame the worker names, with the line read from the
+        """'<module>.py, line 12: <that line>' for the innermost frame the worker names, with the line read from the
         submission's own file (static text), or '' when that frame is not a line of an exercise file."""
         match = STUDENT_FRAME.match(frames[-1]) if frames else None
         if match is None or match["module"] not in self.modules:
@@ -572,7 +572,7 @@ def _object_name(target: dict) -> str:
 
 
 def _label(target: dict) -> str:
-    """A call target in words: ``quiz.decoder_attention``, ``SelfAttention.forward``, ``SelfAttention(...)``."""
+    """A call target in words: ``<module>.<function>``, ``<Class>.forward``, ``<Class>(...)``."""
     head = str(target.get("module") or clean(target.get("type", "object"), MAX_NAME))
     path = [str(p) for p in target.get("path", [])]
     return ".".join([head, *path]) if path or "module" in target else f"{head}(...)"

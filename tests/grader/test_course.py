@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import doctest
 import importlib
+import re
 import sys
 from pathlib import Path
 
@@ -209,3 +210,19 @@ def test_missing_file(tmp_path):
     """A course.yaml that does not exist gives a one-line CourseError naming the path."""
     message = course_error(tmp_path / "nowhere" / "course.yaml")
     assert "cannot read" in message
+
+
+def test_no_exercise_name_in_the_grader():
+    """Nothing in grader/ (code, docstrings, templates) nor in the public checks' conftest (it ships in the handout)
+    names an exercise: course.yaml is the one list. The only word allowed is torch's own function of the same name
+    (``torch.<name>``), which is not the exercise."""
+    grader_dir = COURSE_FILE.parent / "grader"
+    files = sorted([*grader_dir.rglob("*.py"), *(p for p in (grader_dir / "authoring" / "templates").rglob("*") if p.is_file()),
+                    COURSE_FILE.parent / "tests" / "course" / "public" / "conftest.py"])
+    assert len(files) > 20
+    found = []
+    for path in files:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            found += [f"{path.relative_to(grader_dir.parent)}:{number}: {module}" for module in MODULES
+                      if re.search(rf"(?<!torch\.)\b{module}\b", line)]
+    assert not found, "exercise names in the grader:\n" + "\n".join(found)
