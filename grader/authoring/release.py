@@ -117,6 +117,12 @@ def banned_list(course: Course) -> str:
                      for target, names in course.banned.items()) or "  - (none in this course)"
 
 
+def assignment_option(course: Course) -> str:
+    """The grader's command-line option that grades what ``course`` holds: ``--assignment NAME``, or nothing for the
+    whole course (the templates append it to ``grader grade`` and ``grader ci``)."""
+    return f" --assignment {course.assignment_name}" if course.assignment_name else ""
+
+
 def first_stub(exercises: dict[str, str]) -> str:
     """The first stub of the first exercise (``<module>.<function>``): the README's example of a stub's failure."""
     return next(match["target"] for text in exercises.values() for match in STUB_TARGET.finditer(text))
@@ -305,6 +311,7 @@ def handout_files(course: Course, *, grader_repository: str = DEFAULT_GRADER_REP
               "EXERCISES": exercises_table(course), "POINTS": points_list(course),
               "TOTAL": str(course.total_points), "NOTEBOOKS": section, "FIRST": course.modules[0],
               "MODULES": ", ".join(course.modules), "FIRST_STUB": first_stub(exercises), "BANNED": banned_list(course),
+              "ASSIGNMENT": assignment_option(course),
               "GRADER_REPOSITORY": grader_repository, "GRADER_REF": grader_ref}
     files["README.md"] = render("handout/README.md", values)
     files["requirements.txt"] = render("handout/requirements.txt", values)
@@ -354,9 +361,8 @@ def gradescope_zip(path: str | os.PathLike, *, device: str = "cpu", course_file:
     references and course.yaml beside them; ``assignment``: it grades that assignment, out of its points."""
     path = Path(path)
     course = load_course(course_file)
-    if assignment:
-        course.assignment(assignment)  # an unknown name is refused here, not at the first submission
-    values = {"TORCH": pinned("torch"), "DEVICE": device, "ASSIGNMENT": f" --assignment {assignment}" if assignment else ""}
+    graded = course.assignment(assignment) if assignment else course  # an unknown name is refused here, at once
+    values = {"TORCH": pinned("torch"), "DEVICE": device, "ASSIGNMENT": assignment_option(graded)}
     path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in ("setup.sh", "run_autograder"):

@@ -103,7 +103,7 @@ def failures(grade, module: str):
 # ---------------------------------------------------------------- the corpus itself (fast)
 
 def test_corpus_layout():
-    """At least 40 buggy variants over all eight exercises, 6 correct ones, partial ones, each titled and changed."""
+    """At least 40 buggy variants over every exercise, 6 correct ones, partial ones, each titled and changed."""
     buggy = of_kind("buggy")
     assert len(buggy) >= 40, len(buggy)
     assert {v.module for v in buggy} == set(MODULES)

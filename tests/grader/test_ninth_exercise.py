@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -169,11 +170,17 @@ def test_release(course, tmp_path):
     assert (handout / "tests" / "public" / f"test_{MODULE}.py").is_file()
     assert (handout / "notebooks" / NOTEBOOK / f"{NOTEBOOK}.ipynb").is_file()
     assert f"`exercises/{MODULE}.py`" in (handout / "README.md").read_text(encoding="utf-8")
-    grader("release", str(tmp_path / "week"), "--course", "course.yaml", "--assignment", NOTEBOOK, cwd=course)
+    grader("release", str(tmp_path / "week"), "--course", "course.yaml", "--assignment", NOTEBOOK,
+           "--gradescope", str(tmp_path / "week.zip"), cwd=course)
     week = tmp_path / "week"
     assert sorted(p.name for p in (week / "exercises").glob("*.py")) == ["__init__.py", f"{MODULE}.py"]
     assert sorted(p.name for p in (week / "tests" / "public").glob("test_*.py")) == [f"test_{MODULE}.py"]
     assert [p.name for p in (week / "notebooks").iterdir()] == [NOTEBOOK]
+    assert f"--assignment {NOTEBOOK}" in (week / ".github" / "workflows" / "classroom.yml").read_text(encoding="utf-8")
+    with zipfile.ZipFile(tmp_path / "week.zip") as archive:
+        assert f"--assignment {NOTEBOOK}" in archive.read("run_autograder").decode()
+        assert {f"solutions/{MODULE}.py", f"tests/course/hidden/test_{MODULE}.py", "course.yaml"} <= set(archive.namelist())
+        assert yaml.safe_load(archive.read("course.yaml"))["exercises"][-1]["module"] == MODULE
 
 
 def test_grade(course, tmp_path):

@@ -1,10 +1,10 @@
 """The course notebooks (grader/authoring/notebooks.py, grader/intake/notebooks.py): the generated nbgrader course,
 reading notebooks back, and nbgrader's own commands end to end.
 
-The end-to-end tests (marked slow) copy the course into a temporary folder, release all eight notebooks
-with ``nbgrader generate_assignment``, hand in three students' notebooks (the references for all eight;
+The end-to-end tests (marked slow) copy the course into a temporary folder, release every notebook
+with ``nbgrader generate_assignment``, hand in three students' notebooks (the references for all of them;
 a bug and the stub for three assignments, 02_softmax, 05_quiz and 07_causal, since autograding all
-eight for three students would take minutes), and run ``nbgrader autograde``, ``generate_feedback`` and
+all of them for three students would take minutes), and run ``nbgrader autograde``, ``generate_feedback`` and
 ``export``. The scores of the three assignments are compared with what the project's own sandboxed
 grader gives the same notebooks.
 """
@@ -518,7 +518,7 @@ def student_notebook(release: Path, student: str, module: str):
 def nbgrader_course(tmp_path_factory):
     """A copy of the course, released, handed in by three students, autograded, with feedback and grades.csv.
 
-    "correct" hands in all eight assignments (so autograde runs every notebook with the references in place),
+    "correct" hands in every assignment (so autograde runs every notebook with the references in place),
     "buggy" and "stub" the three of E2E_ASSIGNMENTS.
     """
     require_kernel()

@@ -84,7 +84,7 @@ def test_stub_failures_are_one_line(stub_run):
 
 
 def test_stub_run_output_has_no_tracebacks(stub_run):
-    """The terminal output of the stub run names each of the eight stubs and shows no traceback."""
+    """The terminal output of the stub run names each of the stubs and shows no traceback."""
     process, _ = stub_run
     output = process.stdout + process.stderr
     for module in MODULES:
