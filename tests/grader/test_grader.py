@@ -22,6 +22,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import torch
+from courses import course_variant
 
 from grader import ROOT
 from grader.course import COURSE_FILE, course, load_course
@@ -38,6 +39,8 @@ from grader.sandbox.client import (
     load_params_step,
 )
 from grader.suites.plugin import run_suites
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 pytestmark = pytest.mark.slow
 
@@ -129,9 +132,7 @@ def course():
 def quick_course(tmp_path_factory):
     """A copy of course.yaml with call_seconds: 2, loaded with load_course."""
     text = re.sub(r"(?m)^(\s*call_seconds:)\s*[0-9.]+", rf"\g<1> {CALL_SECONDS}", COURSE_FILE.read_text(encoding="utf-8"))
-    path = tmp_path_factory.mktemp("course") / "course.yaml"
-    path.write_text(text, encoding="utf-8")
-    loaded = load_course(path)
+    loaded = load_course(course_variant(tmp_path_factory.mktemp("course"), text))
     assert loaded.grading.limits.call_seconds == CALL_SECONDS
     return loaded
 
@@ -166,8 +167,8 @@ def tree_hash(folder: Path) -> str:
 
 
 def only(course, module: str):
-    exercise = course.exercise(module)
-    return course.model_copy(update={"exercises": [exercise], "total_points": exercise.points})
+    """The course trimmed to one exercise: the assignment of its notebook."""
+    return course.assignment(course.notebook_name(module))
 
 
 def grade(path: Path, course, zygote, module: str | None = None) -> dict:
@@ -480,7 +481,6 @@ def test_cli_grades_and_writes_valid_results(tmp_path):
 FAILING_PLUGIN = """
 import pytest
 
-MODULES = course().modules  # the exercises of course.yaml, in order
 
 
 @pytest.hookimpl(tryfirst=True)

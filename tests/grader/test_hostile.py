@@ -38,6 +38,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from courses import course_variant
 from rich.console import Console
 
 from grader import ROOT
@@ -47,6 +48,7 @@ from grader.intake.submission import stage
 from grader.reports import RESULTS_SCHEMA, print_summary
 from grader.sandbox.client import UNREADABLE, Session, Student, StudentError, Zygote
 from grader.sandbox import confine as sandbox
+
 
 MODULES = course().modules  # the exercises of course.yaml, in order
 
@@ -104,9 +106,7 @@ def course(tmp_path_factory):
     text = re.sub(r"(?m)^(\s*call_seconds:)\s*[0-9.]+", rf"\g<1> {CALL_SECONDS}", text)
     text = re.sub(r"(?m)^(\s*import_seconds:)\s*[0-9.]+", rf"\g<1> {IMPORT_SECONDS}", text)
     text = re.sub(r"(?m)^(\s*submission_seconds:)\s*[0-9.]+", rf"\g<1> {SUBMISSION_SECONDS}", text)
-    path = tmp_path_factory.mktemp("course") / "course.yaml"
-    path.write_text(text, encoding="utf-8")
-    loaded = load_course(path)
+    loaded = load_course(course_variant(tmp_path_factory.mktemp("course"), text))
     assert (loaded.grading.limits.call_seconds, loaded.grading.limits.import_seconds) == (CALL_SECONDS, IMPORT_SECONDS)
     return loaded
 
@@ -219,9 +219,8 @@ def hostile_submission(tmp_path: Path, trick: str, module: str = "quiz", **param
 
 
 def only(course, module: str):
-    """The course trimmed to one exercise (to grade it alone with ``select=``)."""
-    exercise = course.exercise(module)
-    return course.model_copy(update={"exercises": [exercise], "total_points": exercise.points})
+    """The course trimmed to one exercise: the assignment of its notebook."""
+    return course.assignment(course.notebook_name(module))
 
 
 def grade(path: Path, course, zygote, module: str | None = None) -> dict:

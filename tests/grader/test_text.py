@@ -341,7 +341,8 @@ def test_notebook_fields_cannot_crash_or_bloat_a_batch(tmp_path, course):
     assert celltype["exercises"]["quiz"]["score"] == 0
     assert "\ufffd # Feedback for teacher cell" in celltype["output"] and "\n# " not in celltype["output"]
     feedback = (out / "feedback" / "celltype.md").read_text(encoding="utf-8")
-    assert_markdown_forges_nothing(feedback, headings=1 + len(MODULES))
+    assert list(celltype["exercises"]) == ["quiz"], "a notebook is graded as its own assignment"
+    assert_markdown_forges_nothing(feedback, headings=1 + len(celltype["exercises"]))
 
     class Recorder:
         def start(self, total, counts):
