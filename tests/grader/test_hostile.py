@@ -457,8 +457,7 @@ def grading_peak_mib(submission: Path) -> float:
               "from grader.course import load_course\n"
               "from grader.grade import grade_submission\n"
               "course = load_course()\n"
-              "quiz = course.exercise('quiz')\n"
-              "course = course.model_copy(update={'exercises': [quiz], 'total_points': quiz.points})\n"
+              "course = course.assignment(course.notebook_name('quiz'))\n"
               "grade_submission(sys.argv[1], course, select='quiz')\n"
               "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
     done = subprocess.run([sys.executable, "-c", script, str(submission)], cwd=ROOT, capture_output=True, text=True,
