@@ -226,3 +226,17 @@ def test_no_exercise_name_in_the_grader():
             found += [f"{path.relative_to(grader_dir.parent)}:{number}: {module}" for module in MODULES
                       if re.search(rf"(?<!torch\.)\b{module}\b", line)]
     assert not found, "exercise names in the grader:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("command", [["grade", "solutions"], ["batch", "solutions", "--out", "OUT"], ["release", "OUT"],
+                                     ["ci", "."]])
+def test_an_unknown_assignment_is_one_line(tmp_path, capsys, command):
+    """`--assignment` naming no assignment of course.yaml stops every command at once with one line naming them."""
+    from grader import cli
+
+    args = [str(tmp_path / "out") if arg == "OUT" else str(ROOT / arg) if arg in ("solutions", ".") else arg
+            for arg in command]
+    assert cli.main([*args, "--assignment", "nope"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("grader: unknown assignment 'nope': course.yaml has 01_") and "\n" not in error
+    assert not (tmp_path / "out").exists()
