@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from grader.course import COURSE_FILE, DTYPES, course, CourseError, load_course  # noqa: E402
+from grader.course import COURSE_FILE, DTYPES, CourseError, course, load_course  # noqa: E402
 
 MODULES = course().modules  # the exercises of course.yaml, in order
 
