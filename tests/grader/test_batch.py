@@ -247,7 +247,10 @@ def test_nbgrader_notebooks_are_graded_as_their_own_assignments(tmp_path):
     assert "not in the submission" not in feedback
     with open(out / "gradebook.csv", newline="", encoding="utf-8") as handle:
         gradebook = list(csv.DictReader(handle))
-    cell = lambda text: float(text) if text else None  # noqa: E731 - blank: the exercise is not the row's assignment
+
+    def cell(text: str) -> float | None:
+        return float(text) if text else None  # blank: the exercise is not the row's assignment
+
     assert [(r["student"], r["assignment"], cell(r["softmax"]), cell(r["quiz"])) for r in gradebook] == [
         ("ada", softmax, points["softmax"], None), ("ada", quiz, None, 0), ("ben", softmax, 0, None)]
     recorder = Recorder()
