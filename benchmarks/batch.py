@@ -24,8 +24,7 @@ from pathlib import Path
 import nbformat
 
 from grader import ROOT
-from grader.authoring.notebooks import COURSE_DIR
-from grader.course import ASSIGNMENTS
+from grader.course import course
 from grader.authoring.stubs import BEGIN, END
 from grader.batch import run_batch
 from grader.course import COURSE_FILE, MODULES
@@ -85,11 +84,12 @@ def measure(label: str, source: Path, out: Path, jobs: int) -> float:
 
 
 def nbgrader_class(root: Path, students: int) -> None:
-    """A copy of the nbgrader course, released, with ``students`` students handing in all eight notebooks."""
-    shutil.copytree(COURSE_DIR, root, ignore=shutil.ignore_patterns("gradebook.db", "release", "submitted", "autograded", "feedback"))
+    """A copy of the nbgrader course, released, with ``students`` students handing in every notebook."""
+    shutil.copytree(course().nbgrader_dir, root, ignore=shutil.ignore_patterns("gradebook.db", "release", "submitted", "autograded", "feedback"))
     subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "*", "--force"], cwd=root, check=True, capture_output=True)
     for n in range(students):
-        for assignment, module in ASSIGNMENTS.items():
+        for module in course().modules:
+            assignment = course().notebook_name(module)
             notebook = nbformat.read(root / "release" / assignment / f"{assignment}.ipynb", as_version=4)
             code = "".join(line for line in (ROOT / "solutions" / f"{module}.py").read_text().splitlines(keepends=True)
                            if line.strip() not in (BEGIN, END))
@@ -113,14 +113,16 @@ def main() -> None:
         for jobs in (1, 2):
             measure("grader batch (synthetic)", scratch / "class", scratch / f"out{jobs}", jobs)
         if args.nbgrader_students:
-            course = scratch / "nbgrader"
-            nbgrader_class(course, args.nbgrader_students)
-            ours = measure("grader batch (notebooks)", course / "submitted", scratch / "outnb", 2)
+            nbgrader = scratch / "nbgrader"
+            nbgrader_class(nbgrader, args.nbgrader_students)
+            # each notebook is a submission of its own (its assignment) for both graders
+            ours = measure("grader batch (notebooks)", nbgrader / "submitted", scratch / "outnb", 2)
             started = time.monotonic()
-            subprocess.run([sys.executable, "-m", "nbgrader", "autograde", "*"], cwd=course, check=True, capture_output=True)
+            subprocess.run([sys.executable, "-m", "nbgrader", "autograde", "*"], cwd=nbgrader, check=True, capture_output=True)
             wall = time.monotonic() - started
-            theirs = args.nbgrader_students / wall
-            print(f"{'nbgrader autograde':<28} {args.nbgrader_students:4d} submissions in {wall:7.1f} s  = {theirs:6.2f} subs/s")
+            notebooks = args.nbgrader_students * len(course().modules)
+            theirs = notebooks / wall
+            print(f"{'nbgrader autograde':<28} {notebooks:4d} submissions in {wall:7.1f} s  = {theirs:6.2f} subs/s")
             print(f"ratio (ours, jobs=2, over nbgrader autograde, same notebooks): {ours / theirs:.1f}x")
 
 

@@ -2,7 +2,7 @@
 
 A submission travels: intake (stage the files) -> worker (a sandboxed process
 that runs the student's code) -> suites (hidden pytest suites that call it
-through a proxy) -> scores (points from the pytest-json-report) -> reports.
+through a proxy) -> points (from the pytest-json-report) -> reports.
 """
 from pathlib import Path
 

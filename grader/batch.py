@@ -10,6 +10,11 @@ A record is final only when grading completed: a grader fault (a "grader error",
 recorded without a fingerprint, so the next run grades it again. A job process that dies is replaced; the
 submissions it was grading are graded again, each alone, and the one that kills its job process even alone
 gets a non-final error record while every classmate is graded.
+
+A class is graded on the whole course or on one assignment (``--assignment``). In nbgrader's
+``submitted/<student>/<assignment>/`` layout each notebook is its own submission, graded as its assignment: the
+gradebook has a row per student and assignment, and the results and feedback of one are
+``results/<student>/<assignment>.json`` and ``feedback/<student>/<assignment>.md``.
 """
 from __future__ import annotations
 
@@ -29,9 +34,10 @@ from functools import lru_cache
 from multiprocessing import get_context
 from pathlib import Path
 
-from grader import ROOT, __version__
+from grader import __version__
 from grader.course import Course, load_course
 from grader.intake import IntakeError, IntakeFault
+from grader.intake.notebooks import assignment_notebook
 from grader.intake.submission import digest, read_submission
 from grader.reports.feedback import write_feedback
 from grader.reports.files import write_json
@@ -42,7 +48,7 @@ from grader.similarity.report import class_report, summary_rows
 from grader.text import MAX_NAME, clean
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
-MATERIAL = ("course.yaml", "solutions", "tests/course/hidden")
+MATERIAL = ("solutions", "tests/course/hidden")  # besides course.yaml, in the course root
 MAX_ID_BYTES = 200  # a student id is part of file names (at most 255 bytes on most file systems)
 GRADER_FAULT = "grader error"
 PROCESS_DIED = (f"{GRADER_FAULT}: could not be graded: the grading process died while grading this submission alone; "
@@ -54,15 +60,23 @@ RUNNING = "running"  # staging/running/<pid of a job process>: the student it is
 class Entry:
     student: str
     path: Path
+    assignment: str | None = None  # graded as this assignment (None: as the batch's course)
+
+    @property
+    def key(self) -> str:
+        """Its results file, relative to results/ and without .json: ``<student>`` or ``<student>/<assignment>``."""
+        return self.student if self.assignment is None else f"{self.student}/{self.assignment}"
 
 
 class BatchError(ValueError):
     """The batch's input cannot be read (one line, for the instructor)."""
 
 
-def discover(source: str | os.PathLike) -> list[Entry]:
+def discover(source: str | os.PathLike, course: Course) -> list[Entry]:
     """The submissions of a class: the entries of a folder (subfolders, .zip, .ipynb; the name is the student id),
-    nbgrader's ``submitted/<student>/`` layout (the same rule), or a text file listing one path per line."""
+    or a text file listing one path per line. A student's folder that holds folders named after the course's
+    assignments with notebooks in them (nbgrader's ``submitted/<student>/<assignment>/``) gives one entry per
+    assignment, graded as that assignment."""
     source = Path(source)
     if source.is_file():
         lines = [line.strip() for line in source.read_text(encoding="utf-8").splitlines()]
@@ -75,11 +89,23 @@ def discover(source: str | os.PathLike) -> list[Entry]:
     entries, seen = [], {}
     for path in paths:
         name = path.name.removesuffix(path.suffix) if path.suffix.lower() in SUBMISSION_SUFFIXES else path.name
-        student = student_id(name)
-        if student in seen:
-            raise BatchError(f"two submissions for student {student!r}: {seen[student]} and {path}")
-        seen[student] = path
-        entries.append(Entry(student, path))
+        for entry in _nbgrader_entries(student_id(name), path, course) or [Entry(student_id(name), path)]:
+            if entry.key in seen:
+                raise BatchError(f"two submissions for student {entry.key!r}: {seen[entry.key]} and {path}")
+            seen[entry.key] = path
+            entries.append(entry)
+    return entries
+
+
+def _nbgrader_entries(student: str, folder: Path, course: Course) -> list[Entry]:
+    """One entry per assignment folder of the course (holding a notebook) in an nbgrader student folder."""
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    entries = []
+    for name in course.assignment_modules():
+        assignment = folder / name
+        if assignment.is_dir() and not assignment.is_symlink() and any(assignment.glob("*.ipynb")):
+            entries.append(Entry(student, assignment_notebook(assignment) or assignment, name))
     return entries
 
 
@@ -93,21 +119,30 @@ def student_id(name: str) -> str:
 
 
 def material_fingerprint(course_file: Path) -> str:
-    """Changes whenever anything that decides a grade changes: course.yaml, references, suites, grader version."""
+    """Changes whenever anything that decides a grade changes: course.yaml, the course's references and suites,
+    the grader's version."""
+    course_file = Path(course_file).resolve()
+    root = course_file.parent
     hasher = hashlib.sha256(__version__.encode())
-    files = [course_file] + sorted(p for d in MATERIAL[1:] for p in (ROOT / d).rglob("*.py"))
+    files = [course_file] + sorted(p for d in MATERIAL for p in (root / d).rglob("*.py"))
     for path in files:
-        hasher.update(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name).encode())
+        hasher.update(str(path.relative_to(root)).encode())
         hasher.update(path.read_bytes())
     return hasher.hexdigest()
 
 
 def submission_fingerprint(entry: Entry, course: Course) -> str | None:
     try:
-        files, problems, _ = read_submission(entry.path, course.grading.intake)
+        read = read_submission(entry.path, course.grading.intake, course)
     except (IntakeError, IntakeFault):  # graded (and refused) by its job, with the reason
         return None
-    return digest(files) + ("" if not problems else hashlib.sha256(repr(sorted(problems.items())).encode()).hexdigest())
+    problems = read.problems
+    return digest(read.files) + ("" if not problems else hashlib.sha256(repr(sorted(problems.items())).encode()).hexdigest())
+
+
+def entry_course(course: Course, entry: Entry) -> Course:
+    """The course an entry is graded on: its assignment's, else the batch's."""
+    return course.assignment(entry.assignment) if entry.assignment else course
 
 
 # ----------------------------------------------------------------- the job (runs in a pool process or a Dask worker)
@@ -119,7 +154,7 @@ _one_at_a_time = threading.Lock()
 
 
 def grade_job(student: str, path: str, course_file: str, device: str, require_sandbox: bool,
-              staging: str | None = None) -> dict:
+              staging: str | None = None, assignment: str | None = None) -> dict:
     """Grade one student; always returns a results dict (an error record when the submission cannot be graded).
 
     ``staging`` is where private copies of submissions go (the batch wipes it at start, so copies left by a
@@ -134,12 +169,14 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
         if staging:
             tempfile.tempdir = staging
             running = Path(staging, RUNNING, str(os.getpid()))
-            running.write_text(student, encoding="utf-8")
+            running.write_text(student if assignment is None else f"{student}/{assignment}", encoding="utf-8")
         course = _course(course_file)
+        if assignment:
+            course = course.assignment(assignment)
         try:
             if _zygote is None:
                 _give_this_process_its_own_sandbox_uid()
-                _zygote = Zygote()
+                _zygote = Zygote(hide=(course.root,))
             data = grade_submission(path, course, _zygote, device, require_sandbox).results
             data["status"] = "graded"
         except IntakeError as error:
@@ -152,6 +189,8 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
         if staging:
             running.unlink()
     data["student"] = student
+    if assignment:
+        data["assignment"] = assignment
     return data
 
 
@@ -189,7 +228,8 @@ def is_final(data: dict) -> bool:
 
 def error_results(course: Course, device: str, message: str) -> dict:
     message = clean(message)
-    return {"score": 0, "max_score": course.total_points, "execution_time": 0, "output": message, "tests": [],
+    named = {"assignment": course.assignment_name} if course.assignment_name else {}
+    return {**named, "score": 0, "max_score": course.total_points, "execution_time": 0, "output": message, "tests": [],
             "exercises": {e.module: {"score": 0, "max_score": e.points} for e in course.exercises},
             "grader_version": __version__, "device": device, "submission_sha256": "0" * 64, "status": f"error: {message}"}
 
@@ -197,15 +237,17 @@ def error_results(course: Course, device: str, message: str) -> dict:
 # ----------------------------------------------------------------- the results on disk
 
 def load_results(out: Path) -> dict[str, dict]:
-    """Student -> results of every readable results file in ``out`` (an unreadable one is as good as missing)."""
+    """Entry key -> results of every readable results file in ``out`` (an unreadable one is as good as missing)."""
     rows = {}
-    for path in sorted((out / "results").glob("*.json")):
+    results = out / "results"
+    for path in sorted([*results.glob("*.json"), *results.glob("*/*.json")]):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(data, dict) and data.get("student") == path.stem:
-            rows[path.stem] = data
+        parts = path.relative_to(results).with_suffix("").parts  # (student,) or (student, assignment)
+        if isinstance(data, dict) and data.get("student") == parts[0] and parts[1:] in ((), (data.get("assignment"),)):
+            rows["/".join(parts)] = data
     return rows
 
 
@@ -246,11 +288,17 @@ def _job_process(batch: int):
 
 
 def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "cpu", force: bool = False,
-              require_sandbox: bool = False, dask: str | None = None, progress=None) -> list[dict]:
-    """Grade every submission of ``source`` without a final record under the same fingerprint; return the class's rows."""
+              require_sandbox: bool = False, dask: str | None = None, progress=None,
+              assignment: str | None = None) -> list[dict]:
+    """Grade every submission of ``source`` without a final record under the same fingerprint, on the whole course
+    or as ``assignment`` (nbgrader's layout: each notebook as its own assignment, only ``assignment``'s if given);
+    return the class's rows."""
     out = Path(out)
     course = load_course(course_file)
-    entries = discover(source)
+    if assignment:
+        course.assignment(assignment)  # an unknown name stops the batch before it starts
+    entries = [e if e.assignment else Entry(e.student, e.path, assignment) for e in discover(source, course)
+               if assignment in (None, e.assignment) or e.assignment is None]
     material = material_fingerprint(Path(course_file))
     (out / "results").mkdir(parents=True, exist_ok=True)
     staging = out / ".staging"
@@ -258,23 +306,27 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     (staging / RUNNING).mkdir(mode=0o700, parents=True)
     os.chmod(staging, 0o700)
     results = load_results(out)
-    fingerprints = {e.student: f"{material}:{submission_fingerprint(e, course)}" for e in entries}
+    fingerprints = {e.key: f"{material}:{submission_fingerprint(e, entry_course(course, e))}" for e in entries}
     titles = {e.module: e.title for e in course.exercises}
-    todo = [e for e in entries if force or not _up_to_date(results.get(e.student), fingerprints[e.student])]
+    todo = [e for e in entries if force or not _up_to_date(results.get(e.key), fingerprints[e.key])]
     counts = {"graded": 0, "errored": 0, "up to date": len(entries) - len(todo)}
 
     def class_rows() -> list[dict]:
-        return [results[e.student] for e in sorted(entries, key=lambda e: e.student) if e.student in results]
+        return [results[e.key] for e in sorted(entries, key=lambda e: (e.student, e.key)) if e.key in results]
 
     def record(entry: Entry, data: dict) -> None:
         data = {**data, "student": entry.student, "graded_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        if entry.assignment:
+            data["assignment"] = entry.assignment
+        if entry.key != entry.student:
+            data["key"] = entry.key  # results/<key>.json, feedback/<key>.html
         if is_final(data):
-            data["fingerprint"] = fingerprints[entry.student]
-        problem = write_feedback(data, out, titles)
+            data["fingerprint"] = fingerprints[entry.key]
+        problem = write_feedback(data, out, titles, entry.key)
         if problem:  # recorded, and retried by the next run
             data["feedback"], data["fingerprint"] = problem, None
-        write_json(data, out / "results" / f"{entry.student}.json")
-        results[entry.student] = data
+        write_json(data, out / "results" / f"{entry.key}.json")
+        results[entry.key] = data
         write_gradebook(course, out, class_rows())
         counts["graded" if data.get("status") == "graded" else "errored"] += 1
         if progress:
@@ -282,10 +334,10 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
 
     def submit(executor: Executor, entry: Entry) -> Future:
         return executor.submit(grade_job, entry.student, str(entry.path.resolve()), str(Path(course_file).resolve()),
-                               device, require_sandbox, None if dask else str(staging.resolve()))
+                               device, require_sandbox, None if dask else str(staging.resolve()), entry.assignment)
 
     def fault(entry: Entry, message: str) -> None:
-        record(entry, error_results(course, device, message))
+        record(entry, error_results(entry_course(course, entry), device, message))
 
     if progress:
         progress.start(len(todo), counts)
@@ -297,7 +349,7 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     shutil.rmtree(staging, ignore_errors=True)
     rows = class_rows()
     write_gradebook(course, out, rows)
-    similar = class_report({e.student: e.path for e in entries}, course.grading.intake, out)
+    similar = class_report({e.key: e.path for e in entries}, course, out)
     write_summary(course, out, rows, similar=summary_rows(similar))
     return rows
 
@@ -334,7 +386,7 @@ def _grade_in_local_pools(entries: list[Entry], jobs: int, running: Path, submit
         with make_executor(jobs, None) as pool:
             lost = _grade(pool, pending, submit, record, fault)
         being_graded = {marker.read_text(encoding="utf-8") for marker in running.iterdir()}
-        suspects = [e for e in lost if e.student in being_graded] or lost
+        suspects = [e for e in lost if e.key in being_graded] or lost
         for entry in suspects:
             with make_executor(1, None) as pool:
                 if _grade(pool, [entry], submit, record, fault):

@@ -5,7 +5,7 @@ submission, then (``reports.github.report``):
 
 * a job summary (exercises, points, what to fix) is appended to ``$GITHUB_STEP_SUMMARY``;
 * an annotation per exercise that lost points points at the student's file, and at the line
-  where the feedback names one (tracebacks, import and syntax errors carry "softmax.py, line 12";
+  where the feedback names one (tracebacks, import and syntax errors carry "<module>.py, line 12";
   an unfinished stub is found by its ``raise NotImplementedError``): an error, or a notice for
   an exercise not started yet;
 * the GitHub Classroom result (base64 JSON, see ``reports.classroom.CLASSROOM_SCHEMA``) goes to
@@ -97,13 +97,15 @@ def exit_status(grade: Grade, min_score: float | None) -> int:
 
 def run_ci(path: str | os.PathLike = ".", *, course_file: str | os.PathLike = COURSE_FILE, min_score: float | None = None,
            device: str = "cpu", env: Mapping[str, str] | None = None, stdout: TextIO | None = None, zygote=None,
-           results_path: str | None = None, junit_path: str | None = None) -> int:
-    """`grader ci`: grade the checkout at ``path`` on ``device`` (cpu, cuda or auto), write the GitHub outputs,
-    return the exit status."""
+           results_path: str | None = None, junit_path: str | None = None, assignment: str | None = None) -> int:
+    """`grader ci`: grade the checkout at ``path`` on ``device`` (cpu, cuda or auto), as the whole course or as one
+    ``assignment``, write the GitHub outputs, return the exit status."""
     env = os.environ if env is None else env
     stdout = stdout or sys.stdout
     try:
         course = load_course(course_file)
+        if assignment:
+            course = course.assignment(assignment)
     except CourseError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
@@ -126,7 +128,7 @@ def run_ci(path: str | os.PathLike = ".", *, course_file: str | os.PathLike = CO
     if own:
         from grader.sandbox.client import Zygote
 
-        zygote = Zygote()
+        zygote = Zygote(hide=(course.root,))
     status = None
     try:
         outcome = grade_checkout(checkout, course, zygote, device, workspace)

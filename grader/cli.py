@@ -11,35 +11,52 @@ from grader.course import COURSE_FILE
 from grader.similarity.compare import THRESHOLD
 
 
+def _load(args):
+    """The course of ``--course``, or None after printing why it cannot be loaded."""
+    from grader.course import CourseError, load_course
+
+    try:
+        return load_course(args.course)
+    except CourseError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return None
+
+
 def _stubs(args) -> int:
     from grader.authoring.stubs import stale_files, write_exercises
 
+    course = _load(args)
+    if course is None:
+        return 2
     if args.check:
-        stale = stale_files()
+        stale = stale_files(course=course)
         if stale:
             print(f"exercises/ is out of date with solutions/ ({', '.join(stale)}): run `python -m grader stubs`")
             return 1
         print("exercises/ is up to date")
         return 0
-    changed = write_exercises()
+    changed = write_exercises(course=course)
     print(f"regenerated {', '.join(changed)}" if changed else "exercises/ already up to date")
     return 0
 
 
 def _notebooks(args) -> int:
     from grader.authoring.lessons import LessonError
-    from grader.authoring.notebooks import COURSE_DIR, generate_course, stale_notebooks
+    from grader.authoring.notebooks import generate_course, stale_notebooks
 
+    course = _load(args)
+    if course is None:
+        return 2
     try:
         if args.check:
-            stale = stale_notebooks(COURSE_DIR)
+            stale = stale_notebooks(course=course)
             if stale:
                 print(f"nbgrader/ is out of date with lessons/ and solutions/ ({', '.join(map(str, stale))}): "
                       "run `python -m grader notebooks`")
                 return 1
             print("nbgrader/ is up to date")
             return 0
-        changed = generate_course(COURSE_DIR)
+        changed = generate_course(course=course)
     except LessonError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
@@ -62,6 +79,8 @@ def _grade(args) -> int:
     console = Console(stderr=True, soft_wrap=True)
     try:
         course = load_course(args.course)
+        if args.assignment:
+            course = course.assignment(args.assignment)
         device = resolve_device(args.device)
     except (CourseError, DeviceError) as error:
         console.print(Text.assemble("grader: ", terminal(str(error))))
@@ -124,7 +143,8 @@ def _batch(args) -> int:
     progress = BatchProgress(console)
     try:
         rows = run_batch(args.submissions, args.out, course_file=args.course, jobs=args.jobs, device=resolve_device(args.device),
-                         force=args.force, require_sandbox=args.require_sandbox, dask=args.dask, progress=progress)
+                         force=args.force, require_sandbox=args.require_sandbox, dask=args.dask, progress=progress,
+                         assignment=args.assignment)
     except (BatchError, CourseError, DeviceError) as error:
         console.print(Text.assemble("grader: ", terminal(str(error))))
         return 2
@@ -132,11 +152,11 @@ def _batch(args) -> int:
         if hasattr(progress, "task"):
             progress.stop()
     table = Table(title=terminal(f"{len(rows)} submissions -> {args.out}"))
-    for column in ("student", "score", "status"):
+    for column in ("student", "assignment", "score", "status"):
         table.add_column(column)
     for row in rows:
-        table.add_row(terminal(row["student"], MAX_NAME), f"{points(row['score'])}/{points(row['max_score'])}",
-                      terminal(row.get("status", "graded")))
+        table.add_row(terminal(row["student"], MAX_NAME), terminal(row.get("assignment", ""), MAX_NAME),
+                      f"{points(row['score'])}/{points(row['max_score'])}", terminal(row.get("status", "graded")))
     Console().print(table)
     return 0
 
@@ -147,12 +167,12 @@ def _similarity(args) -> int:
     from grader.similarity.report import class_report
 
     try:
-        entries = discover(args.submissions)
         course = load_course(args.course)
+        entries = discover(args.submissions, course)
     except (BatchError, CourseError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
-    report = class_report({e.student: e.path for e in entries}, course.grading.intake, Path(args.out), args.threshold)
+    report = class_report({e.key: e.path for e in entries}, course, Path(args.out), args.threshold)
     flagged = sum(len(pairs) for pairs in report.pairs.values())
     print(f"{flagged} similar pair(s) among {len(entries)} submissions -> {Path(args.out) / 'similarity.html'}")
     return 0
@@ -164,7 +184,7 @@ def _release(args) -> int:
 
     try:
         handout = build_handout(args.outdir, course_file=args.course, grader_repository=args.grader_repository,
-                                grader_ref=args.grader_ref, force=args.force)
+                                grader_ref=args.grader_ref, force=args.force, assignment=args.assignment)
     except (ReleaseError, CourseError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
@@ -173,7 +193,8 @@ def _release(args) -> int:
     print(f"wrote the handout ({len(handout.files)} files) to {handout.root}; no line of tests/course/hidden or of the "
           "solution blocks is in it")
     if args.gradescope:
-        print(f"wrote the Gradescope autograder to {gradescope_zip(args.gradescope, device=args.device)} "
+        autograder = gradescope_zip(args.gradescope, device=args.device, course_file=args.course, assignment=args.assignment)
+        print(f"wrote the Gradescope autograder to {autograder} "
               "(instructors only: it holds the hidden suites)")
     return 0
 
@@ -182,7 +203,7 @@ def _ci(args) -> int:
     from grader.ci import run_ci
 
     return run_ci(args.path, course_file=args.course, min_score=args.min_score, device=args.device,
-                  results_path=args.results, junit_path=args.junit)
+                  results_path=args.results, junit_path=args.junit, assignment=args.assignment)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -192,10 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     stubs = commands.add_parser("stubs", help="generate exercises/ from solutions/")
     stubs.add_argument("--check", action="store_true", help="only report whether exercises/ is stale")
+    stubs.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
     stubs.set_defaults(run=_stubs)
 
     notebooks = commands.add_parser("notebooks", help="generate the nbgrader course (nbgrader/) from lessons/ and solutions/")
     notebooks.add_argument("--check", action="store_true", help="only report whether nbgrader/ is stale")
+    notebooks.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
     notebooks.set_defaults(run=_notebooks)
 
     grade = commands.add_parser("grade", help="grade one submission and write its results.json")
@@ -204,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--device", default="cpu", help="cpu, cuda or auto (cuda when present); default: %(default)s")
     grade.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to grade with")
     grade.add_argument("--require-sandbox", action="store_true", help="refuse to grade where no sandbox can be built")
+    grade.add_argument("--assignment", metavar="NAME", help="grade as this assignment of course.yaml, out of its points (default: the whole course; a notebook: the exercises it holds)")
     grade.set_defaults(run=_grade)
 
     batch = commands.add_parser("batch", help="grade a whole class: results, gradebook.csv, feedback and summary.html")
@@ -216,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--force", action="store_true", help="regrade even submissions whose results are up to date")
     batch.add_argument("--require-sandbox", action="store_true", help="refuse to grade where no sandbox can be built")
     batch.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster: tcp://SCHEDULER:8786, or 'local' for a LocalCluster")
+    batch.add_argument("--assignment", metavar="NAME", help="grade every submission as this assignment (default: the whole course; nbgrader's submitted/: each notebook as its own)")
     batch.set_defaults(run=_batch)
 
     similarity = commands.add_parser("similarity", help="flag submissions whose code is alike (similarity.html); "
@@ -238,6 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                             "the grader and its hidden suites) to ZIP")
     release.add_argument("--device", default="cpu", help="device the Gradescope autograder grades on (default: %(default)s)")
     release.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to describe in the handout")
+    release.add_argument("--assignment", metavar="NAME", help="release only this assignment's exercises (handout and Gradescope zip)")
     release.set_defaults(run=_release)
 
     ci = commands.add_parser("ci", help="grade a checkout in GitHub Actions: job summary, annotations, Classroom result, score")
@@ -249,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to grade with")
     ci.add_argument("--results", metavar="FILE", help="also write results.json (Gradescope's format) to FILE")
     ci.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    ci.add_argument("--assignment", metavar="NAME", help="grade as this assignment of course.yaml, out of its points")
     ci.set_defaults(run=_ci)
     return parser
 

@@ -1,6 +1,12 @@
-"""course.yaml: the course's exercises, points and grading policy, validated with pydantic."""
+"""course.yaml: the course's exercises, assignments, points and grading policy, validated with pydantic.
+
+course.yaml is the one definition of the course: nothing in the grader lists the exercises. The course's files
+are found relative to the folder of its course.yaml (``Course.root``): ``solutions/``, ``exercises/``,
+``lessons/``, ``tests/course/hidden``, ``tests/course/public`` and ``nbgrader/``.
+"""
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -12,7 +18,9 @@ from pydantic import (
     Field,
     PositiveFloat,
     PositiveInt,
+    PrivateAttr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -20,17 +28,10 @@ from grader import ROOT
 from grader.sandbox.limits import Limits
 
 COURSE_FILE = ROOT / "course.yaml"
-MODULES = ("scores", "softmax", "context", "qkv", "quiz", "dictionary", "causal", "multihead")
 DTYPES = ("float64", "float32", "float16", "bfloat16")
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
-
-
-def assignment_name(module: str) -> str:
-    """The nbgrader assignment (and notebook) name of an exercise: ``01_scores`` ... ``08_multihead``."""
-    return f"{MODULES.index(module) + 1:02d}_{module}"
-
-
-ASSIGNMENTS = {assignment_name(module): module for module in MODULES}
+MODULE_NAME = re.compile(r"[a-z][a-z0-9_]*")
+ASSIGNMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # part of file names (results/<student>/<name>.json)
 
 
 class CourseError(ValueError):
@@ -42,9 +43,32 @@ class Strict(BaseModel):
 
 
 class Exercise(Strict):
-    module: Literal[MODULES]
+    module: str  # the file students write (<module>.py) and the suites' marker
     title: str
     points: PositiveInt
+    lesson: str | None = None  # the lesson file, relative to the course root (default lessons/<module>.md)
+
+    @field_validator("module")
+    @classmethod
+    def _identifier(cls, module: str) -> str:
+        if not MODULE_NAME.fullmatch(module):
+            raise ValueError(f"module {module!r} is not a lowercase identifier (letters, digits and _, a letter first)")
+        return module
+
+
+class Assignment(Strict):
+    """A named group of exercises, graded out of the sum of their points."""
+
+    name: str
+    title: str
+    exercises: list[str]
+
+    @field_validator("name")
+    @classmethod
+    def _file_name(cls, name: str) -> str:
+        if not ASSIGNMENT_NAME.fullmatch(name):
+            raise ValueError(f"assignment name {name!r} must be letters, digits, _, . and - (a letter or digit first)")
+        return name
 
 
 class Tolerance(Strict):
@@ -79,26 +103,131 @@ class Course(Strict):
     suite_version: PositiveInt
     total_points: PositiveInt
     seed: int
-    exercises: list[Exercise]
+    exercises: list[Exercise] = Field(min_length=1)
+    assignments: list[Assignment] = []
     grading: Grading
-    banned: dict[str, list[str]]
+    banned: dict[str, list[str]] = {}
     visibility: dict[str, Literal[VISIBILITIES]] = {"default": "visible"}
+
+    _root: Path = PrivateAttr(default=ROOT)
+    _assignment: str | None = PrivateAttr(default=None)
+    _whole: Course | None = PrivateAttr(default=None)  # the course an assignment is restricted from
 
     @model_validator(mode="after")
     def _consistent(self):
         modules = [e.module for e in self.exercises]
-        if sorted(modules) != sorted(MODULES):
-            raise ValueError(f"exercises must list each of {', '.join(MODULES)} once, got {', '.join(modules)}")
+        twice = sorted({m for m in modules if modules.count(m) > 1})
+        if twice:
+            raise ValueError(f"exercises list {', '.join(twice)} more than once")
         points = sum(e.points for e in self.exercises)
         if points != self.total_points:
             raise ValueError(f"exercise points add up to {points}, not total_points {self.total_points}")
-        unknown = [target for target in self.banned if target.split(".")[0] not in MODULES]
+        unknown = [target for target in self.banned if target.split(".")[0] not in modules]
         if unknown:
             raise ValueError(f"banned names targets outside the exercises: {', '.join(unknown)}")
+        names = [a.name for a in self.assignments] + [self.notebook_name(m) for m in modules]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"assignment names must differ from each other and from the notebooks' "
+                             f"({', '.join(self.notebook_name(m) for m in modules)}): {', '.join(twice)}")
+        for assignment in self.assignments:
+            unknown = [m for m in assignment.exercises if m not in modules]
+            if unknown or not assignment.exercises or len(set(assignment.exercises)) < len(assignment.exercises):
+                raise ValueError(f"assignment {assignment.name} must list exercises of the course once each"
+                                 + (f": {', '.join(unknown)} is not one" if unknown else ""))
         return self
+
+    # -- the exercises
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        """The exercises' modules, in course order (of this assignment only, for an assignment)."""
+        return tuple(e.module for e in self.exercises)
+
+    @property
+    def whole(self) -> Course:
+        """The whole course (itself, unless restricted to an assignment)."""
+        return self._whole or self
+
+    @property
+    def course_modules(self) -> tuple[str, ...]:
+        """The modules of every exercise of course.yaml, an assignment's or not (the suites' markers)."""
+        return self.whole.modules
 
     def exercise(self, module: str) -> Exercise:
         return next(e for e in self.exercises if e.module == module)
+
+    # -- the course's files
+
+    @property
+    def root(self) -> Path:
+        """The folder of course.yaml: the course's files are found relative to it."""
+        return self._root
+
+    @property
+    def solutions_dir(self) -> Path:
+        return self._root / "solutions"
+
+    @property
+    def exercises_dir(self) -> Path:
+        return self._root / "exercises"
+
+    @property
+    def lessons_dir(self) -> Path:
+        return self._root / "lessons"
+
+    @property
+    def hidden_dir(self) -> Path:
+        return self._root / "tests" / "course" / "hidden"
+
+    @property
+    def public_dir(self) -> Path:
+        return self._root / "tests" / "course" / "public"
+
+    @property
+    def nbgrader_dir(self) -> Path:
+        return self._root / "nbgrader"
+
+    def lesson_file(self, module: str) -> Path:
+        return self._root / (self.exercise(module).lesson or f"lessons/{module}.md")
+
+    # -- assignments
+
+    def notebook_name(self, module: str) -> str:
+        """The nbgrader assignment (and notebook) of an exercise: its number in course order and its module."""
+        return f"{self.course_modules.index(module) + 1:02d}_{module}"
+
+    @property
+    def assignment_name(self) -> str | None:
+        """The assignment this course is restricted to (None: the whole course)."""
+        return self._assignment
+
+    def assignment_modules(self) -> dict[str, tuple[str, ...]]:
+        """Assignment name -> its exercises: course.yaml's assignments, then one per notebook."""
+        named = {a.name: tuple(a.exercises) for a in self.assignments}
+        return named | {self.notebook_name(m): (m,) for m in self.course_modules}
+
+    def assignment(self, name: str) -> Course:
+        """The course restricted to one assignment's exercises, graded out of their points."""
+        modules = self.assignment_modules()
+        if name not in modules:
+            raise CourseError(f"unknown assignment {name!r}: course.yaml has {', '.join(modules)}")
+        return self._restricted(modules[name], name)
+
+    def covering(self, modules) -> Course:
+        """The course restricted to ``modules`` (a notebook's exercises): named after the assignment of exactly
+        those exercises, if there is one."""
+        wanted = [m for m in self.course_modules if m in set(modules)]
+        name = next((n for n, listed in self.assignment_modules().items() if sorted(listed) == sorted(wanted)), None)
+        return self._restricted(wanted, name)
+
+    def _restricted(self, modules, name: str | None) -> Course:
+        chosen = [e for e in self.exercises if e.module in modules]
+        restricted = self.model_copy(update={
+            "exercises": chosen, "total_points": sum(e.points for e in chosen),
+            "banned": {t: names for t, names in self.banned.items() if t.split(".")[0] in modules}})
+        restricted._assignment, restricted._whole = name, self.whole
+        return restricted
 
     def tolerance(self, dtype) -> Tolerance:
         return self.grading.tolerances[str(dtype).removeprefix("torch.")]
@@ -125,9 +254,11 @@ def load_course(path: str | Path = COURSE_FILE) -> Course:
     if not isinstance(data, dict):
         raise CourseError(f"{path}: expected a mapping of keys at the top level")
     try:
-        return Course.model_validate(data)
+        loaded = Course.model_validate(data)
     except ValidationError as error:
         raise CourseError(_describe(error, path)) from None
+    loaded._root = path.resolve().parent
+    return loaded
 
 
 @cache

@@ -1,4 +1,4 @@
-"""The whole path of one submission: intake -> worker session -> suites -> scores -> results."""
+"""The whole path of one submission: intake -> worker session -> suites -> points -> results."""
 from __future__ import annotations
 
 import time
@@ -44,20 +44,25 @@ class Outcome:
 
 def grade_submission(path, course: Course, zygote: Zygote | None = None, device: str = "cpu",
                      require_sandbox: bool = False, select: str | None = None) -> Outcome:
-    """Grade one submission; raises IntakeError when it cannot be graded at all.
+    """Grade one submission on ``course`` (the whole course, or one assignment: ``Course.assignment``); raises
+    IntakeError when it cannot be graded at all. A notebook graded on the whole course is graded as the assignment
+    of the exercises it carries cells of (``02_softmax.ipynb`` out of its own points, about its own exercise).
 
     Without a ``zygote`` one is started after intake (so a submission that cannot be graded is refused at once)
     and stopped at the end.
     """
     started = time.monotonic()
-    staged = stage(path, course.grading.intake)
+    staged = stage(path, course.grading.intake, course)
+    if course.assignment_name is None and staged.covers:
+        course = course.covering(staged.covers)
     own_zygote = zygote is None
     try:
-        zygote = zygote or Zygote()
+        zygote = zygote or Zygote(hide=(course.root,))
     except BaseException:
         staged.cleanup()
         raise
-    session = WorkerSession(zygote, str(staged.directory), course.grading.limits, device, require_sandbox)
+    session = WorkerSession(zygote, str(staged.directory), course.grading.limits, device, require_sandbox,
+                            modules=course.modules, exercises=course.exercises_dir)
     try:
         for module, problem in staged.problems.items():
             session.broken[module] = SubmissionProblem("intake", problem)
@@ -83,5 +88,7 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
         grade.notes.append(CPU_NOTE.format(session.cpu_cap.removeprefix("none: ")))
     data = results(grade, execution_time=time.monotonic() - started, device=device, sha256=staged.sha256,
                    visibility=course.visibility)
+    if course.assignment_name:
+        data["assignment"] = course.assignment_name
     return Outcome(grade, data, session.isolation)
 

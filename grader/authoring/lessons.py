@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import ROOT
-from grader.course import MODULES
+from grader.course import Course
 
-LESSONS_DIR = ROOT / "lessons"
 SHARED_FILE = "_shared.md"
 # What each section of a lesson file holds: markdown ("text"), one ```python block ("code") or several ("cells").
 LESSON_SECTIONS = {"lesson": "text", "demo": "code", "task": "text", "checks": "cells",
@@ -128,10 +127,10 @@ def read_shared(path: Path) -> Shared:
     return Shared(sections["setup"], sections["how to work"], sections["checks intro"], sections["tests intro"])
 
 
-def lesson_files(folder: Path = LESSONS_DIR) -> dict[str, Path]:
-    """The lesson file of every exercise of course.yaml; a lesson file of no exercise is an error."""
-    folder = Path(folder)
-    files = {module: folder / f"{module}.md" for module in MODULES}
+def lesson_files(course: Course) -> dict[str, Path]:
+    """The lesson file of every exercise of course.yaml; a lesson file in lessons/ of no exercise is an error."""
+    folder = course.lessons_dir
+    files = {module: course.lesson_file(module) for module in course.modules}
     for module, path in files.items():
         if not path.is_file():
             raise LessonError(f"{shown(path)}: missing lesson file of exercise {module} (course.yaml lists it)")

@@ -3,10 +3,11 @@
 The handout holds only what students may see:
 
 * ``exercises/``: the stubs, generated from ``solutions/`` (``grader.authoring.stubs.render_exercises``);
-* ``tests/public/``: the public checks (``tests/course/public`` here) and their conftest (they test ``exercises`` by default);
+* ``tests/public/``: the public checks (``tests/course/public`` of the course, one ``test_<module>.py`` per exercise)
+  and their conftest (they test ``exercises`` by default);
 * ``notebooks/``: the released course notebooks, when ``nbgrader/source/*/*.ipynb`` exist
   (solution blocks become stubs, hidden tests and outputs are removed);
-* ``README.md`` (set-up, public checks, submitting, how scores are computed), ``requirements.txt``
+* ``README.md`` (set-up, public checks, submitting, how points are computed), ``requirements.txt``
   and a ``pyproject.toml`` that points pytest at the public checks;
 * ``.github/workflows/classroom.yml``: the workflow that grades every push with `grader ci`.
 
@@ -14,6 +15,10 @@ After writing it, ``build_handout`` scans every line of the handout for the line
 suites and of the solution blocks (``find_leaks``) and refuses a handout that holds any.
 ``gradescope_zip`` packs the grader with its suites and references for Gradescope: that zip is
 the instructor's, never the students'.
+
+Both work for the whole course or for one assignment (``Course.assignment``): the handout of an assignment holds
+only its exercises' stubs, public checks and notebooks, and its Gradescope autograder grades it out of its points.
+All files are the course's, found relative to its course.yaml.
 """
 from __future__ import annotations
 
@@ -31,24 +36,23 @@ from grader import ROOT
 from grader.authoring.stubs import (
     BEGIN,
     END,
-    SOLUTIONS,
     StubError,
     render_exercises,
     solution_blocks,
     strip_solutions,
 )
-from grader.course import COURSE_FILE, MODULES, Course, load_course
+from grader.course import COURSE_FILE, Course, load_course
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-PUBLIC = ROOT / "tests" / "course" / "public"
-HIDDEN = ROOT / "tests" / "course" / "hidden"
-NOTEBOOK_SOURCES = ROOT / "nbgrader" / "source"
 WORKFLOW = ".github/workflows/classroom.yml"
 DEFAULT_GRADER_REPOSITORY = "ORG/attention-grader"
 PYTHON = "3.11"
 
-# What goes into the Gradescope zip besides setup.sh and run_autograder (the grader, its suites, the references).
-AUTOGRADER_SOURCES = ("grader", "solutions", "tests/course/hidden", "course.yaml", "pyproject.toml", "README.md")
+# What goes into the Gradescope zip besides setup.sh and run_autograder: the grader (from its repository) and the
+# course (its suites, its references and course.yaml, from the course root).
+GRADER_SOURCES = ("grader", "pyproject.toml", "README.md")
+COURSE_SOURCES = ("solutions", "tests/course/hidden", "course.yaml")
+STUB_TARGET = re.compile(r'raise NotImplementedError\("(?P<target>\w+\.[\w.]+): fill in this stub')
 
 HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[^\n]*\n.*?^[ \t]*### END HIDDEN TESTS[^\n]*(\n|\Z)", re.S | re.M)
 CODE_STUB = 'raise NotImplementedError("{target}: fill in this stub")'
@@ -107,20 +111,31 @@ def points_list(course: Course) -> str:
     return "\n".join([*lines, f"- **total: {course.total_points} points**"])
 
 
+def banned_list(course: Course) -> str:
+    """course.yaml's banned built-ins of the course's exercises, one Markdown line per function or class."""
+    return "\n".join(f"  - in `{target}`: {', '.join(f'`{name}`' for name in names)}"
+                     for target, names in course.banned.items()) or "  - (none in this course)"
+
+
+def assignment_option(course: Course) -> str:
+    """The grader's command-line option that grades what ``course`` holds: ``--assignment NAME``, or nothing for the
+    whole course (the templates append it to ``grader grade`` and ``grader ci``)."""
+    return f" --assignment {course.assignment_name}" if course.assignment_name else ""
+
+
+def first_stub(exercises: dict[str, str]) -> str:
+    """The first stub of the first exercise (``<module>.<function>``): the README's example of a stub's failure."""
+    return next(match["target"] for text in exercises.values() for match in STUB_TARGET.finditer(text))
+
+
 # ----------------------------------------------------------------- notebooks
 
-def notebook_sources(source: Path = NOTEBOOK_SOURCES) -> list[Path]:
-    """The nbgrader source notebooks (``nbgrader/source/<assignment>/<notebook>.ipynb``), if any."""
-    return sorted(source.glob("*/*.ipynb")) if source.is_dir() else []
-
-
-def notebook_module(path: Path) -> str | None:
-    """The exercise a notebook belongs to: the first module named in its file name, else in its assignment's."""
-    for name in (path.stem, path.parent.name):
-        found = [m for m in MODULES if re.search(rf"(^|[^a-z]){m}([^a-z]|$)", name.lower())]
-        if found:
-            return found[0]
-    return None
+def notebook_sources(course: Course, source: Path | None = None) -> dict[Path, str]:
+    """The nbgrader source notebooks (``nbgrader/source/<assignment>/<notebook>.ipynb``) of the course's exercises,
+    if any, each with its exercise (the one whose notebook name is the assignment's folder)."""
+    source = source or course.nbgrader_dir / "source"
+    modules = {course.notebook_name(m): m for m in course.modules}
+    return {path: modules[path.parent.name] for path in sorted(source.glob("*/*.ipynb")) if path.parent.name in modules}
 
 
 def _source(cell: dict) -> str:
@@ -196,35 +211,38 @@ def _text_lines(path: Path) -> list[str]:
     return data.decode("utf-8", errors="replace").splitlines()
 
 
-def public_sources() -> set[str]:
+def public_sources(course: Course) -> set[str]:
     """Stripped lines of what is public by design: the generated stubs and the public checks."""
-    lines = {line.strip() for text in render_exercises().values() for line in text.splitlines()}
-    for path in sorted(PUBLIC.rglob("*.py")):
+    lines = {line.strip() for text in render_exercises(course).values() for line in text.splitlines()}
+    for path in sorted(course.public_dir.rglob("*.py")):
         lines |= {line.strip() for line in path.read_text(encoding="utf-8").splitlines()}
     return lines
 
 
-def secret_lines(*, exempt_public: bool = True) -> dict[str, str]:
+def secret_lines(course: Course, *, exempt_public: bool = True) -> dict[str, str]:
     """Stripped meaningful line -> where it comes from ("tests/course/hidden/test_quiz.py:12"): every line of the hidden
     suites, every line inside a solution block of solutions/, and every line of the source notebooks' solution
     blocks and hidden tests. ``exempt_public`` leaves out lines the public sources hold too (they are public by
-    design)."""
+    design). Always of the whole course, whatever assignment ``course`` is restricted to."""
+    whole = course.whole
+    root = course.root
     secrets: dict[str, str] = {}
-    for path in sorted(p for p in HIDDEN.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+    for path in sorted(p for p in course.hidden_dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         for number, line in enumerate(_text_lines(path), 1):
             if meaningful(line):
-                secrets.setdefault(line.strip(), f"{path.relative_to(ROOT)}:{number}")
-    for path in sorted(SOLUTIONS.glob("*.py")):
+                secrets.setdefault(line.strip(), f"{path.relative_to(root)}:{number}")
+    for path in sorted(course.solutions_dir.glob("*.py")):
         source = path.read_text(encoding="utf-8")
         lines = source.splitlines()
         for begin, end in solution_blocks(source):
             for number in range(begin + 1, end):
                 if meaningful(lines[number]):
-                    secrets.setdefault(lines[number].strip(), f"{path.relative_to(ROOT)}:{number + 1}")
-    notebooks = {path: json.loads(path.read_text(encoding="utf-8")) for path in notebook_sources()}
+                    secrets.setdefault(lines[number].strip(), f"{path.relative_to(root)}:{number + 1}")
+    sources = notebook_sources(whole)
+    notebooks = {path: json.loads(path.read_text(encoding="utf-8")) for path in sources}
     # A notebook's hidden test may repeat a line some notebook shows anyway (a visible check, a helper): it is public.
     visible = {line.strip() for path, notebook in notebooks.items()
-               for cell in release_notebook(notebook, notebook_module(path) or path.stem)["cells"]
+               for cell in release_notebook(notebook, sources[path])["cells"]
                for line in _source(cell).splitlines()}
     for path, notebook in notebooks.items():  # the source notebooks' solution blocks and hidden tests
         for number, cell in enumerate(notebook.get("cells", []), 1):
@@ -237,17 +255,18 @@ def secret_lines(*, exempt_public: bool = True) -> dict[str, str]:
                 blocks.append(source)
             for line in "\n".join(blocks).splitlines():
                 if meaningful(line) and line.strip() not in visible:
-                    secrets.setdefault(line.strip(), f"{path.relative_to(ROOT)} cell {number}")
+                    secrets.setdefault(line.strip(), f"{path.relative_to(root)} cell {number}")
     if exempt_public:
-        for line in public_sources() & secrets.keys():
+        for line in public_sources(whole) & secrets.keys():
             del secrets[line]
     return secrets
 
 
-def find_leaks(folder: str | os.PathLike, secrets: dict[str, str] | None = None) -> list[tuple[str, int, str]]:
-    """(file, line number, origin) of every line of ``folder`` that is a line of the hidden suites or solutions."""
+def find_leaks(folder: str | os.PathLike, course: Course, secrets: dict[str, str] | None = None) -> list[tuple[str, int, str]]:
+    """(file, line number, origin) of every line of ``folder`` that is a line of the course's hidden suites or
+    solutions."""
     folder = Path(folder)
-    secrets = secret_lines() if secrets is None else secrets
+    secrets = secret_lines(course) if secrets is None else secrets
     leaks = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts):
         for number, line in enumerate(_text_lines(path), 1):
@@ -260,17 +279,22 @@ def find_leaks(folder: str | os.PathLike, secrets: dict[str, str] | None = None)
 # ----------------------------------------------------------------- the handout
 
 def handout_files(course: Course, *, grader_repository: str = DEFAULT_GRADER_REPOSITORY, grader_ref: str = "main",
-                  notebooks: Path = NOTEBOOK_SOURCES) -> tuple[dict[str, str], list[str]]:
-    """Relative path -> text of every file of the handout, and notes for the instructor."""
+                  notebooks: Path | None = None) -> tuple[dict[str, str], list[str]]:
+    """Relative path -> text of every file of the handout of ``course`` (the whole course or an assignment: its
+    exercises only), and notes for the instructor. ``notebooks``: the nbgrader source folder (default: the
+    course's ``nbgrader/source``)."""
     torch, pytest_version = pinned("torch"), pinned("pytest")
-    files: dict[str, str] = {f"exercises/{name}": text for name, text in render_exercises().items()}
-    for path in sorted(PUBLIC.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-            files[f"tests/public/{path.relative_to(PUBLIC).as_posix()}"] = path.read_text(encoding="utf-8")
+    exercises = render_exercises(course)
+    files: dict[str, str] = {f"exercises/{name}": text for name, text in exercises.items()}
+    others = {f"test_{module}.py" for module in course.course_modules if module not in course.modules}
+    public = course.public_dir
+    for path in sorted(public.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" and path.name not in others:
+            files[f"tests/public/{path.relative_to(public).as_posix()}"] = path.read_text(encoding="utf-8")
     notes = []
     released = []
-    for path in notebook_sources(notebooks):
-        module = notebook_module(path) or path.stem
+    notebooks = notebooks or course.nbgrader_dir / "source"
+    for path, module in notebook_sources(course, notebooks).items():
         relative = f"notebooks/{path.parent.name}/{path.name}"
         files[relative] = json.dumps(release_notebook(json.loads(path.read_text(encoding="utf-8")), module),
                                      indent=1, ensure_ascii=False) + "\n"
@@ -281,11 +305,13 @@ def handout_files(course: Course, *, grader_repository: str = DEFAULT_GRADER_REP
                    "graded code is the code in `exercises/`.\n")
     else:
         section = ""
-        notes.append(f"no notebooks released: {notebooks.relative_to(ROOT) if notebooks.is_relative_to(ROOT) else notebooks}"
-                     "/*/*.ipynb does not exist yet (rerun `grader release` once they do)")
+        shown = notebooks.relative_to(course.root) if notebooks.is_relative_to(course.root) else notebooks
+        notes.append(f"no notebooks released: {shown}/*/*.ipynb does not exist yet (rerun `grader release` once they do)")
     values = {"TITLE": course.title, "PYTHON": PYTHON, "TORCH": torch, "PYTEST": pytest_version,
               "EXERCISES": exercises_table(course), "POINTS": points_list(course),
-              "TOTAL": str(course.total_points), "NOTEBOOKS": section,
+              "TOTAL": str(course.total_points), "NOTEBOOKS": section, "FIRST": course.modules[0],
+              "MODULES": ", ".join(course.modules), "FIRST_STUB": first_stub(exercises), "BANNED": banned_list(course),
+              "ASSIGNMENT": assignment_option(course),
               "GRADER_REPOSITORY": grader_repository, "GRADER_REF": grader_ref}
     files["README.md"] = render("handout/README.md", values)
     files["requirements.txt"] = render("handout/requirements.txt", values)
@@ -297,24 +323,28 @@ def handout_files(course: Course, *, grader_repository: str = DEFAULT_GRADER_REP
 
 def build_handout(outdir: str | os.PathLike, *, course_file: str | os.PathLike = COURSE_FILE,
                   grader_repository: str = DEFAULT_GRADER_REPOSITORY, grader_ref: str = "main", force: bool = False,
-                  notebooks: Path = NOTEBOOK_SOURCES) -> Handout:
-    """Write the handout into ``outdir`` (which must be empty or absent unless ``force``) and check it for leaks."""
+                  notebooks: Path | None = None, assignment: str | None = None) -> Handout:
+    """Write the handout of the course (or of one of its assignments) into ``outdir`` (which must be empty or absent
+    unless ``force``) and check it for leaks."""
     outdir = Path(outdir)
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", grader_repository):
         raise ReleaseError(f"--grader-repository must be OWNER/NAME, not {grader_repository!r}")
-    if outdir.resolve() == ROOT or ROOT.is_relative_to(outdir.resolve()):
-        raise ReleaseError(f"{outdir} is the course repository itself (or holds it): choose a new folder")
+    course = load_course(course_file)
+    if assignment:
+        course = course.assignment(assignment)
+    for repository in {ROOT, course.root}:
+        if outdir.resolve() == repository or repository.is_relative_to(outdir.resolve()):
+            raise ReleaseError(f"{outdir} is the course repository itself (or holds it): choose a new folder")
     if outdir.exists() and any(outdir.iterdir()):
         if not force:
             raise ReleaseError(f"{outdir} is not empty (use --force to replace its contents)")
         shutil.rmtree(outdir)
-    course = load_course(course_file)
     files, notes = handout_files(course, grader_repository=grader_repository, grader_ref=grader_ref, notebooks=notebooks)
     for relative, text in files.items():
         target = outdir / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
-    leaks = find_leaks(outdir)
+    leaks = find_leaks(outdir, course)
     if leaks:
         shutil.rmtree(outdir)
         shown = "; ".join(f"{file}:{line} is {origin}" for file, line, origin in leaks[:5])
@@ -325,21 +355,26 @@ def build_handout(outdir: str | os.PathLike, *, course_file: str | os.PathLike =
 
 # ----------------------------------------------------------------- Gradescope
 
-def gradescope_zip(path: str | os.PathLike, *, device: str = "cpu") -> Path:
-    """The Gradescope autograder: setup.sh and run_autograder at the root, the grader with its suites beside them."""
+def gradescope_zip(path: str | os.PathLike, *, device: str = "cpu", course_file: str | os.PathLike = COURSE_FILE,
+                   assignment: str | None = None) -> Path:
+    """The Gradescope autograder: setup.sh and run_autograder at the root, the grader with the course's suites,
+    references and course.yaml beside them; ``assignment``: it grades that assignment, out of its points."""
     path = Path(path)
-    values = {"TORCH": pinned("torch"), "DEVICE": device}
+    course = load_course(course_file)
+    graded = course.assignment(assignment) if assignment else course  # an unknown name is refused here, at once
+    values = {"TORCH": pinned("torch"), "DEVICE": device, "ASSIGNMENT": assignment_option(graded)}
     path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in ("setup.sh", "run_autograder"):
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o100755 << 16
             archive.writestr(info, render(f"gradescope/{name}", values))
-        for source in AUTOGRADER_SOURCES:
-            root = ROOT / source
-            members = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-            for member in members:
-                if "__pycache__" in member.parts or member.suffix == ".pyc":
-                    continue
-                archive.write(member, member.relative_to(ROOT).as_posix())
+        for top, sources in ((ROOT, GRADER_SOURCES), (course.root, COURSE_SOURCES)):
+            for source in sources:
+                root = top / source
+                members = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+                for member in members:
+                    if "__pycache__" in member.parts or member.suffix == ".pyc":
+                        continue
+                    archive.write(member, member.relative_to(top).as_posix())
     return path

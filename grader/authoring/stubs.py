@@ -11,11 +11,9 @@ import ast
 import re
 from pathlib import Path
 
-from grader import ROOT
-from grader.course import MODULES
+from grader.course import Course
+from grader.course import course as project_course
 
-SOLUTIONS = ROOT / "solutions"
-EXERCISES = ROOT / "exercises"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 HEADER = "# Generated from solutions/ by `python -m grader stubs`: fill in the stubs below.\n"
 PACKAGE_DOC = '"""Your implementations: fill in each stub, then run `python -m pytest tests/public`."""\n'
@@ -71,26 +69,32 @@ def strip_solutions(source: str, module: str) -> str:
     return "".join(lines)
 
 
-def render_exercises() -> dict[str, str]:
-    """File name -> text of every file of exercises/, as generated from solutions/."""
+def render_exercises(course: Course | None = None) -> dict[str, str]:
+    """File name -> text of every file of exercises/, as generated from the course's solutions/ (default: the
+    project's course), for each of its exercises."""
+    course = course or project_course()
     files = {"__init__.py": PACKAGE_DOC}
-    for module in MODULES:
-        source = (SOLUTIONS / f"{module}.py").read_text(encoding="utf-8")
+    for module in course.modules:
+        source = (course.solutions_dir / f"{module}.py").read_text(encoding="utf-8")
         files[f"{module}.py"] = HEADER + strip_solutions(source, module)
     return files
 
 
-def stale_files(target: Path = EXERCISES) -> list[str]:
-    """Files of ``target`` that differ from what the generator would write."""
-    return [name for name, text in render_exercises().items()
+def stale_files(target: Path | None = None, course: Course | None = None) -> list[str]:
+    """Files of ``target`` (default: the course's exercises/) that differ from what the generator would write."""
+    course = course or project_course()
+    target = Path(target or course.exercises_dir)
+    return [name for name, text in render_exercises(course).items()
             if not (target / name).is_file() or (target / name).read_text(encoding="utf-8") != text]
 
 
-def write_exercises(target: Path = EXERCISES) -> list[str]:
-    """Regenerate ``target`` from solutions/; return the names of the files that changed."""
-    changed = stale_files(target)
+def write_exercises(target: Path | None = None, course: Course | None = None) -> list[str]:
+    """Regenerate ``target`` (default: the course's exercises/) from solutions/; return the files that changed."""
+    course = course or project_course()
+    target = Path(target or course.exercises_dir)
+    changed = stale_files(target, course)
     target.mkdir(parents=True, exist_ok=True)
-    files = render_exercises()
+    files = render_exercises(course)
     for name in changed:
         (target / name).write_text(files[name], encoding="utf-8")
     return changed

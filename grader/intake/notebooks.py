@@ -1,7 +1,8 @@
 """Reading notebooks: the code of each exercise's nbgrader solution cell, and nothing else of the notebook.
 
 ``read_notebook`` finds each exercise's solution cell by its nbgrader ``grade_id`` (``<module>_solution``)
-and returns the code of those cells only. ``modules_from_nbgrader_submission`` does the same for nbgrader's
+and returns the code of those cells only, and the exercises the notebook covers: those whose cells it carries
+(any grade_id ``<module>_...``), by which a notebook says which assignment it belongs to. ``modules_from_nbgrader_submission`` does the same for nbgrader's
 ``submitted/<student>/<assignment>/<assignment>.ipynb`` layout.
 """
 from __future__ import annotations
@@ -14,17 +15,14 @@ import stat
 from functools import cache
 from pathlib import Path
 
-from grader import ROOT
-from grader.course import ASSIGNMENTS, MODULES
+from grader.course import Course
+from grader.course import course as project_course
 from grader.intake import IntakeError
 from grader.text import MAX_NAME, clean
-
-SOLUTIONS = ROOT / "solutions"
 
 # Defaults of read_notebook's caps (a notebook with cleared outputs is a few tens of KiB).
 MAX_NOTEBOOK_MB = 8
 MAX_CELL_MB = 1
-
 
 
 def solution_grade_id(module: str) -> str:
@@ -32,16 +30,15 @@ def solution_grade_id(module: str) -> str:
     return f"{module}_solution"
 
 
-
-SOLUTION_ID = re.compile(r"(?P<module>[a-z]+)_solution")
+SOLUTION_ID = re.compile(r"(?P<module>[a-z][a-z0-9_]*)_solution")
 IPYTHON_LINE = re.compile(r"^(?P<indent>[ \t]*)(?P<command>[!%].*)$")
 
 
 @cache
-def _public_names(module: str) -> frozenset[str]:
+def _public_names(reference: Path) -> frozenset[str]:
     """Top-level functions and classes of an exercise module (from its reference), to recognize a stripped cell."""
     try:
-        tree = ast.parse((SOLUTIONS / f"{module}.py").read_text(encoding="utf-8"))
+        tree = ast.parse(reference.read_text(encoding="utf-8"))
     except (OSError, SyntaxError):
         return frozenset()
     return frozenset(node.name for node in tree.body
@@ -108,9 +105,9 @@ def _source(cell) -> str | None:
     return None
 
 
-def _lookalikes(cells: list, module: str) -> list[str]:
+def _lookalikes(cells: list, module: str, course: Course) -> list[str]:
     """Cells without the module's metadata whose code defines the module's functions or classes."""
-    names = _public_names(module)
+    names = _public_names(course.solutions_dir / f"{module}.py")
     found = []
     for index, cell in enumerate(cells, 1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code" or _grade_id(cell) == solution_grade_id(module):
@@ -149,16 +146,21 @@ def _without_ipython(source: str) -> tuple[str, list[int]]:
     return changed, [i + 1 for i in touched]
 
 
-def read_notebook(path, problems: dict[str, str], notes: list[str], limits=None) -> dict[str, bytes]:
-    """The exercise code of a notebook: module -> source bytes of its solution cell (grade_id ``<module>_solution``).
+def read_notebook(path, problems: dict[str, str], notes: list[str], limits=None, course: Course | None = None,
+                  covers: set[str] | None = None) -> dict[str, bytes]:
+    """The exercise code of a notebook: module -> source bytes of its solution cell (grade_id ``<module>_solution``),
+    for the exercises of ``course`` (default: the project's).
 
     Only solution cells are read; every other cell (scratch work, shell commands, outputs) is ignored.
     A notebook may hold one exercise's cell (one assignment) or several. Problems with one exercise's cell
     (missing, duplicated, metadata changed, not text) go to ``problems[module]``; a file that is not a
-    readable notebook raises ``IntakeError``. ``limits`` (course.yaml's intake section) sets the caps:
-    ``max_total_mb`` for the notebook and ``max_file_mb`` for one cell; without it, 8 MiB and 1 MiB.
+    readable notebook raises ``IntakeError``. ``covers`` learns the exercises the notebook carries any cell of (its
+    assignment's). ``limits`` (course.yaml's intake section) sets the caps: ``max_total_mb`` for the notebook and
+    ``max_file_mb`` for one cell; without it, 8 MiB and 1 MiB.
     """
     path = Path(path)
+    course = course or project_course()
+    modules = course.modules
     notebook_cap = int((limits.max_total_mb if limits else MAX_NOTEBOOK_MB) * 2**20)
     cell_cap = int((limits.max_file_mb if limits else MAX_CELL_MB) * 2**20)
     cells = _parse(path, _read_capped(path, notebook_cap))
@@ -170,18 +172,18 @@ def read_notebook(path, problems: dict[str, str], notes: list[str], limits=None)
         if grade_id is None:
             continue
         match = SOLUTION_ID.fullmatch(grade_id)
-        if match and match["module"] in MODULES:
+        if match and match["module"] in modules:
             found.setdefault(match["module"], []).append(index)
-        mentioned.update(m for m in MODULES if grade_id.startswith(m + "_"))
+        mentioned.update(m for m in modules if grade_id.startswith(m + "_"))
 
     files: dict[str, bytes] = {}
-    for module in MODULES:
+    for module in modules:
         grade_id = solution_grade_id(module)
         indices = found.get(module, [])
         if not indices:
             # A cell defining the module's names counts as a stripped solution cell only where the notebook
             # belongs to this exercise (other cells of it are there) or has lost all its solution cells.
-            lookalikes = _lookalikes(cells, module) if module in mentioned or not found else []
+            lookalikes = _lookalikes(cells, module, course) if module in mentioned or not found else []
             if lookalikes:
                 problems[module] = (f"{', '.join(lookalikes)} of {path.name} holds code of {module}.py but is not the "
                                     f"notebook's solution cell (nbgrader grade_id {grade_id!r}): its metadata was "
@@ -238,13 +240,16 @@ def read_notebook(path, problems: dict[str, str], notes: list[str], limits=None)
         notes.append(f"exercise code taken from the solution cells of {path.name}: {taken}")
     elif not problems:
         raise IntakeError(f"{path.name} holds no solution cell: none of its cells carries an nbgrader grade_id such as "
-                          "'scores_solution'. Hand in the course notebook itself; the grader finds your code through "
+                          f"{solution_grade_id(modules[0])!r}. Hand in the course notebook itself; the grader finds your code through "
                           "the metadata of its solution cell")
+    if covers is not None:
+        covers.update(mentioned | set(files) | set(problems))
     return files
 
 
 def modules_from_nbgrader_submission(student_dir, problems: dict[str, str] | None = None,
-                                     notes: list[str] | None = None, limits=None) -> dict[str, bytes]:
+                                     notes: list[str] | None = None, limits=None,
+                                     course: Course | None = None) -> dict[str, bytes]:
     """The exercise code of one student's nbgrader submission: module -> source bytes.
 
     ``student_dir`` is ``submitted/<student>`` (or ``autograded/<student>``) of an nbgrader course: it holds
@@ -256,28 +261,28 @@ def modules_from_nbgrader_submission(student_dir, problems: dict[str, str] | Non
     student_dir = Path(student_dir)
     if student_dir.is_symlink() or not student_dir.is_dir():
         raise IntakeError(f"{student_dir} is not a folder of nbgrader assignments")
+    course = course or project_course()
     files: dict[str, bytes] = {}
+    notebooks = {course.notebook_name(module): module for module in course.modules}
     for entry in sorted(student_dir.iterdir()):
         if entry.name.startswith("."):
             continue
-        module = ASSIGNMENTS.get(entry.name)
+        module = notebooks.get(entry.name)
         if module is None:
             notes.append(f"ignored {clean(entry.name, MAX_NAME)}: not one of the course's assignments")
             continue
         if entry.is_symlink() or not entry.is_dir():
             problems[module] = f"{entry.name} is not a folder of the submission"
             continue
-        notebook = entry / f"{entry.name}.ipynb"
-        if not os.path.lexists(notebook):
-            others = sorted(p for p in entry.glob("*.ipynb") if not p.is_symlink() and p.is_file())
-            if len(others) != 1:
-                problems[module] = (f"{entry.name}/ holds no notebook {notebook.name}" if not others else
-                                    f"{entry.name}/ holds {len(others)} notebooks and none is {notebook.name}")
-                continue
-            notebook = others[0]
+        notebook = assignment_notebook(entry)
+        if notebook is None:
+            others = len(list(entry.glob("*.ipynb")))
+            problems[module] = (f"{entry.name}/ holds no notebook {entry.name}.ipynb" if not others else
+                                f"{entry.name}/ holds {others} notebooks and none is {entry.name}.ipynb")
+            continue
         local: dict[str, str] = {}
         try:
-            found = read_notebook(notebook, local, notes, limits)
+            found = read_notebook(notebook, local, notes, limits, course)
         except IntakeError as error:
             problems[module] = str(error)
             continue
@@ -289,3 +294,12 @@ def modules_from_nbgrader_submission(student_dir, problems: dict[str, str] | Non
         for name, problem in local.items():
             problems.setdefault(name, problem)
     return files
+
+
+def assignment_notebook(folder: Path) -> Path | None:
+    """The notebook of an nbgrader assignment folder (``<assignment>/<assignment>.ipynb``, else its only notebook)."""
+    notebook = folder / f"{folder.name}.ipynb"
+    if os.path.lexists(notebook):
+        return notebook
+    others = sorted(p for p in folder.glob("*.ipynb") if not p.is_symlink() and p.is_file())
+    return others[0] if len(others) == 1 else None

@@ -24,8 +24,10 @@ import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
-from grader.course import MODULES, Intake
+from grader.course import Course, Intake
+from grader.course import course as project_course
 from grader.intake import IntakeError, IntakeFault
 from grader.sandbox.lifeline import die_with_parent
 from grader.text import MAX_NAME, clean
@@ -42,6 +44,7 @@ class Staged:
     sha256: str
     problems: dict[str, str] = field(default_factory=dict)  # module -> why its file was not taken
     notes: list[str] = field(default_factory=list)
+    covers: tuple[str, ...] | None = None  # a notebook's exercises (those it carries cells of); None: not a notebook
 
     def cleanup(self):
         shutil.rmtree(self.directory.parent, ignore_errors=True)
@@ -52,9 +55,9 @@ def _show(path) -> str:
     return clean(str(path), MAX_NAME)
 
 
-def _module_of(name: str) -> str | None:
+def _module_of(name: str, modules) -> str | None:
     stem, dot, suffix = name.rpartition(".")
-    return stem if dot and suffix == "py" and stem in MODULES else None
+    return stem if dot and suffix == "py" and stem in modules else None
 
 
 def _choose_folder(folders: dict[str, set[str]], notes: list[str]) -> str | None:
@@ -85,7 +88,7 @@ def _check_text(module: str, data: bytes, problems: dict[str, str]) -> bytes | N
     return data
 
 
-def _from_folder(root: Path, limits: Intake, problems: dict[str, str], notes: list[str]) -> dict[str, bytes]:
+def _from_folder(root: Path, limits: Intake, modules, problems: dict[str, str], notes: list[str]) -> dict[str, bytes]:
     try:
         os.scandir(root).close()
     except OSError as error:
@@ -100,7 +103,7 @@ def _from_folder(root: Path, limits: Intake, problems: dict[str, str], notes: li
             raise IntakeError(f"the submission holds more than {limits.max_files} files; hand in only the exercise files")
         dirs[:] = sorted(d for d in dirs if depth < MAX_DEPTH and not d.startswith((".", "__")))
         for name in files:
-            if _module_of(name):
+            if _module_of(name, modules):
                 folders.setdefault(relative.as_posix() if depth else "", set()).add(name)
     chosen = _choose_folder(folders, notes)
     taken: dict[str, bytes] = {}
@@ -108,7 +111,7 @@ def _from_folder(root: Path, limits: Intake, problems: dict[str, str], notes: li
         return taken
     limit = int(limits.max_file_mb * 2**20)
     for name in sorted(folders[chosen]):
-        module, path = _module_of(name), root / chosen / name
+        module, path = _module_of(name, modules), root / chosen / name
         try:
             info = path.lstat()
             if stat.S_ISLNK(info.st_mode):
@@ -139,7 +142,7 @@ def _from_folder(root: Path, limits: Intake, problems: dict[str, str], notes: li
     return taken
 
 
-def _from_zip(path: Path, limits: Intake, problems: dict[str, str], notes: list[str]) -> dict[str, bytes]:
+def _from_zip(path: Path, limits: Intake, modules, problems: dict[str, str], notes: list[str]) -> dict[str, bytes]:
     label = _show(path.name)
     try:
         if not path.is_file():
@@ -166,7 +169,7 @@ def _from_zip(path: Path, limits: Intake, problems: dict[str, str], notes: list[
             if member.filename.startswith("/") or ".." in name.parts or ":" in member.filename or "\\" in member.filename:
                 ignored.append(member.filename)
                 continue
-            if member.is_dir() or not _module_of(name.name) or len(name.parts) > MAX_DEPTH + 1:
+            if member.is_dir() or not _module_of(name.name, modules) or len(name.parts) > MAX_DEPTH + 1:
                 continue
             if any(part.startswith((".", "__")) for part in name.parts[:-1]):
                 continue
@@ -182,7 +185,7 @@ def _from_zip(path: Path, limits: Intake, problems: dict[str, str], notes: list[
         if chosen is None:
             return taken
         for name in sorted(folders[chosen]):
-            member, module = entries[chosen, name], _module_of(name)
+            member, module = entries[chosen, name], _module_of(name, modules)
             if stat.S_ISLNK(member.external_attr >> 16):
                 problems[module] = f"{name} is a symbolic link; hand in the file itself"
             elif member.file_size > limits.max_file_mb * 2**20:
@@ -203,32 +206,34 @@ def _from_zip(path: Path, limits: Intake, problems: dict[str, str], notes: list[
         return taken
 
 
-def read_submission(path: str | os.PathLike, limits: Intake) -> tuple[dict[str, bytes], dict[str, str], list[str]]:
-    """The exercise files of a submission (module -> source bytes), the per-module problems, and notes.
+def read_submission(path: str | os.PathLike, limits: Intake, course: Course | None = None) -> Read:
+    """The exercise files of a submission (module -> source bytes) for the exercises of ``course`` (default: the
+    project's), the per-module problems, notes, and the exercises a notebook covers.
 
     Read in a forked child limited to ``limits.seconds`` of CPU and wall clock and ``limits.memory_mb`` more
     memory; IntakeError when the submission cannot be graded (reading it exceeded a bound included)."""
     from grader.intake import notebooks  # noqa: F401  (imported here, once, instead of in every child)
 
+    course = course or project_course()
     read_end, write_end = os.pipe()
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
-        _child(write_end, parent, Path(path), limits)
+        _child(write_end, parent, Path(path), limits, course)
     os.close(write_end)
     try:
-        reply, timed_out = _collect(read_end, pid, limits)
+        reply, timed_out = _collect(read_end, pid, limits, course)
     finally:
         os.close(read_end)
         _, status = os.waitpid(pid, 0)
     if timed_out or os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
         raise IntakeError(f"reading the submission took more than {limits.seconds:g} s (the course's limit): hand in "
                           "only the exercise files")
-    return _validated(reply, status, limits)
+    return _validated(reply, status, limits, course)
 
 
-def _child(pipe: int, parent: int, path: Path, limits: Intake) -> None:
+def _child(pipe: int, parent: int, path: Path, limits: Intake, course: Course) -> None:
     """In the forked child: bound this process, read the submission, send the outcome as JSON; never returns."""
     code = 70
     try:
@@ -240,8 +245,9 @@ def _child(pipe: int, parent: int, path: Path, limits: Intake) -> None:
         cpu = max(1, round(limits.seconds))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         try:
-            files, problems, notes = _read(path, limits)
-            reply = {"files": {m: data.decode("utf-8") for m, data in files.items()}, "problems": problems, "notes": notes}
+            read = _read(path, limits, course)
+            reply = {"files": {m: data.decode("utf-8") for m, data in read.files.items()}, "problems": read.problems,
+                     "notes": read.notes, "covers": read.covers}
         except IntakeError as error:
             reply = {"error": str(error)}
         except MemoryError:
@@ -256,10 +262,10 @@ def _child(pipe: int, parent: int, path: Path, limits: Intake) -> None:
         os._exit(code)
 
 
-def _collect(pipe: int, pid: int, limits: Intake) -> tuple[bytes, bool]:
+def _collect(pipe: int, pid: int, limits: Intake, course: Course) -> tuple[bytes, bool]:
     """What the child wrote until it closed the pipe (at most what a valid reply can take), and whether it ran
     past the wall clock (it is then killed)."""
-    cap = 6 * int(limits.max_file_mb * 2**20) * len(MODULES) + 2**20  # JSON escapes take at most 6 bytes a byte
+    cap = 6 * int(limits.max_file_mb * 2**20) * len(course.modules) + 2**20  # JSON escapes take at most 6 bytes a byte
     deadline = time.monotonic() + limits.seconds
     poller = select.poll()
     poller.register(pipe, select.POLLIN)
@@ -279,7 +285,7 @@ def _collect(pipe: int, pid: int, limits: Intake) -> tuple[bytes, bool]:
         chunks.append(chunk)
 
 
-def _validated(reply: bytes, status: int, limits: Intake) -> tuple[dict[str, bytes], dict[str, str], list[str]]:
+def _validated(reply: bytes, status: int, limits: Intake, course: Course) -> Read:
     """The child's reply, checked to be exactly what ``_read`` returns; IntakeError or IntakeFault otherwise."""
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 70:  # an exception escaped the child's own handling
         raise IntakeFault("the child reading the submission failed outside its error handling (exit status 70)")
@@ -297,15 +303,29 @@ def _validated(reply: bytes, status: int, limits: Intake) -> tuple[dict[str, byt
         raise IntakeError(_show(data["error"])[:1000])
     if set(data) == {"fault"}:
         raise IntakeFault(f"reading the submission failed: {_show(data['fault'])[:1000]}")
-    files, problems, notes = data.get("files"), data.get("problems"), data.get("notes")
-    if (set(data) != {"files", "problems", "notes"} or not isinstance(files, dict) or not isinstance(problems, dict)
-            or not isinstance(notes, list) or not set(files) | set(problems) <= set(MODULES)
+    files, problems, notes, covers = data.get("files"), data.get("problems"), data.get("notes"), data.get("covers")
+    modules = set(course.modules)
+    if (set(data) != {"files", "problems", "notes", "covers"} or not isinstance(files, dict)
+            or not isinstance(problems, dict) or not isinstance(notes, list) or not set(files) | set(problems) <= modules
+            or not (covers is None or isinstance(covers, list) and set(covers) <= modules)
             or not all(isinstance(v, str) for v in [*files.values(), *problems.values(), *notes])):
         raise IntakeFault("the child reading the submission sent back something else than files, problems and notes")
-    return {m: text.encode("utf-8") for m, text in files.items()}, problems, notes
+    return Read({m: text.encode("utf-8") for m, text in files.items()}, problems, notes,
+                None if covers is None else tuple(m for m in course.modules if m in covers))
 
 
-def _read(path: Path, limits: Intake) -> tuple[dict[str, bytes], dict[str, str], list[str]]:
+class Read(NamedTuple):
+    """What reading a submission found: module -> source bytes, module -> problem, notes, and a notebook's exercises
+    (None: not a notebook)."""
+
+    files: dict[str, bytes]
+    problems: dict[str, str]
+    notes: list[str]
+    covers: tuple[str, ...] | None = None
+
+
+def _read(path: Path, limits: Intake, course: Course) -> Read:
+    covers = None
     problems: dict[str, str] = {}
     notes: list[str] = []
     try:
@@ -317,22 +337,24 @@ def _read(path: Path, limits: Intake) -> tuple[dict[str, bytes], dict[str, str],
     if stat.S_ISLNK(info.st_mode):
         raise IntakeError(f"{_show(path.name or path)} is a symbolic link; give the submission itself")
     if stat.S_ISDIR(info.st_mode):
-        files = _from_folder(path, limits, problems, notes)
+        files = _from_folder(path, limits, course.modules, problems, notes)
         if not files and not problems and any(path.glob("*/*.ipynb")):
             from grader.intake.notebooks import modules_from_nbgrader_submission
 
-            files = modules_from_nbgrader_submission(path, problems, notes, limits)
+            files = modules_from_nbgrader_submission(path, problems, notes, limits, course)
     elif path.suffix.lower() == ".zip":
-        files = _from_zip(path, limits, problems, notes)
+        files = _from_zip(path, limits, course.modules, problems, notes)
     elif path.suffix.lower() == ".ipynb":
         from grader.intake.notebooks import read_notebook
 
-        files = read_notebook(path, problems, notes, limits)
+        covers = set()
+        files = read_notebook(path, problems, notes, limits, course, covers)
     else:
         raise IntakeError(f"{_show(path.name)} is not a folder, a .zip or a .ipynb notebook")
     if not files and not problems:
-        raise IntakeError(f"{_show(path.name or path)} holds none of the exercise files ({', '.join(m + '.py' for m in MODULES)})")
-    return files, problems, notes
+        raise IntakeError(f"{_show(path.name or path)} holds none of the exercise files "
+                          f"({', '.join(m + '.py' for m in course.modules)})")
+    return Read(files, problems, notes, None if covers is None else sorted(covers))
 
 
 def digest(files: dict[str, bytes]) -> str:
@@ -343,9 +365,11 @@ def digest(files: dict[str, bytes]) -> str:
     return hasher.hexdigest()
 
 
-def stage(path: str | os.PathLike, limits: Intake) -> Staged:
-    """Copy the exercise files of a submission into a fresh private folder (readable by the sandbox user)."""
-    files, problems, notes = read_submission(path, limits)
+def stage(path: str | os.PathLike, limits: Intake, course: Course | None = None) -> Staged:
+    """Copy the files of the exercises of ``course`` (default: the project's) from a submission into a fresh private
+    folder (readable by the sandbox user)."""
+    read = read_submission(path, limits, course)
+    files = read.files
     base = Path(tempfile.mkdtemp(prefix="grader-"))  # mode 0700: no other user of this machine can read it
     directory = base / "submission"
     try:
@@ -357,4 +381,4 @@ def stage(path: str | os.PathLike, limits: Intake) -> Staged:
     except BaseException:
         shutil.rmtree(base, ignore_errors=True)
         raise
-    return Staged(directory, digest(files), problems, notes)
+    return Staged(directory, digest(files), read.problems, read.notes, read.covers)

@@ -39,15 +39,17 @@ class Section:
     checks: list[Check]
 
 
-def write_feedback(data: dict, out: Path, titles: Mapping[str, str] | None = None) -> str | None:
+def write_feedback(data: dict, out: Path, titles: Mapping[str, str] | None = None, key: str | None = None) -> str | None:
     """Per-student feedback as Markdown and HTML (``titles``: exercise module -> title, for the headings).
 
+    ``key`` names the pages (feedback/<key>.md): the batch entry's key, by default the student.
     Returns None, or why the pages could not be written (never raises: one student's pages do not stop a batch).
     """
     try:
         sections = feedback_sections(data, titles or {})
-        write_atomic(_feedback_markdown(data, sections), out / "feedback" / f"{data['student']}.md")
-        write_atomic(_feedback_html(data, sections), out / "feedback" / f"{data['student']}.html")
+        key = key or data["student"]
+        write_atomic(_feedback_markdown(data, sections), out / "feedback" / f"{key}.md")
+        write_atomic(_feedback_html(data, sections), out / "feedback" / f"{key}.html")
     except Exception as error:  # noqa: BLE001 - a full disk, a results file of an older grader, ...
         return f"feedback not written: {type(error).__name__}: {clean(str(error))}"
     return None

@@ -147,9 +147,16 @@ def write_summary(course: Course, out: Path, rows: list[dict], similar: Sequence
     write_atomic(html_page(f"{course.title}: class summary", "\n".join(body), SORTING), out / "summary.html")
 
 
-def feedback_link(student: str) -> str:
-    """The student's id as a link to their feedback page (relative to summary.html)."""
-    return f"<a href='feedback/{html(quote(student, safe=''))}.html'>{html(student, MAX_NAME)}</a>"
+def feedback_link(key: str) -> str:
+    """A batch entry's key (``<student>``, or ``<student>/<assignment>``) as a link to its feedback page (relative to
+    summary.html)."""
+    href = "/".join(quote(part, safe="") for part in key.split("/"))
+    return f"<a href='feedback/{html(href)}.html'>{html(key, MAX_NAME)}</a>"
+
+
+def entry_key(row: Mapping) -> str:
+    """The key of a results record: where batch wrote its results and feedback (the student's id by default)."""
+    return row.get("key") or row["student"]
 
 
 def _lead(done: list[dict], failed: list[dict], total: float) -> str:
@@ -217,7 +224,7 @@ def _student_table(done: list[dict], modules: list[str], most: Mapping[str, floa
     rows = []
     for row in done:
         cells = "".join(_score_cell(row["exercises"].get(m, {}).get("score"), most[m]) for m in modules)
-        rows.append(f"<tr><td>{feedback_link(row['student'])}</td>{_score_cell(row['score'], total)}{cells}</tr>")
+        rows.append(f"<tr><td>{feedback_link(entry_key(row))}</td>{_score_cell(row['score'], total)}{cells}</tr>")
     return ("<h2>Students</h2><p class='muted'>Click a column's heading to sort by it; a name opens the student's "
             "feedback.</p><div class='wide'><table id='students' class='sortable'><thead><tr><th>student</th>"
             f"<th class='num'>total</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
@@ -231,7 +238,7 @@ def _score_cell(score: float | None, most: float) -> str:
 
 
 def _ungradable_section(failed: list[dict]) -> str:
-    rows = "".join(f"<tr><td>{feedback_link(row['student'])}</td><td>{html(unreadable_reason(row)[0])}</td></tr>"
+    rows = "".join(f"<tr><td>{feedback_link(entry_key(row))}</td><td>{html(unreadable_reason(row)[0])}</td></tr>"
                    for row in failed)
     return ("<h2 id='ungradable'>Could not be graded</h2><p class='muted'>Left out of every statistic above.</p>"
             "<div class='wide'><table id='ungradable-table'><thead><tr><th>student</th><th>why</th></tr></thead>"

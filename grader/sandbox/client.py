@@ -16,9 +16,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from grader import ROOT
-from grader.course import MODULES
+from grader.course import course as project_course
 from grader.sandbox import wire
 from grader.sandbox.lifeline import describe_status
 from grader.sandbox.limits import Limits
@@ -30,6 +31,7 @@ from grader.sandbox.problems import (
     StudentError,
     SubmissionProblem,
     clean_info,
+    handout_stubs,
     student_error,
 )
 from grader.sandbox.proxy import CallResult, RemoteObject, target_label
@@ -50,10 +52,11 @@ class Zygote:
     Should it die, the next ``spawn`` starts a new one.
     """
 
-    def __init__(self, namespaces: bool = True):
+    def __init__(self, namespaces: bool = True, hide: tuple[str, ...] = ()):
         """``namespaces=False`` never builds the namespace sandbox (workers get rlimits only, as on a machine
-        without namespaces): for testing that degraded path, never for grading students."""
-        self.namespaces = namespaces
+        without namespaces): for testing that degraded path, never for grading students. ``hide``: folders the
+        sandbox hides besides the grader's repository (the root of a course kept elsewhere)."""
+        self.namespaces, self.hide = namespaces, tuple(str(path) for path in hide)
         self._launch()
 
     def _launch(self):
@@ -64,7 +67,7 @@ class Zygote:
                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
         env.update({k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "GRADER_SANDBOX_UID", "GRADER_SANDBOX_GID", "GRADER_CGROUP")
                     if k in os.environ})
-        flags = [] if self.namespaces else ["--no-namespaces"]
+        flags = ([] if self.namespaces else ["--no-namespaces"]) + [arg for path in self.hide for arg in ("--hide", path)]
         self.process = subprocess.Popen([sys.executable, "-m", "grader.sandbox.lifeline", str(os.getpid()), str(theirs.fileno()), *flags],
                                         pass_fds=[theirs.fileno()], env=env, cwd="/", stdin=subprocess.DEVNULL,
                                         stdout=subprocess.DEVNULL, stderr=self.log)
@@ -126,8 +129,12 @@ class WorkerSession:
     """Grading one submission: a worker that is restarted after a crash or a time-out, and the limits."""
 
     def __init__(self, zygote: Zygote, submission: str, limits: Limits, device: str = "cpu",
-                 require_sandbox: bool = False):
+                 require_sandbox: bool = False, modules: tuple[str, ...] | None = None, exercises: Path | None = None):
+        """``modules``: the exercise modules to import and call (default: every exercise of the project's course);
+        ``exercises``: the course's stubs folder, whose stub messages are recognized (default: the project's)."""
         self.zygote, self.submission, self.limits = zygote, submission, limits
+        self.modules = modules or project_course().modules
+        self.stubs = handout_stubs(str(exercises or project_course().exercises_dir))
         self.device, self.require_sandbox = device, require_sandbox
         self.deadline = time.monotonic() + limits.submission_seconds
         self.pid: int | None = None
@@ -175,7 +182,7 @@ class WorkerSession:
 
     def _import_all(self) -> bool:
         """Import the modules not imported or broken yet, each within ``import_seconds``; False if the worker died."""
-        for module in MODULES:
+        for module in self.modules:
             if module in self.broken or module in self.imported:
                 continue
             try:
@@ -294,7 +301,7 @@ class WorkerSession:
             info = clean_info(reply["error"])
             # The place only for a failure before any input reached the worker: later, the line that raises could
             # be chosen from the input (a file padded with lines makes its number a channel of many bits).
-            return student_error(info, self._where(info["frames"]) if early else "")
+            return student_error(info, self._where(info["frames"]) if early else "", self.stubs)
         failure = reply.get("failure") if isinstance(reply.get("failure"), dict) else {}
         kind = clean(failure.get("kind", "unknown"), 40)
         if early:
@@ -302,10 +309,10 @@ class WorkerSession:
         return SubmissionProblem(kind, FAILURES.get(kind, UNREADABLE).format(label=label))
 
     def _where(self, frames: list[str]) -> str:
-        """'softmax.py, line 12: <that line>' for the innermost frame the worker names, with the line read from the
+        """'<module>.py, line 12: <that line>' for the innermost frame the worker names, with the line read from the
         submission's own file (static text), or '' when that frame is not a line of an exercise file."""
         match = STUDENT_FRAME.match(frames[-1]) if frames else None
-        if match is None or match["module"] not in MODULES:
+        if match is None or match["module"] not in self.modules:
             return ""
         module, number = match["module"], int(match["line"])
         if module not in self._sources:

@@ -1,12 +1,13 @@
 """Tie a process's life to its parent's, and start the zygote that way (importable without torch).
 
-``python -m grader.sandbox.lifeline PARENT_PID CONTROL_FD [--no-namespaces]`` is how the grading process starts its
+``python -m grader.sandbox.lifeline PARENT_PID CONTROL_FD [--no-namespaces] [--hide PATH]...`` is how the grading process starts its
 zygote: the parent-death signal is set, and the parent checked, before the ~2 s import of torch, so a
 grading process killed at any moment leaves no zygote behind.
 """
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import signal
 import sys
@@ -45,8 +46,9 @@ def describe_status(status: int) -> str:
 if __name__ == "__main__":
     die_with_parent(int(sys.argv[1]))
     from grader.sandbox import confine as sandbox
-    from grader.sandbox import worker
+    from grader.sandbox import rootfs, worker
 
     if "--no-namespaces" in sys.argv[3:]:  # Zygote(namespaces=False): test the degraded path
         sandbox._probe_result = (False, "namespaces turned off for this zygote (Zygote(namespaces=False))")
+    rootfs.HIDDEN_TREES.extend(path for flag, path in itertools.pairwise(sys.argv[3:]) if flag == "--hide")
     worker.zygote_main(int(sys.argv[2]))

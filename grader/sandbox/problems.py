@@ -10,8 +10,8 @@ from __future__ import annotations
 import builtins
 import re
 from functools import lru_cache
+from pathlib import Path
 
-from grader import ROOT
 from grader.sandbox import wire
 from grader.text import MAX_NAME, clean
 
@@ -37,13 +37,13 @@ class StudentError(Exception):
     (``where``), never the message. A stub's NotImplementedError is named only when it is one of the handout's.
     """
 
-    def __init__(self, info: dict, where: str = ""):
+    def __init__(self, info: dict, where: str = "", stubs: frozenset[str] = frozenset()):
         info = clean_info(info)
         self.info = info
         if info["type"] == "NotImplementedError":
             stub = STUB_MESSAGE.fullmatch(info["message"])
             self.message = (f"not implemented yet: {stub['target']}: fill in this stub (see its docstring)"
-                            if stub and stub["target"] in handout_stubs() else "not implemented yet: fill in the stub")
+                            if stub and stub["target"] in stubs else "not implemented yet: fill in the stub")
         else:
             kind = info["type"] if _builtin_exception(info["type"]) else "an exception of its own class"
             self.message = f"your code raised {kind}" + (f" ({where})" if where else "")
@@ -56,10 +56,11 @@ class StudentError(Exception):
 STUB_MESSAGE = re.compile(r"(?P<target>\w+\.[\w.]+): fill in this stub \(see its docstring\)")
 
 
-@lru_cache(maxsize=1)
-def handout_stubs() -> frozenset[str]:
-    """The stubs of the handout (``qkv.project``, ``causal.CausalAttention.forward``, ...), read from exercises/."""
-    return frozenset(match["target"] for path in sorted((ROOT / "exercises").glob("*.py"))
+@lru_cache(maxsize=4)
+def handout_stubs(exercises: str) -> frozenset[str]:
+    """The stubs of the handout (``<module>.<function>``, ``<module>.<Class>.forward``, ...), read from the course's
+    exercises/ folder."""
+    return frozenset(match["target"] for path in sorted(Path(exercises).glob("*.py"))
                      for match in STUB_MESSAGE.finditer(path.read_text()))
 
 
@@ -103,11 +104,11 @@ def _instance(cls: type) -> StudentError:
     raise TypeError(f"cannot create a {cls.__mro__[1:]}")
 
 
-def student_error(info: dict, where: str = "") -> StudentError:
+def student_error(info: dict, where: str = "", stubs: frozenset[str] = frozenset()) -> StudentError:
     """A StudentError that is also an instance of the student's exception's built-in classes."""
     info = clean_info(info)
     error = _instance(_student_error_class(tuple(info["builtins"])))
-    StudentError.__init__(error, info, where)
+    StudentError.__init__(error, info, where, stubs)
     return error
 
 

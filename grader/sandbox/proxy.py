@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from grader.course import MODULES
 from grader.sandbox import wire
 from grader.sandbox.problems import SubmissionProblem
 from grader.text import MAX_NAME, clean
@@ -101,7 +100,7 @@ class Student:
         self.session = session
 
     def __getattr__(self, module: str) -> Remote:
-        if module not in MODULES:
+        if module not in self.session.modules:
             raise AttributeError(f"the submission has no exercise {module!r}")
         return Remote(self.session, {"module": module})
 

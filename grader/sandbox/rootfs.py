@@ -18,6 +18,9 @@ from grader.sandbox.syscalls import checked, fsencode, libc, os_error, syscall
 
 SUBMISSION_DIR = "/submission"
 REPO_ROOT = Path(__file__).resolve().parents[2]  # holds hidden tests and solutions
+# More folders hidden like REPO_ROOT: the root of a course graded from elsewhere (its suites and references).
+# The zygote is told them on its command line (``--hide PATH``), before any worker exists.
+HIDDEN_TREES: list[str] = []
 try:
     _IMPORT_CWD = os.path.realpath(os.getcwd())
 except OSError:  # pragma: no cover
@@ -99,7 +102,7 @@ def plan_root(sub: str | None, expose_cuda: bool) -> list[tuple]:
     private /tmp, ("mask", dst) empty read-only tmpfs over a hidden path that a bind would
     otherwise reveal. Sorted so that a mount point's parents are mounted first.
     """
-    hidden = {os.path.realpath(REPO_ROOT), _IMPORT_CWD}
+    hidden = {os.path.realpath(REPO_ROOT), _IMPORT_CWD, *(os.path.realpath(tree) for tree in HIDDEN_TREES)}
     try:
         hidden.add(os.path.realpath(os.getcwd()))
     except OSError:

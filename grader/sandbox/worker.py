@@ -119,12 +119,12 @@ def _make_cgroup(hierarchies, cpu_cap: str, request: dict) -> tuple[list[str], s
 def _warm() -> None:
     """Do once, before forking, what every worker would otherwise pay for on its first call: torch's lazy
     imports and initialisation (the first use of a dispatch mode alone imports ~800 modules, about 1 s)."""
-    names = frozenset({"softmax", "matmul"})
+    names = frozenset({"_softmax", "matmul"})
     x = torch.randn(2, 3, 4, requires_grad=True)
     layer, dropout = torch.nn.Linear(4, 4), torch.nn.Dropout(0.1)
     with Watch(names), Dispatch(names):
-        scores = (layer(x) @ x.transpose(-2, -1)).masked_fill(torch.ones(3, 3, dtype=torch.bool).tril() == 0, float("-inf"))
-        out = dropout(torch.softmax(scores / 2.0, dim=-1)) @ x
+        logits = (layer(x) @ x.transpose(-2, -1)).masked_fill(torch.ones(3, 3, dtype=torch.bool).tril() == 0, float("-inf"))
+        out = dropout(torch.softmax(logits / 2.0, dim=-1)) @ x
         out.backward(torch.ones_like(out))
     with torch.no_grad():
         torch.empty(2, 3, device="meta") @ torch.empty(3, 2, device="meta")
@@ -148,7 +148,7 @@ def _run_worker(fd: int, request: dict, zygote: int, cgroup_paths: list[str], cp
         try:
             isolation = confine(request["submission"], Limits.model_validate(request["limits"]), require=request["require_sandbox"],
                                 expose_cuda=request["device"] == "cuda", keep_fds=[fd])
-            if request["device"] == "cuda":  # CUDA's context and cuBLAS start here, not in the student's first call
+            if request["device"] == "cuda":  # CUDA's state and cuBLAS start here, not in the student's first call
                 torch.ones(2, 2, device="cuda").matmul(torch.ones(2, 2, device="cuda")).sum().item()
         except (SandboxUnavailable, RuntimeError) as error:  # no student code has run: tell the grader why, then stop
             what = "the sandbox could not be set up" if isinstance(error, SandboxUnavailable) else "CUDA did not start"

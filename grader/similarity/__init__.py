@@ -8,38 +8,41 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from grader import ROOT
-from grader.course import MODULES
+from grader.course import Course
+from grader.course import course as project_course
 from grader.similarity.compare import MIN_SHARED, THRESHOLD, Pair, similar_pairs
 from grader.similarity.tokens import Normalized, normalize, stub_lines
-
-STUBS = ROOT / "exercises"
 
 
 @dataclass
 class Report:
     """The flagged pairs of each exercise, the sources they quote, and notes on files read only in part or not."""
 
+    modules: tuple[str, ...]  # the course's exercises, in its order
     pairs: dict[str, list[Pair]]
     sources: dict[tuple[str, str], str]  # (student, module) -> text, for the files of flagged pairs
     compared: dict[str, int]  # module -> files compared
     notes: list[tuple[str, str, str]] = field(default_factory=list)  # (student, module, note)
 
 
-def stub_sources(folder: Path = STUBS) -> dict[str, str]:
-    """Module -> the stub every student starts from (exercises/, generated from solutions/)."""
-    return {m: (folder / f"{m}.py").read_text(encoding="utf-8") for m in MODULES if (folder / f"{m}.py").is_file()}
+def stub_sources(course: Course | None = None) -> dict[str, str]:
+    """Module -> the stub every student starts from (the course's exercises/, generated from solutions/)."""
+    course = course or project_course()
+    folder = course.exercises_dir
+    return {m: (folder / f"{m}.py").read_text(encoding="utf-8") for m in course.modules if (folder / f"{m}.py").is_file()}
 
 
-def compare_class(sources: Mapping[str, Mapping[str, str | bytes]], stubs: Mapping[str, str] | None = None,
-                  threshold: float = THRESHOLD, min_shared: int = MIN_SHARED) -> Report:
-    """Compare the files of a class (student -> {module: source}) exercise by exercise, with the code of ``stubs``
-    (module -> stub text; default: exercises/) removed; a file that cannot be read is noted and left out."""
-    stubs = stub_sources() if stubs is None else stubs
-    report = Report({}, {}, {})
-    for module in MODULES:
+def compare_class(sources: Mapping[str, Mapping[str, str | bytes]], course: Course | None = None,
+                  stubs: Mapping[str, str] | None = None, threshold: float = THRESHOLD,
+                  min_shared: int = MIN_SHARED) -> Report:
+    """Compare the files of a class (student -> {module: source}) exercise by exercise, for each exercise of
+    ``course`` (default: the project's), with the code of ``stubs`` (module -> stub text; default: the course's
+    exercises/) removed; a file that cannot be read is noted and left out."""
+    course = course or project_course()
+    stubs = stub_sources(course) if stubs is None else stubs
+    report = Report(course.modules, {}, {}, {})
+    for module in course.modules:
         stub = stub_lines(stubs.get(module, ""))
         files: dict[str, Normalized] = {}
         texts: dict[str, str] = {}

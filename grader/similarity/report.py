@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from grader.course import MODULES, Intake
+from grader.course import Course
 from grader.intake import IntakeError, IntakeFault
 from grader.intake.submission import read_submission
 from grader.reports.files import write_atomic
@@ -22,21 +22,22 @@ MAX_LINE = 300  # characters of a line shown
 COLOURS = 6  # fragments are told apart by colour, cycling
 
 
-def read_class(paths: Mapping[str, Path], limits: Intake) -> dict[str, dict[str, bytes]]:
+def read_class(paths: Mapping[str, Path], course: Course) -> dict[str, dict[str, bytes]]:
     """Student -> the exercise files of their submission, each read as grading reads it (``read_submission``, in a
     bounded child); a submission that cannot be read is left out (its grade already says why)."""
     sources = {}
     for student, path in paths.items():
         try:
-            sources[student] = read_submission(path, limits)[0]
+            sources[student] = read_submission(path, course.grading.intake, course).files
         except (IntakeError, IntakeFault):
             continue
     return sources
 
 
-def class_report(paths: Mapping[str, Path], limits: Intake, out: Path, threshold: float = THRESHOLD) -> Report:
-    """Read a class (student -> submission path), compare it, write similarity.html and similarity.json to ``out``."""
-    report = compare_class(read_class(paths, limits), threshold=threshold)
+def class_report(paths: Mapping[str, Path], course: Course, out: Path, threshold: float = THRESHOLD) -> Report:
+    """Read a class (student -> submission path), compare it exercise by exercise of ``course``, write
+    similarity.html and similarity.json to ``out``."""
+    report = compare_class(read_class(paths, course), course, threshold=threshold)
     write_report(report, out)
     return report
 
@@ -50,7 +51,7 @@ def pair_rows(report: Report) -> list[dict]:
     """One row per flagged pair, for the class summary: exercise, students (raw: escape them for the page), score
     (0..1), shared k-grams, matching lines in each file, and the anchor of its section in similarity.html."""
     rows = []
-    for module in MODULES:
+    for module in report.modules:
         for rank, pair in enumerate(report.pairs.get(module, []), 1):
             a_lines, b_lines = fragment_lines(pair.fragments)
             rows.append({"exercise": module, "a": pair.a, "b": pair.b, "score": pair.score, "shared": pair.shared,
@@ -94,7 +95,7 @@ def render(report: Report) -> str:
              "look at, never a penalty: it changes no score. Alike code of a small exercise can be honest; read the "
              "matching lines before concluding anything.</p>",
              f"<p>{flagged} pair{'s' * (flagged != 1)} flagged.</p>"]
-    for module in MODULES:
+    for module in report.modules:
         pairs = report.pairs.get(module, [])
         parts.append(f"<h2 id='{module}'>{module}</h2><p>{report.compared.get(module, 0)} files compared; "
                      f"{len(pairs) or 'no'} pair{'s' * (len(pairs) != 1)} flagged.</p>")

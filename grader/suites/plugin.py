@@ -2,7 +2,8 @@
 
 ``GradingPlugin`` is a pytest plugin object: it provides the fixtures the
 suites use (``student``, ``device``, ``course``), reads each test's exercise
-marker and ``weight``, turns every failure into feedback that is safe to show
+marker (one per exercise of course.yaml) and ``weight``, runs only the tests of the course's (or the
+assignment's) exercises, turns every failure into feedback that is safe to show
 (never a line of the suites or the references, never a hidden value), and
 keeps pytest-json-report's report free of tracebacks and paths.
 """
@@ -19,15 +20,13 @@ import pytest_jsonreport.plugin
 import pytest_metadata.plugin
 import torch
 
-from grader import ROOT
-from grader.course import MODULES, Course
+from grader.course import Course
 from grader.sandbox.client import WorkerSession
 from grader.sandbox.problems import StudentError, SubmissionProblem
 from grader.sandbox.proxy import Student
 from grader.sandbox.seed import seed_torch
 from grader.text import clean
 
-HIDDEN = ROOT / "tests" / "course" / "hidden"
 MAX_FEEDBACK = 600
 # Only the plugins grading needs are loaded: a plugin installed beside the grader (pytest-randomly reorders and
 # reseeds, hypothesis' own plugin, ...) never changes a grade, and every plugin costs hook calls on each item.
@@ -77,27 +76,34 @@ class GradingPlugin:
         self.report: dict | None = None
 
     def pytest_configure(self, config):
-        for module in MODULES:
+        for module in self._course.course_modules:
             config.addinivalue_line("markers", f"{module}: a test of the {module} exercise")
         config.addinivalue_line("markers", "weight(n): the test's share of its exercise's points (default 1)")
         config.addinivalue_line("markers", "rule: a rule any result may follow (errors, in place, device, autograd, ...), "
                                            "paid in proportion to its exercise's values checks (grader/points.py)")
 
-    def pytest_collection_modifyitems(self, items):
+    def pytest_collection_modifyitems(self, config, items):
+        graded, left_out = [], []
         for item in items:
             marks = {mark.name for mark in item.iter_markers()}
-            exercises = marks & set(MODULES)
+            exercises = marks & set(self._course.course_modules)
             if len(exercises) != 1:
                 raise pytest.UsageError(f"{item.nodeid} needs exactly one exercise marker")
             if marks & SKIPPING_MARKS:
                 raise pytest.UsageError(f"{item.nodeid}: a suite skips with pytest.skip() in the test, not with "
                                         f"{', '.join(sorted(marks & SKIPPING_MARKS))} marks")
             exercise = exercises.pop()
+            if exercise not in self._course.modules:  # an exercise of another assignment
+                left_out.append(item)
+                continue
+            graded.append(item)
             item.repr_failure = _failure_text
             weight = item.get_closest_marker("weight")
             doc = (item.function.__doc__ or item.name).strip().splitlines()[0] if hasattr(item, "function") else item.name
             self._about[item.nodeid] = {"exercise": exercise, "weight": float(weight.args[0]) if weight else 1.0,
                                         "doc": doc, "kind": "rule" if item.get_closest_marker("rule") else "values"}
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem):
@@ -139,12 +145,14 @@ class GradingPlugin:
         self.report = json_report
 
 
-def run_suites(session: WorkerSession, course: Course, device: str, suites: Path = HIDDEN, select: str | None = None) -> dict:
-    """Run the suites against the session's submission; return pytest-json-report's (sanitized) report."""
+def run_suites(session: WorkerSession, course: Course, device: str, suites: Path | None = None,
+               select: str | None = None) -> dict:
+    """Run the suites (default: the course's tests/course/hidden) against the session's submission, only the tests
+    of the course's exercises; return pytest-json-report's (sanitized) report."""
     plugin = GradingPlugin(session, course, device)
     session.watch = sorted({name for names in course.banned.values() for name in names})
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))  # the suites import the references from solutions/
+    if str(course.root) not in sys.path:
+        sys.path.insert(0, str(course.root))  # the suites import the references from the course's solutions/
     args = [str(suites), "--disable-plugin-autoload",
             *(arg for name in UNUSED_BUILTIN_PLUGINS for arg in ("-p", f"no:{name}")),
             "--json-report", "--json-report-file=none",
@@ -157,3 +165,4 @@ def run_suites(session: WorkerSession, course: Course, device: str, suites: Path
     if plugin.report is None or code not in (0, 1):
         raise RuntimeError(f"the hidden suites could not run (pytest exit code {int(code)}): {output.getvalue()[-2000:]}")
     return plugin.report
+

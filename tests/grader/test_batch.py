@@ -14,9 +14,10 @@ import pytest
 
 from grader import ROOT
 from grader.batch import BatchError, _course, discover, run_batch
-from grader.course import COURSE_FILE, MODULES
+from grader.course import COURSE_FILE, course
 
 pytestmark = pytest.mark.slow
+MODULES = course().modules  # the exercises of course.yaml, in order
 SOLUTIONS = ROOT / "solutions"
 BUGGY_SOFTMAX = '''import torch
 
@@ -141,6 +142,7 @@ WARM_POOL = """
 import json, sys
 from grader.batch import make_executor
 
+
 def torch_in_job(_):
     return id(sys.modules.get("torch"))
 
@@ -182,15 +184,15 @@ def test_kill_9_loses_nothing(klass, tmp_path):
 
 def test_discover_reads_folders_zips_and_lists(klass, tmp_path):
     """Student ids come from folder and file names; a list file names paths; duplicate ids are refused."""
-    assert [e.student for e in discover(klass)] == ["buggy", "empty", "good"]
+    assert [e.student for e in discover(klass, course())] == ["buggy", "empty", "good"]
     listing = tmp_path / "class.txt"
     listing.write_text("# one path per line\nsubmissions/good\n\nsubmissions/buggy.zip\n")
-    assert [(e.student, e.path.name) for e in discover(listing)] == [("good", "good"), ("buggy", "buggy.zip")]
+    assert [(e.student, e.path.name) for e in discover(listing, course())] == [("good", "good"), ("buggy", "buggy.zip")]
     (klass / "good.zip").write_bytes((klass / "buggy.zip").read_bytes())
     with pytest.raises(BatchError, match="two submissions for student 'good'"):
-        discover(klass)
+        discover(klass, course())
     with pytest.raises(BatchError, match="does not exist"):
-        discover(tmp_path / "nowhere")
+        discover(tmp_path / "nowhere", course())
 
 
 def test_a_job_validates_course_yaml_again_only_when_it_changes(tmp_path):
@@ -202,3 +204,59 @@ def test_a_job_validates_course_yaml_again_only_when_it_changes(tmp_path):
     assert _course(str(course_file)) is first
     course_file.write_text(text.replace("title: Self-attention in PyTorch", "title: Attention, again", 1), encoding="utf-8")
     assert _course(str(course_file)).title == "Attention, again"
+
+
+def nbgrader_submitted(root: Path) -> Path:
+    """nbgrader's submitted/ folder: ada hands in the softmax notebook done and the quiz's stub, ben the softmax stub."""
+    from grader.authoring.release import release_notebook
+
+    def hand_in(student: str, module: str, done: bool) -> None:
+        name = course().notebook_name(module)
+        source = json.loads((course().nbgrader_dir / "source" / name / f"{name}.ipynb").read_text(encoding="utf-8"))
+        notebook = source if done else release_notebook(source, module)
+        target = root / student / name / f"{name}.ipynb"
+        target.parent.mkdir(parents=True)
+        target.write_text(json.dumps(notebook), encoding="utf-8")
+
+    hand_in("ada", "softmax", True)
+    hand_in("ada", "quiz", False)
+    hand_in("ben", "softmax", False)
+    return root
+
+
+def test_discover_finds_one_entry_per_student_and_notebook(tmp_path):
+    """In nbgrader's layout every notebook of every student is its own entry, graded as its assignment."""
+    submitted = nbgrader_submitted(tmp_path / "submitted")
+    softmax, quiz = course().notebook_name("softmax"), course().notebook_name("quiz")
+    assert [(e.student, e.assignment, e.path.name) for e in discover(submitted, course())] == [
+        ("ada", softmax, f"{softmax}.ipynb"), ("ada", quiz, f"{quiz}.ipynb"), ("ben", softmax, f"{softmax}.ipynb")]
+
+
+def test_nbgrader_notebooks_are_graded_as_their_own_assignments(tmp_path):
+    """Each notebook is graded out of its own points with feedback about its own exercise only: a gradebook row per
+    student and assignment, results/<student>/<assignment>.json, feedback/<student>/<assignment>.md."""
+    submitted = nbgrader_submitted(tmp_path / "submitted")
+    out = tmp_path / "out"
+    rows = run_batch(submitted, out, course_file=COURSE_FILE, jobs=1)
+    softmax, quiz = course().notebook_name("softmax"), course().notebook_name("quiz")
+    points = {m: course().exercise(m).points for m in ("softmax", "quiz")}
+    assert [(r["student"], r["assignment"], r["score"], r["max_score"], list(r["exercises"])) for r in rows] == [
+        ("ada", softmax, points["softmax"], points["softmax"], ["softmax"]),
+        ("ada", quiz, 0, points["quiz"], ["quiz"]),
+        ("ben", softmax, 0, points["softmax"], ["softmax"])]
+    assert json.loads((out / "results" / "ada" / f"{softmax}.json").read_text())["score"] == points["softmax"]
+    feedback = (out / "feedback" / "ada" / f"{softmax}.md").read_text(encoding="utf-8")
+    assert f"/ {points['softmax']}" in feedback
+    assert not any(f"## {m}" in feedback for m in MODULES if m != "softmax"), feedback
+    assert "not in the submission" not in feedback
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as handle:
+        gradebook = list(csv.DictReader(handle))
+
+    def cell(text: str) -> float | None:
+        return float(text) if text else None  # blank: the exercise is not the row's assignment
+
+    assert [(r["student"], r["assignment"], cell(r["softmax"]), cell(r["quiz"])) for r in gradebook] == [
+        ("ada", softmax, points["softmax"], None), ("ada", quiz, None, 0), ("ben", softmax, 0, None)]
+    recorder = Recorder()
+    run_batch(submitted, out, course_file=COURSE_FILE, jobs=1, progress=recorder)
+    assert recorder.counts == {"graded": 0, "errored": 0, "up to date": 3}, "a rerun regrades nothing"

@@ -19,10 +19,12 @@ from test_formats import RAISED, SYNTAX, make_grade
 
 from grader import ROOT
 from grader.ci import exercises_folder, exit_status, locate, not_graded, run_ci
-from grader.course import MODULES, course
+from grader.course import course
 from grader.reports.classroom import CLASSROOM_SCHEMA
 from grader.reports.github import CiResult, annotations, report, workflow_command
 from grader.reports.results import GRADESCOPE_SCHEMA, RESULTS_SCHEMA
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 SUITES_COMPLETE = all((ROOT / "tests" / "course" / "hidden" / f"test_{m}.py").is_file() for m in MODULES)
 needs_suites = pytest.mark.skipif(not SUITES_COMPLETE, reason="tests/course/hidden lacks the suite of an exercise")

@@ -7,7 +7,9 @@ from test_hostile import AVAILABLE, WHY, hostile_submission
 
 from grader import ROOT
 from grader.batch import run_batch
-from grader.course import COURSE_FILE, MODULES
+from grader.course import COURSE_FILE, course
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not AVAILABLE, reason=f"no sandbox here: {WHY}")]
 

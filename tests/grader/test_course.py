@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import doctest
 import importlib
+import re
 import sys
 from pathlib import Path
 
@@ -14,7 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from grader.course import COURSE_FILE, DTYPES, MODULES, CourseError, load_course  # noqa: E402
+from grader.course import COURSE_FILE, DTYPES, CourseError, course, load_course  # noqa: E402
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 
 @pytest.fixture
@@ -56,7 +59,7 @@ def test_solutions_have_doctests():
 
 
 def test_course_yaml_validates():
-    """course.yaml loads: eight exercises in syllabus order whose points add up to total_points, every dtype toleranced."""
+    """course.yaml loads: the syllabus' exercises in syllabus order whose points add up to total_points, every dtype toleranced."""
     course = load_course()
     assert [e.module for e in course.exercises] == list(MODULES)
     assert sum(e.points for e in course.exercises) == course.total_points == 100
@@ -67,7 +70,9 @@ def test_course_yaml_validates():
 
 def test_course_round_trip(tmp_path, course_data):
     """An unchanged copy of course.yaml written elsewhere validates too (the broken variants below differ only by their fault)."""
-    assert load_course(write(tmp_path, course_data)) == load_course()
+    copied, ours = load_course(write(tmp_path, course_data)), load_course()
+    assert copied.model_dump() == ours.model_dump()
+    assert copied.root == tmp_path and ours.root == COURSE_FILE.parent, "a course's files are found beside its course.yaml"
 
 
 def test_unknown_top_level_key(tmp_path, course_data):
@@ -98,12 +103,64 @@ def test_points_do_not_add_up(tmp_path, course_data):
     assert "total_points" in message and "100" in message and "99" in message
 
 
-def test_missing_exercise(tmp_path, course_data):
-    """An exercise missing from the list gives a one-line CourseError naming exercises and the missing module."""
+def test_a_course_of_fewer_exercises_loads(tmp_path, course_data):
+    """course.yaml decides the exercises: one fewer (with its banned names) is a course of the others."""
     dropped = course_data["exercises"].pop()
     course_data["total_points"] -= dropped["points"]
+    course_data["banned"] = {t: names for t, names in course_data["banned"].items() if not t.startswith(dropped["module"] + ".")}
+    assert load_course(write(tmp_path, course_data)).modules == MODULES[:-1]
+
+
+def test_a_ninth_exercise_loads(tmp_path, course_data):
+    """A new exercise is an entry: any lowercase identifier, its lesson defaulting to lessons/<module>.md."""
+    course_data["exercises"].append({"module": "layer_norm2", "title": "Layer norm", "points": 5})
+    course_data["total_points"] += 5
+    course = load_course(write(tmp_path, course_data))
+    assert course.modules == (*MODULES, "layer_norm2")
+    assert course.lesson_file("layer_norm2") == tmp_path / "lessons" / "layer_norm2.md"
+    assert course.notebook_name("layer_norm2") == f"{len(MODULES) + 1:02d}_layer_norm2"
+
+
+@pytest.mark.parametrize("module", ["Softmax", "2d", "soft-max", "", "x y"])
+def test_a_module_that_is_no_lowercase_identifier(tmp_path, course_data, module):
+    """A module name that is not a lowercase identifier is named in a one-line CourseError."""
+    course_data["exercises"][0]["module"] = module
+    course_data["banned"] = {}
     message = course_error(write(tmp_path, course_data))
-    assert "exercises" in message and dropped["module"] in message
+    assert "exercises.0.module" in message and "lowercase identifier" in message
+
+
+def test_assignments(tmp_path, course_data):
+    """An assignment is graded out of its exercises' points; so is each notebook; the whole course is the default."""
+    first, second = MODULES[:2]
+    course_data["assignments"] = [{"name": "week1", "title": "Week 1", "exercises": [second, first]}]
+    course = load_course(write(tmp_path, course_data))
+    week = course.assignment("week1")
+    assert week.modules == (first, second) and week.assignment_name == "week1"
+    assert week.total_points == course.exercise(first).points + course.exercise(second).points
+    assert {t.split(".")[0] for t in week.banned} <= {first, second}
+    assert week.course_modules == course.modules == MODULES and week.whole is course
+    notebook = course.assignment(course.notebook_name(second))
+    assert notebook.modules == (second,) and notebook.total_points == course.exercise(second).points
+    assert course.covering([first, second]).assignment_name == "week1"
+    assert course.covering([second]).assignment_name == course.notebook_name(second)
+    assert course.covering([first, MODULES[3]]).assignment_name is None
+    with pytest.raises(CourseError, match="unknown assignment 'week2'"):
+        course.assignment("week2")
+
+
+@pytest.mark.parametrize("assignments, fault", [
+    ([{"name": "w1", "title": "W", "exercises": ["nope"]}], "nope is not one"),
+    ([{"name": "w1", "title": "W", "exercises": []}], "assignment w1 must list exercises"),
+    ([{"name": "w1", "title": "W", "exercises": [MODULES[0]]}] * 2, "w1"),
+    ([{"name": "01_" + MODULES[0], "title": "W", "exercises": [MODULES[1]]}], "01_" + MODULES[0]),
+    ([{"name": "../up", "title": "W", "exercises": [MODULES[0]]}], "assignment name"),
+])
+def test_bad_assignments(tmp_path, course_data, assignments, fault):
+    """An unknown exercise, no exercise, a name used twice (or a notebook's) or unfit for a file name: one line."""
+    course_data["assignments"] = assignments
+    message = course_error(write(tmp_path, course_data))
+    assert "assignments" in message and fault in message
 
 
 def test_duplicate_exercise(tmp_path, course_data):
@@ -153,3 +210,33 @@ def test_missing_file(tmp_path):
     """A course.yaml that does not exist gives a one-line CourseError naming the path."""
     message = course_error(tmp_path / "nowhere" / "course.yaml")
     assert "cannot read" in message
+
+
+def test_no_exercise_name_in_the_grader():
+    """Nothing in grader/ (code, docstrings, templates) nor in the public checks' conftest (it ships in the handout)
+    names an exercise: course.yaml is the one list. The only word allowed is torch's own function of the same name
+    (``torch.<name>``), which is not the exercise."""
+    grader_dir = COURSE_FILE.parent / "grader"
+    files = sorted([*grader_dir.rglob("*.py"), *(p for p in (grader_dir / "authoring" / "templates").rglob("*") if p.is_file()),
+                    COURSE_FILE.parent / "tests" / "course" / "public" / "conftest.py"])
+    assert len(files) > 20
+    found = []
+    for path in files:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            found += [f"{path.relative_to(grader_dir.parent)}:{number}: {module}" for module in MODULES
+                      if re.search(rf"(?<!torch\.)\b{module}\b", line)]
+    assert not found, "exercise names in the grader:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("command", [["grade", "solutions"], ["batch", "solutions", "--out", "OUT"], ["release", "OUT"],
+                                     ["ci", "."]])
+def test_an_unknown_assignment_is_one_line(tmp_path, capsys, command):
+    """`--assignment` naming no assignment of course.yaml stops every command at once with one line naming them."""
+    from grader import cli
+
+    args = [str(tmp_path / "out") if arg == "OUT" else str(ROOT / arg) if arg in ("solutions", ".") else arg
+            for arg in command]
+    assert cli.main([*args, "--assignment", "nope"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("grader: unknown assignment 'nope': course.yaml has 01_") and "\n" not in error
+    assert not (tmp_path / "out").exists()

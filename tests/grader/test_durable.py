@@ -10,12 +10,15 @@ import threading
 from pathlib import Path
 
 import pytest
+from courses import course_variant
 
 from grader import ROOT
 from grader.batch import PROCESS_DIED, RUNNING, run_batch
-from grader.course import COURSE_FILE, MODULES, course
+from grader.course import COURSE_FILE, course
 from grader.intake import IntakeError
 from grader.intake.submission import read_submission
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 pytestmark = pytest.mark.slow
 LIMITS = course().grading.intake
@@ -146,11 +149,11 @@ def test_reading_a_submission_is_bounded_in_time(tmp_path, monkeypatch):
 
     original = grader.intake.submission._read
 
-    def endless(path, limits):
+    def endless(path, *args):
         if path.name == "slow":
             while True:
                 pass
-        return original(path, limits)
+        return original(path, *args)
 
     monkeypatch.setattr(grader.intake.submission, "_read", endless)
     (tmp_path / "slow").mkdir()
@@ -164,8 +167,7 @@ def test_a_refused_submission_costs_only_itself_in_a_batch(tmp_path):
     """In a batch, a notebook that exceeds the intake's bounds is one clear final error; its classmate is graded."""
     submissions = orphans.class_of(tmp_path / "class", 1)
     _huge_notebook(submissions / "huge.ipynb")
-    course_file = tmp_path / "course.yaml"
-    course_file.write_text(COURSE_FILE.read_text().replace("memory_mb: 512 ", "memory_mb: 64  ", 1))
+    course_file = course_variant(tmp_path / "course", COURSE_FILE.read_text().replace("memory_mb: 512 ", "memory_mb: 64  ", 1))
     rows = {r["student"]: r for r in run_batch(submissions, tmp_path / "out", course_file=course_file, jobs=2)}
     assert rows["student0"]["score"] == 100
     assert rows["huge"]["status"].startswith("error: cannot grade: reading the submission")

@@ -22,9 +22,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 import torch
+from courses import course_variant
 
 from grader import ROOT
-from grader.course import COURSE_FILE, MODULES, load_course
+from grader.course import COURSE_FILE, course, load_course
 from grader.grade import grade_submission
 from grader.intake.submission import stage
 from grader.reports.results import RESULTS_SCHEMA
@@ -32,6 +33,8 @@ from grader.sandbox.client import CHECK, WorkerSession, Zygote
 from grader.sandbox.problems import GraderFault, StudentError, SubmissionProblem
 from grader.sandbox.proxy import load_params_step
 from grader.suites.plugin import run_suites
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 pytestmark = pytest.mark.slow
 
@@ -123,9 +126,7 @@ def course():
 def quick_course(tmp_path_factory):
     """A copy of course.yaml with call_seconds: 2, loaded with load_course."""
     text = re.sub(r"(?m)^(\s*call_seconds:)\s*[0-9.]+", rf"\g<1> {CALL_SECONDS}", COURSE_FILE.read_text(encoding="utf-8"))
-    path = tmp_path_factory.mktemp("course") / "course.yaml"
-    path.write_text(text, encoding="utf-8")
-    loaded = load_course(path)
+    loaded = load_course(course_variant(tmp_path_factory.mktemp("course"), text))
     assert loaded.grading.limits.call_seconds == CALL_SECONDS
     return loaded
 
@@ -160,8 +161,8 @@ def tree_hash(folder: Path) -> str:
 
 
 def only(course, module: str):
-    exercise = course.exercise(module)
-    return course.model_copy(update={"exercises": [exercise], "total_points": exercise.points})
+    """The course trimmed to one exercise: the assignment of its notebook."""
+    return course.assignment(course.notebook_name(module))
 
 
 def grade(path: Path, course, zygote, module: str | None = None) -> dict:
@@ -496,6 +497,7 @@ def test_cli_grades_and_writes_valid_results(tmp_path):
 
 FAILING_PLUGIN = """
 import pytest
+
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -38,10 +38,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from courses import course_variant
 from rich.console import Console
 
 from grader import ROOT
-from grader.course import COURSE_FILE, MODULES, load_course
+from grader.course import COURSE_FILE, course, load_course
 from grader.grade import grade_submission
 from grader.intake.submission import stage
 from grader.reports.results import RESULTS_SCHEMA
@@ -50,6 +51,9 @@ from grader.sandbox import confine as sandbox
 from grader.sandbox.client import WorkerSession, Zygote
 from grader.sandbox.problems import UNREADABLE, StudentError
 from grader.sandbox.proxy import Student
+
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 AVAILABLE, WHY = sandbox.probe()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not AVAILABLE, reason=f"no sandbox here: {WHY}")]
@@ -105,9 +109,7 @@ def course(tmp_path_factory):
     text = re.sub(r"(?m)^(\s*call_seconds:)\s*[0-9.]+", rf"\g<1> {CALL_SECONDS}", text)
     text = re.sub(r"(?m)^(\s*import_seconds:)\s*[0-9.]+", rf"\g<1> {IMPORT_SECONDS}", text)
     text = re.sub(r"(?m)^(\s*submission_seconds:)\s*[0-9.]+", rf"\g<1> {SUBMISSION_SECONDS}", text)
-    path = tmp_path_factory.mktemp("course") / "course.yaml"
-    path.write_text(text, encoding="utf-8")
-    loaded = load_course(path)
+    loaded = load_course(course_variant(tmp_path_factory.mktemp("course"), text))
     assert (loaded.grading.limits.call_seconds, loaded.grading.limits.import_seconds) == (CALL_SECONDS, IMPORT_SECONDS)
     return loaded
 
@@ -235,9 +237,8 @@ def hostile_submission(tmp_path: Path, trick: str, module: str = "quiz", **param
 
 
 def only(course, module: str):
-    """The course trimmed to one exercise (to grade it alone with ``select=``)."""
-    exercise = course.exercise(module)
-    return course.model_copy(update={"exercises": [exercise], "total_points": exercise.points})
+    """The course trimmed to one exercise: the assignment of its notebook."""
+    return course.assignment(course.notebook_name(module))
 
 
 def grade(path: Path, course, zygote, module: str | None = None) -> dict:
@@ -474,8 +475,7 @@ def grading_peak_mib(submission: Path) -> float:
               "from grader.course import load_course\n"
               "from grader.grade import grade_submission\n"
               "course = load_course()\n"
-              "quiz = course.exercise('quiz')\n"
-              "course = course.model_copy(update={'exercises': [quiz], 'total_points': quiz.points})\n"
+              "course = course.assignment(course.notebook_name('quiz'))\n"
               "grade_submission(sys.argv[1], course, select='quiz')\n"
               "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
     done = subprocess.run([sys.executable, "-c", script, str(submission)], cwd=ROOT, capture_output=True, text=True,

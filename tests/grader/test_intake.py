@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 from grader import ROOT
-from grader.course import MODULES, course
+from grader.course import course
 from grader.intake import IntakeError
 from grader.intake.submission import read_submission, stage
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 SOLUTIONS = ROOT / "solutions"
 LIMITS = course().grading.intake
@@ -89,7 +91,7 @@ def test_files_at_the_root_in_exercises_or_one_level_down_are_taken(tmp_path):
         folder = tmp_path / f"case{len(layout)}"
         solutions_into(folder / layout)
         before = tree_state(folder)
-        files, problems, notes = read_submission(folder, LIMITS)
+        files, problems, notes, _ = read_submission(folder, LIMITS)
         assert sorted(files) == sorted(MODULES) and not problems
         assert files["softmax"] == (SOLUTIONS / "softmax.py").read_bytes()
         assert (f"exercise files taken from {layout}" in " ".join(notes)) == bool(layout)
@@ -138,7 +140,7 @@ def test_same_files_same_digest(tmp_path):
 def test_several_candidate_folders_are_named_in_a_note(tmp_path):
     solutions_into(tmp_path / "sub" / "draft")
     solutions_into(tmp_path / "sub" / "final")
-    files, problems, notes = read_submission(tmp_path / "sub", LIMITS)
+    files, problems, notes, _ = read_submission(tmp_path / "sub", LIMITS)
     assert sorted(files) == sorted(MODULES)
     assert any("several folders" in note and "draft/" in note and "final/" in note for note in notes), notes
 
@@ -184,7 +186,7 @@ def test_symlinks_are_never_followed(tmp_path):
     symlinked folder is not searched; nothing outside the submission is read."""
     folder = solutions_into(tmp_path / "sub", [m for m in MODULES if m != "softmax"])
     (folder / "softmax.py").symlink_to(SOLUTIONS / "softmax.py")
-    files, problems, _ = read_submission(folder, LIMITS)
+    files, problems, *_ = read_submission(folder, LIMITS)
     assert "softmax" not in files and "symbolic link" in problems["softmax"]
     assert sorted(files) == sorted(m for m in MODULES if m != "softmax")
     staged = stage(folder, LIMITS)
@@ -203,7 +205,7 @@ def test_special_files_are_not_read(tmp_path):
     """A FIFO named softmax.py is refused at once (never opened, so never waited on)."""
     folder = solutions_into(tmp_path / "sub", [m for m in MODULES if m != "softmax"])
     os.mkfifo(folder / "softmax.py")
-    files, problems, _ = read_submission(folder, LIMITS)
+    files, problems, *_ = read_submission(folder, LIMITS)
     assert "not a regular file" in problems["softmax"] and "softmax" not in files
 
 
@@ -215,7 +217,7 @@ def test_special_files_are_not_read(tmp_path):
 def test_non_utf8_and_binary_files_cost_only_their_exercise(tmp_path, data, match):
     folder = solutions_into(tmp_path / "sub")
     (folder / "softmax.py").write_bytes(data)
-    files, problems, _ = read_submission(folder, LIMITS)
+    files, problems, *_ = read_submission(folder, LIMITS)
     assert match in problems["softmax"] and "softmax" not in files
     assert set(files) == set(MODULES) - {"softmax"}
 
@@ -223,7 +225,7 @@ def test_non_utf8_and_binary_files_cost_only_their_exercise(tmp_path, data, matc
 def test_oversized_file_costs_only_its_exercise(tmp_path):
     folder = solutions_into(tmp_path / "sub")
     (folder / "qkv.py").write_bytes(b"# " + b"x" * int(LIMITS.max_file_mb * MB) + b"\n")
-    files, problems, _ = read_submission(folder, LIMITS)
+    files, problems, *_ = read_submission(folder, LIMITS)
     assert "over the" in problems["qkv"] and "MiB limit" in problems["qkv"] and "qkv" not in files
     assert set(files) == set(MODULES) - {"qkv"}
 
@@ -234,7 +236,7 @@ def test_oversized_file_costs_only_its_exercise(tmp_path):
 def test_zip_at_the_root_or_in_a_folder(tmp_path):
     for prefix in ("", "exercises/", "alice/exercises/"):
         path = zip_of(tmp_path / f"sub{len(prefix)}.zip", solution_entries(prefix))
-        files, problems, notes = read_submission(path, LIMITS)
+        files, problems, notes, _ = read_submission(path, LIMITS)
         assert sorted(files) == sorted(MODULES) and not problems
 
 
@@ -246,7 +248,7 @@ def test_zip_entries_that_leave_the_archive_are_ignored_and_never_written(tmp_pa
     for i in range(10):
         entries[f"../../evil{i}.py"] = evil
     path = zip_of(tmp_path / "sub.zip", entries)
-    files, problems, notes = read_submission(path, LIMITS)
+    files, problems, notes, _ = read_submission(path, LIMITS)
     assert all(files[m] == (SOLUTIONS / f"{m}.py").read_bytes() for m in MODULES) and not problems
     ignored = [n for n in notes if n.startswith("ignored")]
     assert ignored and len(ignored) <= 6, notes  # capped: five named, then a count
@@ -281,7 +283,7 @@ def test_damaged_zips_never_raise_anything_but_intake_errors(tmp_path):
             data = data[:rng.randrange(len(data))]
         path.write_bytes(bytes(data))
         try:
-            files, problems, _ = read_submission(path, LIMITS)
+            files, problems, *_ = read_submission(path, LIMITS)
             outcomes.add("problems" if problems else "files")
             assert all("\n" not in p for p in problems.values())
         except IntakeError as error:
@@ -317,7 +319,7 @@ def test_zip_member_lying_about_its_size_is_not_taken(tmp_path):
                 data[offset:offset + 4] = small
             start += 4
     path.write_bytes(bytes(data))
-    files, problems, _ = read_submission(path, LIMITS)
+    files, problems, *_ = read_submission(path, LIMITS)
     assert "softmax" not in files and "softmax" in problems, problems
     assert set(files) == set(MODULES) - {"softmax"}
 
@@ -325,7 +327,7 @@ def test_zip_member_lying_about_its_size_is_not_taken(tmp_path):
 def test_oversized_zip_member_and_oversized_zip(tmp_path):
     entries = solution_entries()
     entries["qkv.py"] = b"#" * (int(LIMITS.max_file_mb * MB) + 10)
-    files, problems, _ = read_submission(zip_of(tmp_path / "big-member.zip", entries), LIMITS)
+    files, problems, *_ = read_submission(zip_of(tmp_path / "big-member.zip", entries), LIMITS)
     assert "over the" in problems["qkv"] and set(files) == set(MODULES) - {"qkv"}
 
     big = tmp_path / "big.zip"
@@ -347,7 +349,7 @@ def test_zip_symlink_and_encrypted_members_cost_only_their_exercise(tmp_path):
             else:
                 archive.writestr(name, data)
     mark_encrypted(path, "quiz.py")
-    files, problems, _ = read_submission(path, LIMITS)
+    files, problems, *_ = read_submission(path, LIMITS)
     assert "symbolic link" in problems["softmax"]
     assert "quiz" in problems and "quiz" not in files
     assert set(files) == set(MODULES) - {"softmax", "quiz"}
@@ -361,7 +363,7 @@ def test_too_many_zip_entries_is_refused(tmp_path):
 
 def test_a_folder_named_like_a_zip_is_a_folder(tmp_path):
     folder = solutions_into(tmp_path / "sub.zip")
-    files, problems, _ = read_submission(folder, LIMITS)
+    files, problems, *_ = read_submission(folder, LIMITS)
     assert sorted(files) == sorted(MODULES)
 
 

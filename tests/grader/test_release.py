@@ -32,9 +32,11 @@ from grader.authoring.release import (
     secret_lines,
 )
 from grader.authoring.stubs import render_exercises
-from grader.course import MODULES, course
+from grader.course import course
 from grader.reports.classroom import CLASSROOM_SCHEMA
 from grader.reports.results import GRADESCOPE_SCHEMA
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 SUITES_COMPLETE = all((ROOT / "tests" / "course" / "hidden" / f"test_{m}.py").is_file() for m in MODULES)
 
@@ -58,7 +60,7 @@ def test_handout_layout(handout):
                 | {f"tests/public/{p.relative_to(ROOT / 'tests' / 'course' / 'public').as_posix()}"
                    for p in (ROOT / "tests" / "course" / "public").rglob("*.py")}
                 | {"README.md", "requirements.txt", "pyproject.toml", ".gitignore", WORKFLOW}
-                | {f"notebooks/{p.parent.name}/{p.name}" for p in notebook_sources()})
+                | {f"notebooks/{p.parent.name}/{p.name}" for p in notebook_sources(course())})
     assert files == expected
     assert not any(part in ("solutions", "hidden", "nbgrader", "lessons", "grader", "__pycache__") for f in files for part in f.split("/"))
     for name, text in render_exercises().items():
@@ -77,7 +79,7 @@ def test_readme_and_dependencies(handout):
         assert section in readme
     assert "python -m pytest tests/public" in readme and "Autograding Tests" in readme
     assert f"torch=={pinned('torch')}" in readme
-    assert ("## Notebooks" in readme) == bool(notebook_sources())
+    assert ("## Notebooks" in readme) == bool(notebook_sources(course()))
     requirements = [line for line in (handout / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
     assert requirements == [f"torch=={pinned('torch')}", f"pytest=={pinned('pytest')}"]
     for requirement in requirements:  # what CI and this machine have is what students get
@@ -89,24 +91,24 @@ def test_readme_and_dependencies(handout):
 # ----------------------------------------------------------------- nothing hidden
 
 def test_no_line_of_the_hidden_suites_or_solutions_in_the_handout(handout):
-    secrets = secret_lines()
+    secrets = secret_lines(course())
     origins = {origin.split(":")[0].split(" ")[0] for origin in secrets.values()}
     assert any(o.startswith("tests/course/hidden/") for o in origins) and any(o.startswith("solutions/") for o in origins)
     assert len(secrets) > 100, "the secret lines were collected"
-    assert find_leaks(handout, secrets) == []
+    assert find_leaks(handout, course(), secrets) == []
 
 
 def test_the_leak_check_finds_planted_lines(handout, tmp_path):
     copy = tmp_path / "planted"
     shutil.copytree(handout, copy)
-    secrets = secret_lines()
+    secrets = secret_lines(course())
     hidden = next(line for line, origin in secrets.items() if origin.startswith("tests/course/hidden/test_softmax.py"))
     solution = next(line for line, origin in secrets.items() if origin.startswith("solutions/softmax.py"))
     (copy / "exercises" / "softmax.py").write_text((copy / "exercises" / "softmax.py").read_text() + f"\n    {solution}\n")
     notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [f"  {hidden}\n"]}], "metadata": {},
                 "nbformat": 4, "nbformat_minor": 5}
     (copy / "notes.ipynb").write_text(json.dumps(notebook))
-    leaks = find_leaks(copy, secrets)
+    leaks = find_leaks(copy, course(), secrets)
     assert {(file, origin.split(":")[0]) for file, _, origin in leaks} == {
         ("exercises/softmax.py", "solutions/softmax.py"), ("notes.ipynb", "tests/course/hidden/test_softmax.py")}
 
@@ -114,7 +116,7 @@ def test_the_leak_check_finds_planted_lines(handout, tmp_path):
 def test_release_refuses_a_leaking_handout(tmp_path, monkeypatch):
     import grader.authoring.release as release
 
-    secret = next(iter(secret_lines()))
+    secret = next(iter(secret_lines(course())))
     original = release.handout_files
 
     def leaky(*args, **kwargs):
@@ -131,7 +133,7 @@ def test_release_refuses_a_leaking_handout(tmp_path, monkeypatch):
 def test_public_sources_copy_no_hidden_test():
     """Lines the public sources share with the secret ones are exempt from the leak check (a check like
     `torch.testing.assert_close(out, expected)` may appear in both); no run of three such lines is (a copied test)."""
-    secrets = secret_lines(exempt_public=False)
+    secrets = secret_lines(course(), exempt_public=False)
     texts = {f"exercises/{name}": text for name, text in render_exercises().items()}
     texts |= {p.relative_to(ROOT).as_posix(): p.read_text() for p in (ROOT / "tests" / "course" / "public").rglob("*.py")}
     for name, text in texts.items():
@@ -149,7 +151,7 @@ def test_meaningful_lines():
                  "pytestmark = pytest.mark.softmax", "@pytest.mark.weight(2)", "    ])", 'x = """', "torch.manual_seed(12)",
                  '    """A temperature <= 0 raises ValueError."""'):
         assert not meaningful(line), line
-    assert len(public_sources()) > 100
+    assert len(public_sources(course())) > 100
 
 
 def test_outdir_must_be_new_or_empty(tmp_path):
@@ -202,7 +204,7 @@ def test_release_notebook_strips_solutions_hidden_tests_and_outputs():
     assert cells[2]["metadata"]["nbgrader"]["points"] == 2 and released["metadata"] == {"kernelspec": {"name": "python3"}}
 
 
-@pytest.mark.skipif(not notebook_sources(), reason="no nbgrader/source notebooks yet")
+@pytest.mark.skipif(not notebook_sources(course()), reason="no nbgrader/source notebooks yet")
 def test_released_notebooks(handout):
     """Valid notebooks, no markers or outputs left, and the grader's notebook intake finds the (stub) exercise code."""
     import nbformat
@@ -210,7 +212,7 @@ def test_released_notebooks(handout):
     from grader.intake.notebooks import read_notebook
 
     stubs = render_exercises()
-    for source in notebook_sources():
+    for source in notebook_sources(course()):
         path = handout / "notebooks" / source.parent.name / source.name
         nbformat.validate(nbformat.read(path, as_version=4))
         released, original = json.loads(path.read_text()), json.loads(source.read_text())

@@ -917,6 +917,17 @@ def test_readonly_without_mount_setattr(run):
     assert res["sub_write"] == "EROFS"
 
 
+def test_plan_masks_a_course_kept_elsewhere(monkeypatch):
+    """The root of a course graded from outside the repository (``Zygote(hide=...)``, the lifeline's ``--hide``) is
+    masked like the repository: its suites and references stay out of the sandbox's view."""
+    monkeypatch.setattr(rootfs, "HIDDEN_TREES", ["/usr/share"])
+    ops = rootfs.plan_root(None, expose_cuda=False)
+    assert ("mask", "/usr/share") in ops
+    assert ops.index(("bind", "/usr", "/usr")) < ops.index(("mask", "/usr/share"))
+    monkeypatch.setattr(rootfs, "HIDDEN_TREES", [])
+    assert ("mask", "/usr/share") not in rootfs.plan_root(None, expose_cuda=False)
+
+
 def test_plan_masks_and_excludes_the_repo(monkeypatch):
     """A hidden tree under a bound directory is masked; sys.path entries around the repo are not bound."""
     monkeypatch.setattr(rootfs, "REPO_ROOT", Path("/usr/share"))

@@ -7,7 +7,7 @@ import pytest
 
 from grader import ROOT
 from grader.cli import main
-from grader.course import MODULES
+from grader.course import course
 from grader.similarity import compare_class, stub_sources
 from grader.similarity.compare import THRESHOLD
 from grader.similarity.report import pair_rows, render
@@ -16,6 +16,8 @@ from grader.similarity.tokens import MAX_TOKENS, normalize, stub_lines
 sys.path.insert(0, str(ROOT / "tests" / "grader" / "corpus"))
 from disguise import disguise  # noqa: E402
 from variants import VARIANTS  # noqa: E402
+
+MODULES = course().modules
 
 EXAMPLES = ROOT / "examples" / "submissions"
 ADA = {path.stem: path.read_text(encoding="utf-8") for path in (EXAMPLES / "ada").glob("*.py")}

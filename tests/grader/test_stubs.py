@@ -23,7 +23,9 @@ from grader.authoring.stubs import (  # noqa: E402
     strip_solutions,
     write_exercises,
 )
-from grader.course import MODULES  # noqa: E402
+from grader.course import course  # noqa: E402
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 
 def solution_source(module: str) -> str:

@@ -27,7 +27,7 @@ from rich.console import Console
 
 from grader import text
 from grader.batch import discover, error_results, run_batch, student_id
-from grader.course import COURSE_FILE, MODULES, load_course
+from grader.course import COURSE_FILE, course, load_course
 from grader.intake import IntakeError
 from grader.intake.notebooks import read_notebook
 from grader.intake.submission import read_submission
@@ -44,6 +44,8 @@ from grader.reports.markdown import markdown_summary
 from grader.reports.prairielearn import prairielearn
 from grader.reports.results import results
 from grader.reports.terminal import print_summary
+
+MODULES = course().modules  # the exercises of course.yaml, in order
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "grader" / "hostile"
@@ -265,7 +267,7 @@ def test_student_ids_are_clean_distinct_and_fit_in_file_names(tmp_path):
             (tmp_path / name).mkdir()
         except OSError:  # a file system that refuses undecodable names
             pytest.skip("this file system refuses undecodable file names")
-    ids = [entry.student for entry in discover(tmp_path)]
+    ids = [entry.student for entry in discover(tmp_path, load_course(COURSE_FILE))]
     assert len(set(ids)) == len(names) and "alice" in ids and "=cmd|x" in ids and "[bold]x" in ids
     for student in ids:
         assert_clean(student, 120) and len(student.encode("utf-8")) <= 200
@@ -332,7 +334,8 @@ def test_notebook_fields_cannot_crash_or_bloat_a_batch(tmp_path, course):
     assert celltype["exercises"]["quiz"]["score"] == 0
     assert "\ufffd # Feedback for teacher cell" in celltype["output"] and "\n# " not in celltype["output"]
     feedback = (out / "feedback" / "celltype.md").read_text(encoding="utf-8")
-    assert_markdown_forges_nothing(feedback, headings=1 + len(MODULES))
+    assert list(celltype["exercises"]) == ["quiz"], "a notebook is graded as its own assignment"
+    assert_markdown_forges_nothing(feedback, headings=1 + len(celltype["exercises"]))
 
     class Recorder:
         def start(self, total, counts):

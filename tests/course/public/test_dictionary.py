@@ -64,9 +64,9 @@ def test_lookup_unknown_key(impl):
         impl.dictionary.lookup(TABLE, 7, temperature=0.01)
 
 
-def test_attention_quiz_low_temperature(impl, quiz_states, close):
+def test_attention_quiz_low_temperature(impl, decoder_states, close):
     """attention of the quiz at temperature 0.01 returns h1 = [0.5539, 0.7239], shape (1, 1, 2)."""
-    s, H = quiz_states
+    s, H = decoder_states
     result = impl.dictionary.attention(s[None, None], H[None], H[None], temperature=0.01)
     assert result.shape == (1, 1, 2)
     close(result, [[[0.5539, 0.7239]]], atol=1e-4)

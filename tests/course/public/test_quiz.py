@@ -5,18 +5,18 @@ import torch
 pytestmark = pytest.mark.quiz
 
 
-def test_decoder_attention_quiz_weights(impl, quiz_states, close):
+def test_decoder_attention_quiz_weights(impl, decoder_states, close):
     """With return_weights=True the quiz gives v = [0.4387, 0.4855] and alphas [0.4643, 0.3126, 0.2231]."""
-    s, H = quiz_states
+    s, H = decoder_states
     v, alphas = impl.quiz.decoder_attention(s, H, return_weights=True)
     assert v.shape == (2,) and alphas.shape == (3,)
     close(alphas, [0.4643, 0.3126, 0.2231], atol=1e-4)
     close(v, [0.4387, 0.4855], atol=1e-4)
 
 
-def test_decoder_attention_returns_only_v_by_default(impl, quiz_states, close):
+def test_decoder_attention_returns_only_v_by_default(impl, decoder_states, close):
     """Without return_weights the result is the tensor v alone."""
-    s, H = quiz_states
+    s, H = decoder_states
     v = impl.quiz.decoder_attention(s, H)
     assert isinstance(v, torch.Tensor), "return_weights=False returns v only, not a tuple"
     close(v, [0.4387, 0.4855], atol=1e-4)
@@ -50,9 +50,9 @@ def test_decoder_attention_weights_are_softmax_of_dot_products(impl):
     torch.testing.assert_close(v, expected @ H)
 
 
-def test_decoder_attention_keeps_float64(impl, quiz_states):
+def test_decoder_attention_keeps_float64(impl, decoder_states):
     """float64 states give a float64 v."""
-    s, H = quiz_states
+    s, H = decoder_states
     assert impl.quiz.decoder_attention(s.double(), H.double()).dtype == torch.float64
 
 

@@ -35,9 +35,9 @@ def test_dot_journey_against_every_token(impl, journey, close):
     close(result, JOURNEY_SCORES[1], atol=1e-4)
 
 
-def test_dot_quiz_scores(impl, quiz_states, close):
+def test_dot_quiz_scores(impl, decoder_states, close):
     """The quiz's scores s·h1, s·h2, s·h3 are 0.9678, 0.5721, 0.2350."""
-    s, H = quiz_states
+    s, H = decoder_states
     close(torch.stack([impl.scores.dot(s, h) for h in H]), [0.9678, 0.5721, 0.2350], atol=1e-4)
 
 
