@@ -13,6 +13,7 @@ the program, as the module ``__main__``, never when another module imports it).
 from __future__ import annotations
 
 import ast
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,31 @@ def test_every_module_has_a_docstring():
     """Every module and package of the grader says what it is in a docstring."""
     missing = [module for module, path in FILES.items() if not ast.get_docstring(ast.parse(path.read_text()))]
     assert not missing, "no docstring: " + ", ".join(missing)
+
+
+def _readme_layout() -> str:
+    readme = (GRADER.parent / "README.md").read_text(encoding="utf-8")
+    return readme[readme.index("## Layout"):]
+
+
+def test_the_readme_layout_names_every_module():
+    """README's layout section names every module and subpackage of the grader (a newcomer finds each in one look)."""
+    layout = _readme_layout()
+    missing = []
+    for module, path in FILES.items():
+        if path.name == "__init__.py":
+            named = f"`{path.parent.name}/" in layout
+        else:
+            named = any(f"`{form}" in layout for form in (path.name, path.stem + "`", f"{path.parent.name}/{path.name}"))
+        if not named:
+            missing.append(module)
+    assert not missing, "README's layout section does not name: " + ", ".join(missing)
+
+
+def test_the_readme_layout_names_every_top_level_folder():
+    """README's layout section names every folder at the top of the repository (those git tracks)."""
+    layout = _readme_layout()
+    tracked = subprocess.run(["git", "ls-files"], cwd=GRADER.parent, capture_output=True, text=True, check=True).stdout
+    folders = sorted({line.split("/")[0] for line in tracked.splitlines() if "/" in line and not line.startswith(".")})
+    missing = [name for name in folders if f"`{name}/" not in layout]
+    assert not missing, "README's layout section does not name: " + ", ".join(missing)
