@@ -10,9 +10,9 @@ import re
 from grader.points import ExerciseScore, Grade, TestScore
 from grader.text import clean
 
-# Where feedback names a line of the student's files: "softmax.py, line 12" (tracebacks, import and syntax errors).
+# Where feedback names a line of the student's files: "<module>.py, line 12" (tracebacks, import and syntax errors).
 FEEDBACK_LINE = re.compile(r"\b(?P<file>\w+\.py), line (?P<line>\d+)")
-# An unfinished stub, anywhere in a feedback: "not implemented yet: softmax.softmax: fill in this stub (see ...)".
+# An unfinished stub, anywhere in a feedback: "not implemented yet: <module>.<function>: fill in this stub (see ...)".
 NOT_IMPLEMENTED = re.compile(r"not implemented yet: (?P<target>\w+\.[\w.]+): fill in this stub")
 
 
@@ -28,7 +28,7 @@ def score_line(grade: Grade) -> str:
 
 
 def overview(grade: Grade) -> str:
-    """The notes, then one line per exercise: ``softmax: 7.5/10`` (and why it scored nothing, if so)."""
+    """The notes, then one line per exercise: ``<module>: 7.5/10`` (and why it scored nothing, if so)."""
     lines = [f"{e.module}: {points(e.score)}/{points(e.max_score)}" + (f" ({clean(e.problem)})" if e.problem else "")
              for e in grade.exercises]
     return "\n".join([*map(clean, grade.notes), *lines])
@@ -51,7 +51,7 @@ def untouched(exercise: ExerciseScore) -> bool:
 
 
 def stubs_left(exercise: ExerciseScore) -> list[str]:
-    """The stubs its failures name as not implemented yet (``qkv.project``, ...), in order of appearance."""
+    """The stubs its failures name as not implemented yet (``<module>.<function>``, ...), in order of appearance."""
     found = (match["target"] for t in failures(exercise) for match in NOT_IMPLEMENTED.finditer(t.feedback))
     return list(dict.fromkeys(found))
 
@@ -75,7 +75,7 @@ def what_to_fix(exercise: ExerciseScore, limit: int = 3) -> str:
 
 
 def feedback_line(exercise: ExerciseScore) -> tuple[str, int] | None:
-    """The (file name, line) the exercise's feedback points at, e.g. ("softmax.py", 12), if it names one."""
+    """The (file name, line) the exercise's feedback points at, e.g. ("<module>.py", 12), if it names one."""
     for text in [exercise.problem, *(t.feedback for t in failures(exercise))]:
         matches = list(FEEDBACK_LINE.finditer(text or ""))
         if matches:

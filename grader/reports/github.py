@@ -38,7 +38,7 @@ class CiResult:
 
 
 def workflow_command(level: str, message: str, *, file: str | None = None, line: int = 0, title: str = "") -> str:
-    """``::error file=exercises/softmax.py,line=12,title=...::message``, escaped as GitHub's toolkit does.
+    """``::error file=exercises/<module>.py,line=12,title=...::message``, escaped as GitHub's toolkit does.
 
     The message keeps its lines (each one ``clean``), which GitHub shows in the annotation; properties are one line."""
     properties = [f"file={workflow_property(file)}"] if file else []

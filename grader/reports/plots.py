@@ -1,4 +1,4 @@
-"""The class summary's pictures (matplotlib, PNG files beside summary.html): total scores, and each exercise's scores
+"""The class summary's pictures (matplotlib, PNG files beside summary.html): total marks, and each exercise's marks
 as small multiples on one shared, whole-student axis."""
 from __future__ import annotations
 
@@ -12,27 +12,27 @@ from grader.reports.files import write_atomic
 BLUE = "#4a7ebb"
 
 
-def score_histogram(scores: list[float], total: float, path: Path) -> None:
-    """Histogram of the graded students' total scores (20 bins over 0..total)."""
+def score_histogram(marks: list[float], total: float, path: Path) -> None:
+    """Histogram of the graded students' total marks (20 bins over 0..total)."""
     plt, ticker = _pyplot()
     figure, axes = plt.subplots(figsize=(7, 3))
-    axes.hist(scores, bins=20, range=(0, total or 1), color=BLUE, edgecolor="white")
+    axes.hist(marks, bins=20, range=(0, total or 1), color=BLUE, edgecolor="white")
     axes.set(xlabel="total score", ylabel="students", xlim=(0, total or 1),
-             title=f"Total scores of the {len(scores)} graded submissions")
+             title=f"Total marks of the {len(marks)} graded submissions")
     axes.yaxis.set_major_locator(ticker.MaxNLocator(integer=True))
     figure.tight_layout()
     _save_png(figure, path)
 
 
 def exercise_histograms(exercises: list[tuple[str, list[float], float]], path: Path) -> None:
-    """One small histogram per exercise (module, scores, max points), four to a row, student counts shared."""
+    """One small histogram per exercise (module, marks, max points), four to a row, student counts shared."""
     plt, ticker = _pyplot()
     columns = min(4, len(exercises))
     rows = math.ceil(len(exercises) / columns)
     figure, grid = plt.subplots(rows, columns, figsize=(2.7 * columns, 2.1 * rows), sharey=True, squeeze=False)
-    for axes, (module, scores, most) in zip(grid.flat, exercises):
-        axes.hist(scores, bins=10, range=(0, most or 1), color=BLUE, edgecolor="white")
-        mean = sum(scores) / len(scores) if scores else 0
+    for axes, (module, marks, most) in zip(grid.flat, exercises):
+        axes.hist(marks, bins=10, range=(0, most or 1), color=BLUE, edgecolor="white")
+        mean = sum(marks) / len(marks) if marks else 0
         axes.set_title(f"{module[:24]}: mean {points(mean)} / {points(most)}".replace("$", r"\$"), fontsize=9)
         axes.set_xlim(0, most or 1)
         axes.tick_params(labelsize=8)

@@ -56,7 +56,7 @@ def visibility_of(test: TestScore, rules: Mapping[str, str] | None = None) -> st
 
     A rule's key is a glob over the test's node id in the suites (``test_softmax.py::test_large_*``,
     ``*[float16]``: only ``*`` and ``?`` are wildcards; the first that matches wins), else the test's
-    exercise (``softmax``), else ``default``;
+    exercise (its module), else ``default``;
     without rules every test is ``visible``.
     """
     rules = rules or {}

@@ -135,9 +135,9 @@ def write_summary(course: Course, out: Path, rows: list[dict], similar: Sequence
         plots.score_histogram([row["score"] for row in done], total, out / "score_histogram.png")
         plots.exercise_histograms([(m, [row["exercises"][m]["score"] for row in done if m in row["exercises"]], most[m])
                                    for m in modules], out / "exercise_scores.png")
-        body += ["<h2>Scores</h2><img src='score_histogram.png' alt='histogram of the total scores'>",
+        body += ["<h2>Scores</h2><img src='score_histogram.png' alt='histogram of the total marks'>",
                  _exercise_table(done, modules, titles, most),
-                 "<img src='exercise_scores.png' alt='histogram of the scores of each exercise'>",
+                 "<img src='exercise_scores.png' alt='histogram of the marks of each exercise'>",
                  _hardest_section(hardest_checks(done)), _misconception_section(misconceptions(done)),
                  _student_table(done, modules, most, total)]
     if failed:
@@ -147,16 +147,18 @@ def write_summary(course: Course, out: Path, rows: list[dict], similar: Sequence
     write_atomic(html_page(f"{course.title}: class summary", "\n".join(body), SORTING), out / "summary.html")
 
 
-def feedback_link(key: str) -> str:
-    """A batch entry's key (``<student>``, or ``<student>/<assignment>``) as a link to its feedback page (relative to
-    summary.html)."""
-    href = "/".join(quote(part, safe="") for part in key.split("/"))
-    return f"<a href='feedback/{html(href)}.html'>{html(key, MAX_NAME)}</a>"
+def feedback_link(student: str, assignment: str | None = None) -> str:
+    """A batch entry (a student, or a student's assignment) as a link to its feedback page, relative to summary.html:
+    ``feedback/<student>.html`` or ``feedback/<student>/<assignment>.html``."""
+    href = "/".join(quote(part, safe="") for part in (student, assignment) if part is not None)
+    label = student if assignment is None else f"{student} / {assignment}"
+    return f"<a href='feedback/{html(href)}.html'>{html(label, MAX_NAME)}</a>"
 
 
-def entry_key(row: Mapping) -> str:
-    """The key of a results record: where batch wrote its results and feedback (the student's id by default)."""
-    return row.get("key") or row["student"]
+def row_link(row: Mapping) -> str:
+    """The feedback link of a results record: batch writes ``key`` (``<student>/<assignment>``) when the record is
+    an assignment's rather than the student's."""
+    return feedback_link(row["student"], row["assignment"] if row.get("key") else None)
 
 
 def _lead(done: list[dict], failed: list[dict], total: float) -> str:
@@ -166,23 +168,23 @@ def _lead(done: list[dict], failed: list[dict], total: float) -> str:
         text += (f", {len(failed)} could not be graded (<a href='#ungradable'>listed below</a>, left out of every "
                  "statistic)")
     if done:
-        scores = [row["score"] for row in done]
-        text += (f". Graded work: mean {points(statistics.fmean(scores))}, median {points(statistics.median(scores))} "
-                 f"of {points(total)}; {sum(s >= total for s in scores)} with full marks")
+        marks = [row["score"] for row in done]
+        text += (f". Graded work: mean {points(statistics.fmean(marks))}, median {points(statistics.median(marks))} "
+                 f"of {points(total)}; {sum(s >= total for s in marks)} with full marks")
     return f"<p>{text}.</p>"
 
 
 def _exercise_table(done: list[dict], modules: list[str], titles: Mapping[str, str], most: Mapping[str, float]) -> str:
     rows = []
     for module in modules:
-        scores = [row["exercises"][module]["score"] for row in done if module in row["exercises"]]
+        marks = [row["exercises"][module]["score"] for row in done if module in row["exercises"]]
         broken = sum(not _ran(row, module) for row in done if module in row["exercises"])
         rows.append(f"<tr><td>{html(module, MAX_NAME)}</td><td>{html(titles.get(module, ''), MAX_NAME)}</td>"
-                    f"<td class='num'>{points(statistics.fmean(scores)) if scores else '-'}</td>"
-                    f"<td class='num'>{points(statistics.median(scores)) if scores else '-'}</td>"
+                    f"<td class='num'>{points(statistics.fmean(marks)) if marks else '-'}</td>"
+                    f"<td class='num'>{points(statistics.median(marks)) if marks else '-'}</td>"
                     f"<td class='num'>{points(most[module])}</td>"
-                    f"<td class='num'>{sum(s >= most[module] for s in scores)}</td>"
-                    f"<td class='num'>{sum(s == 0 for s in scores)}</td><td class='num'>{broken}</td></tr>")
+                    f"<td class='num'>{sum(s >= most[module] for s in marks)}</td>"
+                    f"<td class='num'>{sum(s == 0 for s in marks)}</td><td class='num'>{broken}</td></tr>")
     return ("<h2>Exercises</h2><div class='wide'><table id='exercises'><thead><tr><th>exercise</th><th>title</th>"
             "<th class='num'>mean</th><th class='num'>median</th><th class='num'>points</th>"
             "<th class='num'>full marks</th><th class='num'>zero</th><th class='num'>could not run</th></tr></thead>"
@@ -224,7 +226,7 @@ def _student_table(done: list[dict], modules: list[str], most: Mapping[str, floa
     rows = []
     for row in done:
         cells = "".join(_score_cell(row["exercises"].get(m, {}).get("score"), most[m]) for m in modules)
-        rows.append(f"<tr><td>{feedback_link(entry_key(row))}</td>{_score_cell(row['score'], total)}{cells}</tr>")
+        rows.append(f"<tr><td>{row_link(row)}</td>{_score_cell(row['score'], total)}{cells}</tr>")
     return ("<h2>Students</h2><p class='muted'>Click a column's heading to sort by it; a name opens the student's "
             "feedback.</p><div class='wide'><table id='students' class='sortable'><thead><tr><th>student</th>"
             f"<th class='num'>total</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
@@ -238,7 +240,7 @@ def _score_cell(score: float | None, most: float) -> str:
 
 
 def _ungradable_section(failed: list[dict]) -> str:
-    rows = "".join(f"<tr><td>{feedback_link(entry_key(row))}</td><td>{html(unreadable_reason(row)[0])}</td></tr>"
+    rows = "".join(f"<tr><td>{row_link(row)}</td><td>{html(unreadable_reason(row)[0])}</td></tr>"
                    for row in failed)
     return ("<h2 id='ungradable'>Could not be graded</h2><p class='muted'>Left out of every statistic above.</p>"
             "<div class='wide'><table id='ungradable-table'><thead><tr><th>student</th><th>why</th></tr></thead>"
@@ -250,8 +252,8 @@ def _similar_section(similar: Sequence[Mapping]) -> str:
     for pair in similar:
         first, second = pair["students"]
         view = f" <a href='{html(pair['view'])}'>side by side</a>" if pair.get("view") else ""
-        rows.append(f"<tr><td>{html(pair['exercise'], MAX_NAME)}</td><td>{feedback_link(first)}</td>"
-                    f"<td>{feedback_link(second)}</td>"
+        rows.append(f"<tr><td>{html(pair['exercise'], MAX_NAME)}</td><td>{feedback_link(*first.split('/', 1))}</td>"
+                    f"<td>{feedback_link(*second.split('/', 1))}</td>"
                     f"<td class='num'>{round(100 * pair['similarity'])}%{view}</td></tr>")
     return ("<h2>Similar pairs</h2><p class='muted'>Evidence to look at, not a verdict.</p><div class='wide'>"
             "<table id='similar'><thead><tr><th>exercise</th><th>student</th><th>student</th>"

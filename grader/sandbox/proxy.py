@@ -1,7 +1,7 @@
 """The submission as the suites see it: proxies whose calls run in the worker and come back as plain values.
 
-``student.softmax.softmax(x)`` calls the student's function in the worker and returns a plain tensor;
-``student.qkv.SelfAttention.build(4, 3)`` returns a ``RemoteObject`` (the module, kept in the worker) whose
+``student.<module>.<function>(x)`` calls the student's function in the worker and returns a plain tensor;
+``student.<module>.<Class>.build(4, 3)`` returns a ``RemoteObject`` (the module, kept in the worker) whose
 methods, parameters and backward the test drives. Every call goes through the ``WorkerSession`` (grader.sandbox.client).
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ def load_params_step(target: dict, params: dict) -> tuple[dict, tuple, None, dic
 
 
 def target_label(target: dict) -> str:
-    """A call target in words: ``quiz.decoder_attention``, ``SelfAttention.forward``, ``SelfAttention(...)``."""
+    """A call target in words: ``<module>.<function>``, ``<Class>.forward``, ``<Class>(...)``."""
     head = str(target.get("module") or clean(target.get("type", "object"), MAX_NAME))
     path = [str(p) for p in target.get("path", [])]
     return ".".join([head, *path]) if path or "module" in target else f"{head}(...)"

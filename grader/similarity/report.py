@@ -43,7 +43,7 @@ def class_report(paths: Mapping[str, Path], course: Course, out: Path, threshold
 
 
 def anchor(pair: Pair, rank: int) -> str:
-    """The id of a pair's section in similarity.html (``softmax-1`` for the exercise's first pair)."""
+    """The id of a pair's section in similarity.html (``<module>-1`` for the exercise's first pair)."""
     return f"{pair.exercise}-{rank}"
 
 

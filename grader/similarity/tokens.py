@@ -5,7 +5,7 @@ tokenizer stops). What a copy may change without changing the code is normalized
 
 * names of variables, parameters, functions, classes and of attributes the file assigns become ``N``/``A``; Python's
   keywords and builtins, the imported modules (``import torch as t``: ``t`` reads ``torch``) and the attributes the
-  file does not define (``.transpose``, ``.softmax``: the library's API) are kept;
+  file does not define (``.transpose``, ``.exp``: the library's API) are kept;
 * comments, docstrings, blank lines, line breaks inside brackets, spacing and parentheses (redundant ones are
   formatting too) disappear; every string literal (adjacent ones: one literal) is ``S``;
   indentation becomes ``{``/``}`` relative to the enclosing function, so moving code in or out of a class changes

@@ -52,7 +52,6 @@ from grader.sandbox.client import WorkerSession, Zygote
 from grader.sandbox.problems import UNREADABLE, StudentError
 from grader.sandbox.proxy import Student
 
-
 MODULES = course().modules  # the exercises of course.yaml, in order
 
 AVAILABLE, WHY = sandbox.probe()
@@ -591,8 +590,9 @@ def test_feedback_carries_nothing_of_the_hidden_inputs(tmp_path, zygote, course,
         (tmp_path / f"leaky{seed}").mkdir(), (tmp_path / f"blind{seed}").mkdir()
         leaky = grade(hostile_submission(tmp_path / f"leaky{seed}", "encode_inputs"), seeded, zygote, "quiz")
         blind = grade(hostile_submission(tmp_path / f"blind{seed}", "encode_inputs", blind=True), seeded, zygote, "quiz")
-        assert_trick_earns_nothing(leaky, baseline=baseline)
         assert outputs(leaky) == outputs(blind)
+        # Its every tenth call answers right (and earns what such answers earn): the inputs change nothing of it.
+        assert leaky["score"] == blind["score"] and leaky["exercises"] == blind["exercises"]
 
 
 def test_results_of_the_wrong_kind_earn_nothing(tmp_path, zygote, course, baseline):

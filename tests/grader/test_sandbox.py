@@ -283,6 +283,8 @@ def test_writes_outside_tmp_fail(run):
 
 def test_tmp_is_writable_but_capped(run):
     """/tmp is a private writable tmpfs of limits.tmp_mb."""
+    marker = tempfile.NamedTemporaryFile(dir="/tmp", prefix="host-only-")  # in the host's /tmp, never in the worker's
+
     def body():
         written, err = 0, None
         with open("/tmp/fill", "wb") as f:
@@ -293,11 +295,12 @@ def test_tmp_is_writable_but_capped(run):
                     written += 1
             except OSError as e:
                 err = errno.errorcode.get(e.errno)
-        return {"written_mb": written, "err": err, "host_tmp_entries": len(os.listdir("/tmp"))}
+        return {"written_mb": written, "err": err, "tmp": sorted(os.listdir("/tmp"))}
 
-    res, _ = run(body, limits=limits_with(tmp_mb=4))
+    with marker:
+        res, _ = run(body, limits=limits_with(tmp_mb=4))
     assert res["err"] == "ENOSPC" and 1 <= res["written_mb"] <= 4, res
-    assert res["host_tmp_entries"] == 1  # only our file: the host's /tmp is not there
+    assert "fill" in res["tmp"] and os.path.basename(marker.name) not in res["tmp"], res  # the host's /tmp is not there
 
 
 def test_file_size_limit(run):
