@@ -52,7 +52,6 @@ from grader.sandbox.client import WorkerSession, Zygote
 from grader.sandbox.problems import UNREADABLE, StudentError
 from grader.sandbox.proxy import Student
 
-
 MODULES = course().modules  # the exercises of course.yaml, in order
 
 AVAILABLE, WHY = sandbox.probe()

@@ -5,9 +5,8 @@ property; the exercise's ``CONTRACT``, in its own test file, says what is checke
 judges only its property: where the subject's values are wrong on its float32 inputs, a failure is the values
 checks' to report, and the property says it is judged once the values are right (``judged``).
 """
-from pathlib import Path
-
 import copy
+from pathlib import Path
 
 import checks as C
 import pytest
