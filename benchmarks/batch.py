@@ -24,10 +24,9 @@ from pathlib import Path
 import nbformat
 
 from grader import ROOT
-from grader.course import course
 from grader.authoring.stubs import BEGIN, END
 from grader.batch import run_batch
-from grader.course import COURSE_FILE, MODULES
+from grader.course import COURSE_FILE, MODULES, course
 
 sys.path.insert(0, str(ROOT / "tests" / "grader" / "corpus"))
 from variants import VARIANTS  # noqa: E402

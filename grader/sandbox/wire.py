@@ -301,7 +301,7 @@ def _read_exactly(sock: socket.socket, n: int, deadline: float | None = None) ->
             sock.settimeout(left)
         try:
             count = sock.recv_into(view[got:])
-        except socket.timeout:
+        except TimeoutError:
             raise TimeoutError("the rest of the frame did not arrive in time") from None
         finally:
             if deadline is not None:

@@ -38,10 +38,7 @@ from grader.authoring.notebooks import (  # noqa: E402
 )
 from grader.authoring.stubs import BEGIN, END  # noqa: E402
 from grader.course import course, load_course  # noqa: E402
-from grader.intake import (
-    IntakeError,  # noqa: E402
-    notebooks,  # noqa: E402
-)
+from grader.intake import IntakeError, notebooks  # noqa: E402
 from grader.intake.notebooks import (  # noqa: E402
     modules_from_nbgrader_submission,
     read_notebook,

@@ -35,7 +35,7 @@ def padded(submission):
     return submission
 
 
-def test_the_line_number_of_an_exception_carries_no_input(tmp_path, zygote, course, baseline):
+def test_the_line_number_of_an_exception_carries_no_input(tmp_path, zygote, course, baseline):  # noqa: F811
     """Feedback on a hidden check carries nothing the student's code chose after it saw an input (SECURITY.md, "What
     comes back"): quiz.py raising from line N of its own file, N computed from the hidden input (exec of code compiled
     under the file's own name, the file padded with identical lines), gets, word for word, the feedback of the same

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 import torch
 
@@ -527,7 +527,8 @@ def multihead_hints(ref, x) -> list[Hint]:
     def split(t, transpose=True):
         return t.view(B, T, h, hd).transpose(1, 2) if transpose else t.reshape(B, h, T, hd)
 
-    def run(scale=math.sqrt(hd), split_t=True, merge_t=True, proj=True, allowed=tril, how="-inf"):
+    def run(scale=None, split_t=True, merge_t=True, proj=True, allowed=tril, how="-inf"):
+        scale = math.sqrt(hd) if scale is None else scale
         qs, ks, vs = split(q, split_t), split(k, split_t), split(v, split_t)
         s = qs @ ks.transpose(-2, -1) / scale
         if allowed is not None and how == "-inf":

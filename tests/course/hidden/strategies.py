@@ -100,7 +100,7 @@ class Case:
     def rand(self, *shape, dtype=torch.float64, device="cpu") -> torch.Tensor:
         return torch.rand(tuple(shape), generator=self.generator, dtype=torch.float64).to(dtype=dtype, device=device)
 
-    def __deepcopy__(self, memo) -> "Case":
+    def __deepcopy__(self, memo) -> Case:
         """A fresh copy: its generator starts again from the seed, so a replayed case makes the same tensors."""
         return Case(self.sizes, self.batch, self.seed, self.scale, **copy.deepcopy(self.extra, memo))
 
