@@ -85,3 +85,4 @@ def test_a_started_file_wins_over_its_notebook(handout, tmp_path):
     assert read.files["scores"].decode().endswith("# my own version\n")
     assert read.files["softmax"].decode() == CODE["softmax"] + ("" if CODE["softmax"].endswith("\n") else "\n")
     assert read.sources == {"softmax": "notebooks/02_softmax/02_softmax.ipynb"}
+
