@@ -57,9 +57,9 @@ STUB_TARGET = re.compile(r'raise NotImplementedError\("(?P<target>\w+\.[\w.]+): 
 
 HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[^\n]*\n.*?^[ \t]*### END HIDDEN TESTS[^\n]*(\n|\Z)", re.S | re.M)
 # What is graded, in the words of the README (the notebooks' "how to work" text says the same, lessons/_shared.md).
-GRADED_CODE = ("**Notebook or file: work in one of them.** For each exercise the grader takes `exercises/<module>.py` "
-               "once you have filled in any of its stubs, and the solution cell of the exercise's notebook while that "
-               "file is untouched. The same code gets the same grade either way; when a notebook's cell is graded, "
+GRADED_CODE = ("**Notebook or file: work in one of them.** For each exercise the grader takes "
+               "`exercises/<module>.py` once you have filled in any of its stubs, and the solution cell of the "
+               "exercise's notebook while that file is untouched. The same code gets the same grade either way; when a notebook's cell is graded, "
                "the grade's notes say so.")
 CODE_STUB = 'raise NotImplementedError("{target}: fill in this stub")'
 ANSWER_STUB = "YOUR ANSWER HERE"
@@ -327,8 +327,8 @@ def handout_files(course: Course, *, grader_repository: str, grader_ref: str = "
     return files, notes
 
 
-def build_handout(outdir: str | os.PathLike, *, grader_repository: str | None, course_file: str | os.PathLike = COURSE_FILE,
-                  grader_ref: str = "main", force: bool = False,
+def build_handout(outdir: str | os.PathLike, *, grader_repository: str | None,
+                  course_file: str | os.PathLike = COURSE_FILE, grader_ref: str = "main", force: bool = False,
                   notebooks: Path | None = None, assignment: str | None = None) -> Handout:
     """Write the handout of the course (or of one of its assignments) into ``outdir`` (which must be empty or absent
     unless ``force``) and check it for leaks. ``grader_repository``: the OWNER/NAME its workflow clones the grader

@@ -17,7 +17,8 @@ from grader.intake.notebooks import solution_grade_id
 
 EXAMPLES = ROOT / "examples" / "submissions"
 # The same code for both students: a correct exercise and one with a classic bug (no max subtraction).
-CODE = {"scores": (ROOT / "solutions" / "scores.py").read_text(), "softmax": (EXAMPLES / "ben" / "softmax.py").read_text()}
+CODE = {"scores": (ROOT / "solutions" / "scores.py").read_text(),
+        "softmax": (EXAMPLES / "ben" / "softmax.py").read_text()}
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,8 @@ def checkout(handout: Path, folder: Path, *, in_notebooks: bool) -> Path:
 
 def grade_in_ci(folder: Path, zygote) -> tuple[dict, str, str]:
     """(the results file, the job summary, the log) of `grader ci` on a checkout."""
-    summary, output, results = folder.parent / f"{folder.name}.md", folder.parent / f"{folder.name}.out", folder / "r.json"
+    summary, output = folder.parent / f"{folder.name}.md", folder.parent / f"{folder.name}.out"
+    results = folder / "r.json"
     env = {"GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(folder), "GITHUB_STEP_SUMMARY": str(summary),
            "GITHUB_OUTPUT": str(output)}
     log = io.StringIO()
