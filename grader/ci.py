@@ -81,11 +81,12 @@ def grade_checkout(checkout: Path, course: Course, zygote, device: str = "cpu", 
     folder = exercises_folder(checkout)
     started = time.monotonic()
     try:
-        outcome = grade_submission(folder, course, zygote, device)
+        outcome = grade_submission(checkout, course, zygote, device)
     except IntakeError as error:
         return not_graded(course, clean(str(error)), folder, workspace, time.monotonic() - started)
     grade = outcome.grade
-    files = {e.module: locate(e, folder, workspace) for e in grade.exercises}
+    files = {e.module: (_relative(checkout / outcome.sources[e.module], workspace), 0) if e.module in outcome.sources
+             else locate(e, folder, workspace) for e in grade.exercises}
     status = "pass" if all(map(complete, grade.exercises)) else "fail"
     return CiResult(grade, status, "", files, outcome.results["execution_time"], outcome.results["submission_sha256"])
 

@@ -255,9 +255,9 @@ def build_parser() -> argparse.ArgumentParser:
     release = commands.add_parser("release", help="build the students' handout (and, with --gradescope, the autograder zip)")
     release.add_argument("outdir", help="folder to write the handout to (new or empty)")
     release.add_argument("--force", action="store_true", help="replace the contents of a non-empty OUTDIR")
-    release.add_argument("--grader-repository", default="ORG/attention-grader", metavar="OWNER/NAME",
-                         help="the instructor's private repository the handout's workflow installs the grader from "
-                              "(default: %(default)s)")
+    release.add_argument("--grader-repository", metavar="OWNER/NAME",
+                         help="required: the instructor's private repository the handout's workflow installs the "
+                              "grader from (e.g. my-course-org/attention-grader)")
     release.add_argument("--grader-ref", default="main", help="branch or tag of that repository (default: %(default)s)")
     release.add_argument("--gradescope", metavar="ZIP", help="also write Gradescope's autograder zip (setup.sh, run_autograder, "
                                                             "the grader and its hidden suites) to ZIP")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -40,6 +40,7 @@ class Outcome:
     grade: Grade
     results: dict
     isolation: str
+    sources: dict[str, str] = field(default_factory=dict)  # module -> the handout notebook its code came from
 
 
 def grade_submission(path, course: Course, zygote: Zygote | None = None, device: str = "cpu",
@@ -90,5 +91,5 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
                    visibility=course.visibility)
     if course.assignment_name:
         data["assignment"] = course.assignment_name
-    return Outcome(grade, data, session.isolation)
+    return Outcome(grade, data, session.isolation, staged.sources)
 

@@ -45,7 +45,8 @@ from grader.course import COURSE_FILE, Course, load_course
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 WORKFLOW = ".github/workflows/classroom.yml"
-DEFAULT_GRADER_REPOSITORY = "ORG/attention-grader"
+# The docs' example of --grader-repository: a handout whose workflow clones it could never fetch the grader.
+PLACEHOLDER_REPOSITORY = "ORG/attention-grader"
 PYTHON = "3.11"
 
 # What goes into the Gradescope zip besides setup.sh and run_autograder: the grader (from its repository) and the
@@ -55,6 +56,11 @@ COURSE_SOURCES = ("solutions", "tests/course/hidden", "course.yaml")
 STUB_TARGET = re.compile(r'raise NotImplementedError\("(?P<target>\w+\.[\w.]+): fill in this stub')
 
 HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[^\n]*\n.*?^[ \t]*### END HIDDEN TESTS[^\n]*(\n|\Z)", re.S | re.M)
+# What is graded, in the words of the README (the notebooks' "how to work" text says the same, lessons/_shared.md).
+GRADED_CODE = ("**Notebook or file: work in one of them.** For each exercise the grader takes "
+               "`exercises/<module>.py` once you have filled in any of its stubs, and the solution cell of the "
+               "exercise's notebook while that file is untouched. The same code gets the same grade either way; when a notebook's cell is graded, "
+               "the grade's notes say so.")
 CODE_STUB = 'raise NotImplementedError("{target}: fill in this stub")'
 ANSWER_STUB = "YOUR ANSWER HERE"
 
@@ -278,12 +284,12 @@ def find_leaks(folder: str | os.PathLike, course: Course, secrets: dict[str, str
 
 # ----------------------------------------------------------------- the handout
 
-def handout_files(course: Course, *, grader_repository: str = DEFAULT_GRADER_REPOSITORY, grader_ref: str = "main",
+def handout_files(course: Course, *, grader_repository: str, grader_ref: str = "main",
                   notebooks: Path | None = None) -> tuple[dict[str, str], list[str]]:
     """Relative path -> text of every file of the handout of ``course`` (the whole course or an assignment: its
     exercises only), and notes for the instructor. ``notebooks``: the nbgrader source folder (default: the
     course's ``nbgrader/source``)."""
-    torch, pytest_version = pinned("torch"), pinned("pytest")
+    torch, pytest_version, matplotlib = pinned("torch"), pinned("pytest"), pinned("matplotlib")
     exercises = render_exercises(course)
     files: dict[str, str] = {f"exercises/{name}": text for name, text in exercises.items()}
     others = {f"test_{module}.py" for module in course.course_modules if module not in course.modules}
@@ -301,13 +307,13 @@ def handout_files(course: Course, *, grader_repository: str = DEFAULT_GRADER_REP
         released.append(relative)
     if released:
         section = ("\n## Notebooks\n\nThe notebooks in `notebooks/` walk through the same exercises with the lecture's "
-                   "examples; open them with Jupyter (`python -m pip install jupyterlab`, then `jupyter lab`). The "
-                   "graded code is the code in `exercises/`.\n")
+                   "examples, the public checks and a picture of the attention weights; open them with Jupyter "
+                   "(`jupyter lab`, installed by `requirements.txt`).\n\n" + GRADED_CODE + "\n")
     else:
         section = ""
         shown = notebooks.relative_to(course.root) if notebooks.is_relative_to(course.root) else notebooks
         notes.append(f"no notebooks released: {shown}/*/*.ipynb does not exist yet (rerun `grader release` once they do)")
-    values = {"TITLE": course.title, "PYTHON": PYTHON, "TORCH": torch, "PYTEST": pytest_version,
+    values = {"TITLE": course.title, "PYTHON": PYTHON, "TORCH": torch, "PYTEST": pytest_version, "MATPLOTLIB": matplotlib,
               "EXERCISES": exercises_table(course), "POINTS": points_list(course),
               "TOTAL": str(course.total_points), "NOTEBOOKS": section, "FIRST": course.modules[0],
               "MODULES": ", ".join(course.modules), "FIRST_STUB": first_stub(exercises), "BANNED": banned_list(course),
@@ -321,12 +327,16 @@ def handout_files(course: Course, *, grader_repository: str = DEFAULT_GRADER_REP
     return files, notes
 
 
-def build_handout(outdir: str | os.PathLike, *, course_file: str | os.PathLike = COURSE_FILE,
-                  grader_repository: str = DEFAULT_GRADER_REPOSITORY, grader_ref: str = "main", force: bool = False,
+def build_handout(outdir: str | os.PathLike, *, grader_repository: str | None,
+                  course_file: str | os.PathLike = COURSE_FILE, grader_ref: str = "main", force: bool = False,
                   notebooks: Path | None = None, assignment: str | None = None) -> Handout:
     """Write the handout of the course (or of one of its assignments) into ``outdir`` (which must be empty or absent
-    unless ``force``) and check it for leaks."""
+    unless ``force``) and check it for leaks. ``grader_repository``: the OWNER/NAME its workflow clones the grader
+    from; refused when missing or the docs' placeholder (every student's run would fail to fetch the grader)."""
     outdir = Path(outdir)
+    if not grader_repository or grader_repository.lower() == PLACEHOLDER_REPOSITORY.lower():
+        raise ReleaseError("give --grader-repository OWNER/NAME: the private repository the handout's workflow clones "
+                           "the grader from (without it every student's run fails to fetch the grader)")
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", grader_repository):
         raise ReleaseError(f"--grader-repository must be OWNER/NAME, not {grader_repository!r}")
     course = load_course(course_file)

@@ -69,6 +69,17 @@ def strip_solutions(source: str, module: str) -> str:
     return "".join(lines)
 
 
+STUB_LINE = re.compile(r'^[ \t]*raise NotImplementedError\("[\w.]+: fill in this stub.*$', re.M)
+
+
+def unstarted(source: str, stub: str) -> bool:
+    """Whether ``source`` still holds every ``raise NotImplementedError(...)`` line of ``stub``: none of its stubs
+    filled in yet (whatever else changed around them)."""
+    present = {line.strip() for line in STUB_LINE.findall(source)}
+    lines = [line.strip() for line in STUB_LINE.findall(stub)]
+    return bool(lines) and all(line in present for line in lines)
+
+
 def render_exercises(course: Course | None = None) -> dict[str, str]:
     """File name -> text of every file of exercises/, as generated from the course's solutions/ (default: the
     project's course), for each of its exercises."""

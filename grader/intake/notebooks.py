@@ -296,6 +296,42 @@ def modules_from_nbgrader_submission(student_dir, problems: dict[str, str] | Non
     return files
 
 
+def take_handout_notebooks(notebooks: Path, files: dict[str, bytes], problems: dict[str, str], notes: list[str],
+                           limits, course: Course) -> dict[str, str]:
+    """The handout's rule for a student's checkout (``exercises/`` beside ``notebooks/<assignment>/<assignment>.ipynb``):
+    an exercise whose file still holds every stub of the handout is graded from the solution cell of its notebook,
+    when that cell has code of the student's; otherwise the file is graded. ``files`` and ``problems`` are updated;
+    returns module -> the notebook taken (relative to the checkout)."""
+    from grader.authoring.stubs import render_exercises, unstarted
+
+    stubs = render_exercises(course)
+    taken: dict[str, str] = {}
+    for module in course.modules:
+        stub = stubs[f"{module}.py"]
+        if module in files and not unstarted(files[module].decode("utf-8"), stub):
+            continue
+        name = course.notebook_name(module)
+        notebook = notebooks / name / f"{name}.ipynb"
+        if (notebooks / name).is_symlink() or not os.path.lexists(notebook):
+            continue
+        cells: dict[str, bytes] = {}
+        found_notes: list[str] = []
+        try:
+            cells = read_notebook(notebook, {}, found_notes, limits, course)
+        except IntakeError as error:
+            notes.append(f"{module}: {notebooks.name}/{name}/{name}.ipynb was not graded: {error}")
+        code = cells.get(module)
+        if code is None or unstarted(code.decode("utf-8"), stub):
+            continue
+        files[module] = code
+        notes.extend(note for note in found_notes if note.startswith(f"{module}: "))
+        problems.pop(module, None)
+        taken[module] = f"{notebooks.name}/{name}/{name}.ipynb"
+        notes.append(f"{module}: graded the solution cell of {taken[module]} (exercises/{module}.py still holds "
+                     "every stub)")
+    return taken
+
+
 def assignment_notebook(folder: Path) -> Path | None:
     """The notebook of an nbgrader assignment folder (``<assignment>/<assignment>.ipynb``, else its only notebook)."""
     notebook = folder / f"{folder.name}.ipynb"

@@ -45,6 +45,7 @@ class Staged:
     problems: dict[str, str] = field(default_factory=dict)  # module -> why its file was not taken
     notes: list[str] = field(default_factory=list)
     covers: tuple[str, ...] | None = None  # a notebook's exercises (those it carries cells of); None: not a notebook
+    sources: dict[str, str] = field(default_factory=dict)  # module -> the handout notebook its code was taken from
 
     def cleanup(self):
         shutil.rmtree(self.directory.parent, ignore_errors=True)
@@ -71,7 +72,7 @@ def _choose_folder(folders: dict[str, set[str]], notes: list[str]) -> str | None
     if rivals:
         names = ", ".join(_show(f + "/" if f else "the top folder") for f in [chosen, *rivals][:4])
         notes.append(f"several folders hold exercise files ({names}): graded {_show(chosen + '/' if chosen else 'the top folder')}")
-    if chosen:
+    if chosen and chosen != "exercises":  # the handout's own folder goes without saying
         notes.append(f"exercise files taken from {_show(chosen)}/")
     return chosen
 
@@ -247,7 +248,7 @@ def _child(pipe: int, parent: int, path: Path, limits: Intake, course: Course) -
         try:
             read = _read(path, limits, course)
             reply = {"files": {m: data.decode("utf-8") for m, data in read.files.items()}, "problems": read.problems,
-                     "notes": read.notes, "covers": read.covers}
+                     "notes": read.notes, "covers": read.covers, "sources": read.sources}
         except IntakeError as error:
             reply = {"error": str(error)}
         except MemoryError:
@@ -304,14 +305,17 @@ def _validated(reply: bytes, status: int, limits: Intake, course: Course) -> Rea
     if set(data) == {"fault"}:
         raise IntakeFault(f"reading the submission failed: {_show(data['fault'])[:1000]}")
     files, problems, notes, covers = data.get("files"), data.get("problems"), data.get("notes"), data.get("covers")
+    sources = data.get("sources")
     modules = set(course.modules)
-    if (set(data) != {"files", "problems", "notes", "covers"} or not isinstance(files, dict)
+    if (set(data) != {"files", "problems", "notes", "covers", "sources"} or not isinstance(files, dict)
             or not isinstance(problems, dict) or not isinstance(notes, list) or not set(files) | set(problems) <= modules
             or not (covers is None or isinstance(covers, list) and set(covers) <= modules)
+            or not isinstance(sources, dict) or not set(sources) <= set(files)
+            or not all(isinstance(v, str) and len(v) <= MAX_NAME for v in sources.values())
             or not all(isinstance(v, str) for v in [*files.values(), *problems.values(), *notes])):
         raise IntakeFault("the child reading the submission sent back something else than files, problems and notes")
     return Read({m: text.encode("utf-8") for m, text in files.items()}, problems, notes,
-                None if covers is None else tuple(m for m in course.modules if m in covers))
+                None if covers is None else tuple(m for m in course.modules if m in covers), sources)
 
 
 class Read(NamedTuple):
@@ -322,10 +326,12 @@ class Read(NamedTuple):
     problems: dict[str, str]
     notes: list[str]
     covers: tuple[str, ...] | None = None
+    sources: dict[str, str] = {}  # module -> the handout notebook its code was taken from (never mutated)
 
 
 def _read(path: Path, limits: Intake, course: Course) -> Read:
     covers = None
+    sources: dict[str, str] = {}
     problems: dict[str, str] = {}
     notes: list[str] = []
     try:
@@ -338,7 +344,12 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
         raise IntakeError(f"{_show(path.name or path)} is a symbolic link; give the submission itself")
     if stat.S_ISDIR(info.st_mode):
         files = _from_folder(path, limits, course.modules, problems, notes)
-        if not files and not problems and any(path.glob("*/*.ipynb")):
+        notebooks = path / "notebooks"
+        if notebooks.is_dir() and not notebooks.is_symlink():  # a handout checkout: its notebooks count too
+            from grader.intake.notebooks import take_handout_notebooks
+
+            sources = take_handout_notebooks(notebooks, files, problems, notes, limits, course)
+        elif not files and not problems and any(path.glob("*/*.ipynb")):
             from grader.intake.notebooks import modules_from_nbgrader_submission
 
             files = modules_from_nbgrader_submission(path, problems, notes, limits, course)
@@ -354,7 +365,7 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
     if not files and not problems:
         raise IntakeError(f"{_show(path.name or path)} holds none of the exercise files "
                           f"({', '.join(m + '.py' for m in course.modules)})")
-    return Read(files, problems, notes, None if covers is None else sorted(covers))
+    return Read(files, problems, notes, None if covers is None else sorted(covers), sources)
 
 
 def digest(files: dict[str, bytes]) -> str:
@@ -381,4 +392,4 @@ def stage(path: str | os.PathLike, limits: Intake, course: Course | None = None)
     except BaseException:
         shutil.rmtree(base, ignore_errors=True)
         raise
-    return Staged(directory, digest(files), read.problems, read.notes, read.covers)
+    return Staged(directory, digest(files), read.problems, read.notes, read.covers, read.sources)

@@ -44,10 +44,22 @@ def complete(exercise: ExerciseScore) -> bool:
     return not exercise.problem and not failures(exercise)
 
 
+def pending_stubs(feedbacks: list[str]) -> list[str]:
+    """The stubs named by failures' feedbacks when every one of them is a stub not filled in yet (else none): an
+    exercise in that state is reported in one line, ``not_started``."""
+    if not feedbacks or not all(NOT_IMPLEMENTED.search(text) for text in feedbacks):
+        return []
+    return list(dict.fromkeys(match["target"] for text in feedbacks for match in NOT_IMPLEMENTED.finditer(text)))
+
+
+def not_started(stubs: list[str]) -> str:
+    """The one line that stands for every failure of an unfinished exercise."""
+    return f"not implemented yet: fill in {', '.join(stubs)}"
+
+
 def untouched(exercise: ExerciseScore) -> bool:
     """True when every failure of the exercise comes from a stub not filled in yet."""
-    failed = failures(exercise)
-    return bool(failed) and not exercise.problem and all(NOT_IMPLEMENTED.search(t.feedback) for t in failed)
+    return not exercise.problem and bool(pending_stubs([t.feedback for t in failures(exercise)]))
 
 
 def stubs_left(exercise: ExerciseScore) -> list[str]:
@@ -67,7 +79,7 @@ def what_to_fix(exercise: ExerciseScore, limit: int = 3) -> str:
         return exercise.problem
     failed = failures(exercise)
     if untouched(exercise):
-        return f"not implemented yet: fill in {', '.join(stubs_left(exercise))}"
+        return not_started(stubs_left(exercise))
     lines = [failure_text(t) for t in failed[:limit]]
     if len(failed) > limit:
         lines.append(f"... and {len(failed) - limit} more failed check(s)")

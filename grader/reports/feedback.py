@@ -1,7 +1,8 @@
 """Feedback pages: a student's feedback as Markdown and HTML (batch writes ``feedback/<student>.md`` and ``.html``).
 
 Per exercise: its points, and each check with a "passed" or "failed" badge (a word and a colour, not an emoji), its
-points and, when it failed, its feedback; an exercise that could not run at all shows why, once. A submission that
+points and, when it failed, its feedback; an exercise that could not run at all shows why, once, and one not
+started yet (every failure an unfinished stub) says so in one line. A submission that
 could not be graded gets one paragraph: what was wrong and what to do. Everything is read from the student's
 results.json; points are shown to two decimals (``advice.points``).
 """
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.reports.advice import points
+from grader.reports.advice import not_started, pending_stubs, points
 from grader.reports.files import write_atomic
 from grader.reports.page import html_page
 from grader.text import MAX_NAME, clean, html, markdown
@@ -37,6 +38,7 @@ class Section:
     points: str  # "7.5 / 10"
     problem: str  # why the whole exercise could not run, if so
     checks: list[Check]
+    pending: str = ""  # "not implemented yet: fill in ...": every failed check is an unfinished stub
 
 
 def write_feedback(data: dict, out: Path, titles: Mapping[str, str] | None = None, key: str | None = None) -> str | None:
@@ -72,12 +74,16 @@ def feedback_sections(data: dict, titles: Mapping[str, str]) -> list[Section]:
     by_exercise: dict[str, list[dict]] = {}
     for test in data["tests"]:
         by_exercise.setdefault(test["name"].split(":", 1)[0], []).append(test)
-    return [Section(module, titles.get(module, ""), f"{points(result['score'])} / {points(result['max_score'])}",
-                    result.get("problem", ""),
-                    [Check(test["status"] == "passed", test["name"].split(": ", 1)[-1],
-                           f"{points(test.get('score', 0))} / {points(test.get('max_score', 0))}", test["output"])
-                     for test in by_exercise.get(module, [])])
-            for module, result in data["exercises"].items()]
+    sections = []
+    for module, result in data["exercises"].items():
+        checks = [Check(test["status"] == "passed", test["name"].split(": ", 1)[-1],
+                        f"{points(test.get('score', 0))} / {points(test.get('max_score', 0))}", test["output"])
+                  for test in by_exercise.get(module, [])]
+        stubs = pending_stubs([check.feedback for check in checks if not check.passed])
+        sections.append(Section(module, titles.get(module, ""), f"{points(result['score'])} / "
+                                f"{points(result['max_score'])}", result.get("problem", ""), checks,
+                                not_started(stubs) if stubs else ""))
+    return sections
 
 
 def _feedback_markdown(data: dict, sections: list[Section]) -> str:
@@ -91,6 +97,9 @@ def _feedback_markdown(data: dict, sections: list[Section]) -> str:
         lines += [f"## {markdown(section.module, MAX_NAME)}{title}: {section.points} points", ""]
         if section.problem:
             lines += [f"This exercise could not run: {markdown(section.problem)}", ""]
+            continue
+        if section.pending:
+            lines += [f"{_passed(section)}{markdown(section.pending)}", ""]
             continue
         for check in section.checks:
             if check.passed:
@@ -115,6 +124,9 @@ def _feedback_html(data: dict, sections: list[Section]) -> str:
         if section.problem:
             parts.append(f"<p class='problem'>This exercise could not run: {html(section.problem)}</p>")
             continue
+        if section.pending:
+            parts.append(f"<p>{_passed(section)}{html(section.pending)}</p>")
+            continue
         rows = [f"<tr class='{_word(check)}'><td><span class='badge {_word(check)}'>{_word(check)}</span></td>"
                 f"<td>{html(check.what)}" + ("" if check.passed else f"<p class='feedback'>{html(check.feedback)}</p>")
                 + f"</td><td class='num'>{check.points}</td></tr>" for check in section.checks]
@@ -122,6 +134,12 @@ def _feedback_html(data: dict, sections: list[Section]) -> str:
                      "<th>result</th><th>check</th>"
                      f"<th class='num'>points</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
     return html_page(title, "\n".join(parts))
+
+
+def _passed(section: Section) -> str:
+    """How many checks of an unfinished exercise passed already, if any ("3 checks passed; ")."""
+    passed = sum(check.passed for check in section.checks)
+    return f"{passed} check{'s' * (passed != 1)} passed; " if passed else ""
 
 
 def _word(check: Check) -> str:

@@ -282,3 +282,25 @@ def test_summary_reports_a_broken_exercise_once():
     printed = buffer.getvalue()
     assert printed.count(missing) == 1 and "check 0" not in printed
     assert "values differ" in printed
+
+
+def test_an_unfinished_exercise_is_one_line_in_every_output(grade, tmp_path):
+    """Every failure of qkv is an unfinished stub: the terminal (grade, the ci log), the job summary and the feedback
+    pages say "not implemented yet: fill in qkv.project" once, and show none of its checks."""
+    import io
+
+    from rich.console import Console
+
+    from grader.reports.feedback import write_feedback
+    from grader.reports.terminal import print_summary
+
+    buffer = io.StringIO()
+    print_summary(grade, Console(file=buffer, width=300, color_system=None))
+    data = results(grade, execution_time=1.0, device="cpu", sha256=SHA)
+    data["student"] = "ann"
+    assert write_feedback(data, tmp_path) is None
+    pages = [(tmp_path / "feedback" / f"ann.{kind}").read_text() for kind in ("md", "html")]
+    for text in (buffer.getvalue(), markdown_summary(grade), *pages):
+        assert text.count("not implemented yet: fill in qkv.project") == 1, text
+        assert "qkv check" not in text and "fill in this stub" not in text
+    assert "large scores stay finite" in buffer.getvalue()  # a real failure is still shown in full

@@ -284,7 +284,7 @@ def test_notebook_with_several_exercises(tmp_path):
 
 def test_notebook_through_intake(tmp_path):
     """grader.intake.submission reads a .ipynb through read_notebook: one assignment gives one module."""
-    files, problems, notes, _ = read_submission(source_path("context"), course().grading.intake)
+    files, problems, notes, *_ = read_submission(source_path("context"), course().grading.intake)
     assert list(files) == ["context"] and problems == {}
 
 

@@ -65,7 +65,7 @@ def test_a_stray_entry_with_a_non_utf8_name_costs_nothing(tmp_path):
     student = tmp_path / "submitted" / "student"
     shutil.copytree(ROOT / "nbgrader" / "source" / "05_quiz", student / "05_quiz")
     os.mkdir(os.path.join(os.fsencode(student), b"notes\xff"))
-    files, problems, notes, _ = read_submission(student, load_course(COURSE_FILE).grading.intake)
+    files, problems, notes, *_ = read_submission(student, load_course(COURSE_FILE).grading.intake)
     assert "quiz" in files and not problems
     assert all(note.encode("utf-8") for note in notes)
 

@@ -37,6 +37,7 @@ from grader.reports.classroom import CLASSROOM_SCHEMA
 from grader.reports.results import GRADESCOPE_SCHEMA
 
 MODULES = course().modules  # the exercises of course.yaml, in order
+REPOSITORY = "course-org/attention-grader"
 
 SUITES_COMPLETE = all((ROOT / "tests" / "course" / "hidden" / f"test_{m}.py").is_file() for m in MODULES)
 
@@ -44,7 +45,7 @@ SUITES_COMPLETE = all((ROOT / "tests" / "course" / "hidden" / f"test_{m}.py").is
 @pytest.fixture(scope="module")
 def handout(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("release") / "handout"
-    build_handout(root, grader_repository="course-org/attention-grader", grader_ref="v1")
+    build_handout(root, grader_repository=REPOSITORY, grader_ref="v1")
     return root
 
 
@@ -80,8 +81,13 @@ def test_readme_and_dependencies(handout):
     assert "python -m pytest tests/public" in readme and "Autograding Tests" in readme
     assert f"torch=={pinned('torch')}" in readme
     assert ("## Notebooks" in readme) == bool(notebook_sources(course()))
-    requirements = [line for line in (handout / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
-    assert requirements == [f"torch=={pinned('torch')}", f"pytest=={pinned('pytest')}"]
+    lines = [line for line in (handout / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
+    assert lines[0] == "--extra-index-url https://download.pytorch.org/whl/cpu"  # the CPU build of torch on Linux
+    assert lines[-1] == "jupyterlab>=4"  # the notebooks open in it
+    requirements = lines[1:-1]
+    assert requirements == [f"torch=={pinned('torch')}", f"pytest=={pinned('pytest')}",
+                            f"matplotlib=={pinned('matplotlib')}"]  # matplotlib: the notebooks' heatmaps
+    assert "python -m pip install -r requirements.txt" in readme and "cu128" in readme  # one command; GPU: say how
     for requirement in requirements:  # what CI and this machine have is what students get
         name, version = requirement.split("==")
         assert importlib.metadata.version(name).split("+")[0] == version
@@ -126,7 +132,7 @@ def test_release_refuses_a_leaking_handout(tmp_path, monkeypatch):
 
     monkeypatch.setattr(release, "handout_files", leaky)
     with pytest.raises(ReleaseError, match="would hold 1 line"):
-        build_handout(tmp_path / "out")
+        build_handout(tmp_path / "out", grader_repository=REPOSITORY)
     assert not (tmp_path / "out").exists()
 
 
@@ -158,13 +164,25 @@ def test_outdir_must_be_new_or_empty(tmp_path):
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("x")
     with pytest.raises(ReleaseError, match="not empty"):
-        build_handout(tmp_path / "full")
+        build_handout(tmp_path / "full", grader_repository=REPOSITORY)
     with pytest.raises(ReleaseError, match="course repository"):
-        build_handout(ROOT)
+        build_handout(ROOT, grader_repository=REPOSITORY)
     with pytest.raises(ReleaseError, match="OWNER/NAME"):
         build_handout(tmp_path / "new", grader_repository="https://example.org/x")
-    build_handout(tmp_path / "full", force=True)
+    build_handout(tmp_path / "full", grader_repository=REPOSITORY, force=True)
     assert not (tmp_path / "full" / "keep.txt").exists() and (tmp_path / "full" / "README.md").is_file()
+
+
+def test_release_refuses_a_workflow_without_the_grader_repository(tmp_path):
+    """Without --grader-repository (or with the docs' placeholder) the workflow could never fetch the grader: the
+    command refuses with one line naming the option, exit status 2, and writes nothing."""
+    for extra in ([], ["--grader-repository", "ORG/attention-grader"]):
+        run = subprocess.run([sys.executable, "-m", "grader", "release", str(tmp_path / "out"), *extra],
+                             capture_output=True, text=True)
+        assert run.returncode == 2 and "--grader-repository" in run.stderr, run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+    with pytest.raises(ReleaseError, match="--grader-repository"):
+        build_handout(tmp_path / "out", grader_repository=None)
 
 
 # ----------------------------------------------------------------- notebooks
@@ -230,7 +248,7 @@ def test_released_notebooks(handout):
 
 
 def test_release_without_notebooks_says_so(tmp_path):
-    handout = build_handout(tmp_path / "out", notebooks=tmp_path / "none")
+    handout = build_handout(tmp_path / "out", grader_repository=REPOSITORY, notebooks=tmp_path / "none")
     assert not any(f.startswith("notebooks/") for f in handout.files)
     assert any("no notebooks released" in note for note in handout.notes)
     assert "## Notebooks" not in (tmp_path / "out" / "README.md").read_text()
