@@ -18,6 +18,7 @@ The exit status is 0 whatever the score (``--never-fail``, the default) or 1 bel
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import time
 from collections.abc import Mapping
@@ -29,6 +30,8 @@ from grader.points import ExerciseScore, Grade
 from grader.reports.advice import complete, feedback_line, stubs_left
 from grader.reports.github import CiResult, report
 from grader.text import clean
+
+MAX_SCANNED_BYTES = 1 << 20  # the largest student file read to find a stub's line (the intake's default cap)
 
 
 def exercises_folder(checkout: Path) -> Path:
@@ -44,11 +47,19 @@ def _relative(path: Path, workspace: Path) -> str:
 
 
 def _stub_line(path: Path, target: str) -> int:
-    """The line of ``raise NotImplementedError("<target>: ...")`` in the student's file, or 0."""
+    """The line of ``raise NotImplementedError("<target>: ...")`` in the student's file, or 0. Only a regular file
+    of at most MAX_SCANNED_BYTES is read (never through a symlink, never a FIFO or device that would block)."""
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return 0
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return 0
+        data = file.read(MAX_SCANNED_BYTES + 1)
+    if len(data) > MAX_SCANNED_BYTES:
+        return 0
+    lines = data.decode("utf-8", errors="replace").splitlines()
     needle = f'NotImplementedError("{target}:'
     return next((number for number, line in enumerate(lines, 1) if needle in line), 0)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -210,3 +211,21 @@ def test_ci_grades_the_solutions_to_full_marks(github, zygote):
     result = github.result()
     assert result["status"] == "pass" and all(t["status"] == "pass" for t in result["tests"])
     assert "Every check passed: full marks" in github.summary.read_text()
+
+
+def test_a_stub_line_is_looked_for_in_regular_files_only(tmp_path):
+    """Finding a stub's line never blocks on a FIFO, follows a symlink or reads a huge file: it gives line 0."""
+    from grader.ci import MAX_SCANNED_BYTES, _stub_line
+
+    regular = tmp_path / "softmax.py"
+    regular.write_text('def f():\n    raise NotImplementedError("softmax.f: fill in this stub")\n')
+    assert _stub_line(regular, "softmax.f") == 2
+    fifo = tmp_path / "fifo.py"
+    os.mkfifo(fifo)  # opening it for reading would wait for a writer forever
+    assert _stub_line(fifo, "softmax.f") == 0
+    link = tmp_path / "link.py"
+    link.symlink_to(regular)
+    assert _stub_line(link, "softmax.f") == 0
+    huge = tmp_path / "huge.py"
+    huge.write_bytes(regular.read_bytes() + b"#" * MAX_SCANNED_BYTES)
+    assert _stub_line(huge, "softmax.f") == 0
