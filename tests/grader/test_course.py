@@ -228,7 +228,8 @@ def test_no_exercise_name_in_the_grader():
     assert not found, "exercise names in the grader:\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize("command", [["grade", "solutions"], ["batch", "solutions", "--out", "OUT"], ["release", "OUT"],
+@pytest.mark.parametrize("command", [["grade", "solutions"], ["batch", "solutions", "--out", "OUT"],
+                                     ["release", "OUT", "--grader-repository", "school/attention-grader"],
                                      ["ci", "."]])
 def test_an_unknown_assignment_is_one_line(tmp_path, capsys, command):
     """`--assignment` naming no assignment of course.yaml stops every command at once with one line naming them."""
