@@ -161,16 +161,21 @@ def test_public_check_runs_on_the_reference(course):
     assert process.returncode == 0 and "1 passed" in process.stdout, process.stdout[-3000:]
 
 
+REPOSITORY = "school/attention-grader"  # the handout's workflow clones the grader from here
+
+
 def test_release(course, tmp_path):
     """The handout holds the ninth exercise's stub, public check and notebook, and its README lists it; the
     handout of its notebook's assignment holds it alone."""
-    grader("release", str(tmp_path / "handout"), "--course", "course.yaml", cwd=course)
+    grader("release", str(tmp_path / "handout"), "--course", "course.yaml", "--grader-repository", REPOSITORY,
+           cwd=course)
     handout = tmp_path / "handout"
     assert (handout / "exercises" / f"{MODULE}.py").is_file()
     assert (handout / "tests" / "public" / f"test_{MODULE}.py").is_file()
     assert (handout / "notebooks" / NOTEBOOK / f"{NOTEBOOK}.ipynb").is_file()
     assert f"`exercises/{MODULE}.py`" in (handout / "README.md").read_text(encoding="utf-8")
-    grader("release", str(tmp_path / "week"), "--course", "course.yaml", "--assignment", NOTEBOOK,
+    grader("release", str(tmp_path / "week"), "--course", "course.yaml", "--grader-repository", REPOSITORY,
+           "--assignment", NOTEBOOK,
            "--gradescope", str(tmp_path / "week.zip"), cwd=course)
     week = tmp_path / "week"
     assert sorted(p.name for p in (week / "exercises").glob("*.py")) == ["__init__.py", f"{MODULE}.py"]
