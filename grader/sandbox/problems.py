@@ -15,6 +15,8 @@ from pathlib import Path
 from grader.sandbox import wire
 from grader.text import MAX_NAME, clean
 
+STUB_PHRASE = "not implemented yet"  # how feedback says that a stub of the handout is still a stub
+
 
 class GraderFault(RuntimeError):
     """The grader itself could not do its job (the zygote died, a required sandbox is unavailable):
@@ -42,8 +44,8 @@ class StudentError(Exception):
         self.info = info
         if info["type"] == "NotImplementedError":
             stub = STUB_MESSAGE.fullmatch(info["message"])
-            self.message = (f"not implemented yet: {stub['target']}: fill in this stub (see its docstring)"
-                            if stub and stub["target"] in stubs else "not implemented yet: fill in the stub")
+            self.message = (f"{STUB_PHRASE}: {stub['target']}: fill in this stub (see its docstring)"
+                            if stub and stub["target"] in stubs else f"{STUB_PHRASE}: fill in the stub")
         else:
             kind = info["type"] if _builtin_exception(info["type"]) else "an exception of its own class"
             self.message = f"your code raised {kind}" + (f" ({where})" if where else "")

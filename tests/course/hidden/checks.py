@@ -36,7 +36,6 @@ from grader.sandbox.seed import seed_torch
 from grader.suites.plugin import CheckFailed
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
-STUB = "not implemented yet"  # what the grader says of a stub's NotImplementedError (grader.sandbox.problems)
 DEFERRED = ("not judged yet: this rule is checked once the values are right on the same inputs (the values checks "
             "say what is wrong)")
 DTYPE_HINT = ("Hint: no .float()/.double(), no hard-coded dtype=... when you create tensors: use x.dtype, "
