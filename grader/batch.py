@@ -38,7 +38,7 @@ from grader import __version__
 from grader.course import Course, load_course
 from grader.intake import IntakeError, IntakeFault
 from grader.intake.notebooks import assignment_notebook
-from grader.intake.submission import digest, read_submission
+from grader.intake.submission import Read, digest, read_submission
 from grader.reports.feedback import write_feedback
 from grader.reports.files import write_json
 from grader.reports.gradebook import write_gradebook
@@ -131,10 +131,18 @@ def material_fingerprint(course_file: Path) -> str:
     return hasher.hexdigest()
 
 
-def submission_fingerprint(entry: Entry, course: Course) -> str | None:
+def read_entry(entry: Entry, course: Course) -> Read | None:
+    """The entry's exercise files as grading reads them (in a bounded child), or None when they cannot be read (its
+    job grades, and refuses, it with the reason)."""
     try:
-        read = read_submission(entry.path, course.grading.intake, course)
-    except (IntakeError, IntakeFault):  # graded (and refused) by its job, with the reason
+        return read_submission(entry.path, course.grading.intake, course)
+    except (IntakeError, IntakeFault):
+        return None
+
+
+def submission_fingerprint(read: Read | None) -> str | None:
+    """Changes whenever the files taken from a submission, or the problems found with them, change."""
+    if read is None:
         return None
     problems = read.problems
     return digest(read.files) + ("" if not problems else hashlib.sha256(repr(sorted(problems.items())).encode()).hexdigest())
@@ -306,7 +314,8 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     (staging / RUNNING).mkdir(mode=0o700, parents=True)
     os.chmod(staging, 0o700)
     results = load_results(out)
-    fingerprints = {e.key: f"{material}:{submission_fingerprint(e, entry_course(course, e))}" for e in entries}
+    reads = {e.key: read_entry(e, entry_course(course, e)) for e in entries}  # once: fingerprints, then similarity
+    fingerprints = {key: f"{material}:{submission_fingerprint(read)}" for key, read in reads.items()}
     titles = {e.module: e.title for e in course.exercises}
     todo = [e for e in entries if force or not _up_to_date(results.get(e.key), fingerprints[e.key])]
     counts = {"graded": 0, "errored": 0, "up to date": len(entries) - len(todo)}
@@ -349,7 +358,7 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     shutil.rmtree(staging, ignore_errors=True)
     rows = class_rows()
     write_gradebook(course, out, rows)
-    similar = class_report({e.key: e.path for e in entries}, course, out)
+    similar = class_report({key: read.files for key, read in reads.items() if read is not None}, course, out)
     write_summary(course, out, rows, similar=summary_rows(similar))
     return rows
 

@@ -162,7 +162,7 @@ def _batch(args) -> int:
 
 
 def _similarity(args) -> int:
-    from grader.batch import BatchError, discover
+    from grader.batch import BatchError, discover, entry_course, read_entry
     from grader.course import CourseError, load_course
     from grader.similarity.report import class_report
 
@@ -172,7 +172,9 @@ def _similarity(args) -> int:
     except (BatchError, CourseError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
-    report = class_report({e.key: e.path for e in entries}, course, Path(args.out), args.threshold)
+    reads = {e.key: read_entry(e, entry_course(course, e)) for e in entries}
+    sources = {key: read.files for key, read in reads.items() if read is not None}  # the unreadable are left out
+    report = class_report(sources, course, Path(args.out), args.threshold)
     flagged = sum(len(pairs) for pairs in report.pairs.values())
     print(f"{flagged} similar pair(s) among {len(entries)} submissions -> {Path(args.out) / 'similarity.html'}")
     return 0

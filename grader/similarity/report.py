@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from grader.course import Course
-from grader.intake import IntakeError, IntakeFault
-from grader.intake.submission import read_submission
 from grader.reports.files import write_atomic
 from grader.similarity import Report, compare_class
 from grader.similarity.compare import THRESHOLD, Fragment, Pair
@@ -22,22 +20,11 @@ MAX_LINE = 300  # characters of a line shown
 COLOURS = 6  # fragments are told apart by colour, cycling
 
 
-def read_class(paths: Mapping[str, Path], course: Course) -> dict[str, dict[str, bytes]]:
-    """Student -> the exercise files of their submission, each read as grading reads it (``read_submission``, in a
-    bounded child); a submission that cannot be read is left out (its grade already says why)."""
-    sources = {}
-    for student, path in paths.items():
-        try:
-            sources[student] = read_submission(path, course.grading.intake, course).files
-        except (IntakeError, IntakeFault):
-            continue
-    return sources
-
-
-def class_report(paths: Mapping[str, Path], course: Course, out: Path, threshold: float = THRESHOLD) -> Report:
-    """Read a class (student -> submission path), compare it exercise by exercise of ``course``, write
-    similarity.html and similarity.json to ``out``."""
-    report = compare_class(read_class(paths, course), course, threshold=threshold)
+def class_report(sources: Mapping[str, Mapping[str, bytes]], course: Course, out: Path,
+                 threshold: float = THRESHOLD) -> Report:
+    """Compare a class's files (student -> {module: source}, as the intake read them) exercise by exercise of
+    ``course``; write similarity.html and similarity.json to ``out``."""
+    report = compare_class(sources, course, threshold=threshold)
     write_report(report, out)
     return report
 
