@@ -45,11 +45,10 @@ from grader.reports.gradebook import write_gradebook
 from grader.reports.summary import write_summary
 from grader.sandbox.lifeline import die_with_parent
 from grader.similarity.report import class_report, summary_rows
-from grader.text import MAX_NAME, clean
+from grader.text import clean, student_id
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
 MATERIAL = ("solutions", "tests/course/hidden")  # besides course.yaml, in the course root
-MAX_ID_BYTES = 200  # a student id is part of file names (at most 255 bytes on most file systems)
 GRADER_FAULT = "grader error"
 PROCESS_DIED = (f"{GRADER_FAULT}: could not be graded: the grading process died while grading this submission alone; "
                 "the next run tries again")
@@ -107,15 +106,6 @@ def _nbgrader_entries(student: str, folder: Path, course: Course) -> list[Entry]
         if assignment.is_dir() and not assignment.is_symlink() and any(assignment.glob("*.ipynb")):
             entries.append(Entry(student, assignment_notebook(assignment) or assignment, name))
     return entries
-
-
-def student_id(name: str) -> str:
-    """The student id of a file or folder name: the name itself where it is ``clean`` (one line of printable Unicode,
-    at most ``MAX_NAME`` characters) and short enough for a file name; else its cleaned beginning and a hash of the
-    whole name (``Ann…~3fa2b1c4d5e6``), so that different names stay different ids."""
-    if clean(name, MAX_NAME) == name and len(name.encode("utf-8")) <= MAX_ID_BYTES:
-        return name
-    return f"{clean(name, 40)}~{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
 
 
 def material_fingerprint(course_file: Path) -> str:

@@ -7,15 +7,18 @@ are found relative to the folder of its course.yaml (``Course.root``): ``solutio
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from functools import cache
 from pathlib import Path
 from typing import Literal
 
 import yaml
 from pydantic import (
+    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
+    NonNegativeFloat,
     PositiveFloat,
     PositiveInt,
     PrivateAttr,
@@ -31,6 +34,7 @@ COURSE_FILE = ROOT / "course.yaml"
 DTYPES = ("float64", "float32", "float16", "bfloat16")
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 MODULE_NAME = re.compile(r"[a-z][a-z0-9_]*")
+WHOLE_COURSE = "course"  # late.due's key for a batch graded on the whole course
 ASSIGNMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # part of file names (results/<student>/<name>.json)
 
 
@@ -98,6 +102,34 @@ class Grading(Strict):
         return self
 
 
+class Late(Strict):
+    """Late penalties: ``percent`` of the points possible per started ``per`` (day or hour) past the due date, at most
+    ``cap_percent``; nothing within ``grace_minutes`` of it. ``due``: assignment name (``course``: the whole course)
+    -> due date, with its time zone; ``timezone`` reads the times that name none (a zip's entries)."""
+
+    due: dict[str, AwareDatetime]
+    percent: float = Field(gt=0, le=100)
+    per: Literal["day", "hour"] = "day"
+    cap_percent: float = Field(default=100, gt=0, le=100)
+    grace_minutes: NonNegativeFloat = 0
+    timezone: str = "UTC"
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, name: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {name!r} (an IANA name such as Europe/Berlin or UTC)") from None
+        return name
+
+    @property
+    def period(self) -> timedelta:
+        return timedelta(days=1) if self.per == "day" else timedelta(hours=1)
+
+
 class Course(Strict):
     title: str
     suite_version: PositiveInt
@@ -108,6 +140,7 @@ class Course(Strict):
     grading: Grading
     banned: dict[str, list[str]] = {}
     visibility: dict[str, Literal[VISIBILITIES]] = {"default": "visible"}
+    late: Late | None = None
 
     _root: Path = PrivateAttr(default=ROOT)
     _assignment: str | None = PrivateAttr(default=None)
@@ -135,6 +168,10 @@ class Course(Strict):
             if unknown or not assignment.exercises or len(set(assignment.exercises)) < len(assignment.exercises):
                 raise ValueError(f"assignment {assignment.name} must list exercises of the course once each"
                                  + (f": {', '.join(unknown)} is not one" if unknown else ""))
+        unknown = [name for name in (self.late.due if self.late else ()) if name != WHOLE_COURSE and name not in names]
+        if unknown:
+            raise ValueError(f"late.due names {', '.join(unknown)}: not an assignment ({WHOLE_COURSE}, "
+                             f"{', '.join(names)})")
         return self
 
     # -- the exercises

@@ -16,6 +16,7 @@ it holds no character either format refuses.
 """
 from __future__ import annotations
 
+import hashlib
 import html as _html
 import re
 import unicodedata
@@ -23,6 +24,7 @@ import unicodedata
 MAX_NAME = 100  # a student id, a file name, a title, a type name
 MAX_MESSAGE = 2000  # a message, a note, a test's feedback
 MAX_LINES = 10  # lines of a text that keeps its lines (an annotation's message)
+MAX_ID_BYTES = 200  # a student id is part of file names (at most 255 bytes on most file systems)
 
 _ESCAPE_SEQUENCE = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, clear screen
                               r"|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC (titles, links), DCS, ...
@@ -102,3 +104,12 @@ def workflow_data(value, limit: int = MAX_MESSAGE, lines: bool = False) -> str:
 def workflow_property(value, limit: int = MAX_NAME) -> str:
     """Cleaned text as a property value of a workflow command (``file=``, ``title=``)."""
     return workflow_data(value, limit).replace(":", "%3A").replace(",", "%2C")
+
+
+def student_id(name: str) -> str:
+    """The student id of a file or folder name: the name itself where it is ``clean`` (one line of printable Unicode,
+    at most ``MAX_NAME`` characters) and short enough for a file name; else its cleaned beginning and a hash of the
+    whole name (``Ann…~3fa2b1c4d5e6``), so that different names stay different ids."""
+    if clean(name, MAX_NAME) == name and len(name.encode("utf-8")) <= MAX_ID_BYTES:
+        return name
+    return f"{clean(name, 40)}~{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import resource
 import select
 import shutil
@@ -23,6 +24,7 @@ import tempfile
 import time
 import zipfile
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
@@ -33,6 +35,7 @@ from grader.sandbox.lifeline import die_with_parent
 from grader.text import MAX_NAME, clean
 
 MAX_DEPTH = 3
+STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")  # Read.stamp: a zip entry's time, to the second
 MAX_NOTES = 5  # notes about ignored archive entries (then one line with the count of the rest)
 
 
@@ -143,7 +146,8 @@ def _from_folder(root: Path, limits: Intake, modules, problems: dict[str, str], 
     return taken
 
 
-def _from_zip(path: Path, limits: Intake, modules, problems: dict[str, str], notes: list[str]) -> dict[str, bytes]:
+def _from_zip(path: Path, limits: Intake, modules, problems: dict[str, str], notes: list[str],
+              stamps: list[str]) -> dict[str, bytes]:
     label = _show(path.name)
     try:
         if not path.is_file():
@@ -162,6 +166,11 @@ def _from_zip(path: Path, limits: Intake, modules, problems: dict[str, str], not
             raise IntakeError(f"{label} holds {len(members)} entries, over the limit of {limits.max_files}")
         if sum(m.file_size for m in members) > limits.max_total_mb * 2**20:
             raise IntakeError(f"{label} unpacks to more than {limits.max_total_mb:g} MiB")
+        times = [m.date_time for m in members if not m.is_dir()]
+        try:  # the newest entry: when the zip was made (its local time), for late penalties
+            stamps += [datetime(*max(times)).isoformat()] if times else []
+        except ValueError:  # an impossible date (month 0): no time
+            pass
         folders: dict[str, set[str]] = {}
         entries: dict[tuple[str, str], zipfile.ZipInfo] = {}
         ignored: list[str] = []
@@ -248,7 +257,7 @@ def _child(pipe: int, parent: int, path: Path, limits: Intake, course: Course) -
         try:
             read = _read(path, limits, course)
             reply = {"files": {m: data.decode("utf-8") for m, data in read.files.items()}, "problems": read.problems,
-                     "notes": read.notes, "covers": read.covers, "sources": read.sources}
+                     "notes": read.notes, "covers": read.covers, "sources": read.sources, "stamp": read.stamp}
         except IntakeError as error:
             reply = {"error": str(error)}
         except MemoryError:
@@ -305,17 +314,18 @@ def _validated(reply: bytes, status: int, limits: Intake, course: Course) -> Rea
     if set(data) == {"fault"}:
         raise IntakeFault(f"reading the submission failed: {_show(data['fault'])[:1000]}")
     files, problems, notes, covers = data.get("files"), data.get("problems"), data.get("notes"), data.get("covers")
-    sources = data.get("sources")
+    sources, stamp = data.get("sources"), data.get("stamp")
     modules = set(course.modules)
-    if (set(data) != {"files", "problems", "notes", "covers", "sources"} or not isinstance(files, dict)
+    if (set(data) != {"files", "problems", "notes", "covers", "sources", "stamp"} or not isinstance(files, dict)
             or not isinstance(problems, dict) or not isinstance(notes, list) or not set(files) | set(problems) <= modules
             or not (covers is None or isinstance(covers, list) and set(covers) <= modules)
             or not isinstance(sources, dict) or not set(sources) <= set(files)
             or not all(isinstance(v, str) and len(v) <= MAX_NAME for v in sources.values())
-            or not all(isinstance(v, str) for v in [*files.values(), *problems.values(), *notes])):
+            or not all(isinstance(v, str) for v in [*files.values(), *problems.values(), *notes])
+            or not (stamp is None or isinstance(stamp, str) and STAMP.fullmatch(stamp))):
         raise IntakeFault("the child reading the submission sent back something else than files, problems and notes")
     return Read({m: text.encode("utf-8") for m, text in files.items()}, problems, notes,
-                None if covers is None else tuple(m for m in course.modules if m in covers), sources)
+                None if covers is None else tuple(m for m in course.modules if m in covers), sources, stamp)
 
 
 class Read(NamedTuple):
@@ -327,6 +337,7 @@ class Read(NamedTuple):
     notes: list[str]
     covers: tuple[str, ...] | None = None
     sources: dict[str, str] = {}  # module -> the handout notebook its code was taken from (never mutated)
+    stamp: str | None = None  # a zip's newest entry, ISO 8601 without a zone (the zip's local time)
 
 
 def _read(path: Path, limits: Intake, course: Course) -> Read:
@@ -334,6 +345,7 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
     sources: dict[str, str] = {}
     problems: dict[str, str] = {}
     notes: list[str] = []
+    stamps: list[str] = []
     try:
         info = path.lstat()
     except FileNotFoundError:
@@ -354,7 +366,7 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
 
             files = modules_from_nbgrader_submission(path, problems, notes, limits, course)
     elif path.suffix.lower() == ".zip":
-        files = _from_zip(path, limits, course.modules, problems, notes)
+        files = _from_zip(path, limits, course.modules, problems, notes, stamps)
     elif path.suffix.lower() == ".ipynb":
         from grader.intake.notebooks import read_notebook
 
@@ -365,7 +377,7 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
     if not files and not problems:
         raise IntakeError(f"{_show(path.name or path)} holds none of the exercise files "
                           f"({', '.join(m + '.py' for m in course.modules)})")
-    return Read(files, problems, notes, None if covers is None else sorted(covers), sources)
+    return Read(files, problems, notes, None if covers is None else sorted(covers), sources, stamps[0] if stamps else None)
 
 
 def digest(files: dict[str, bytes]) -> str:

@@ -1,0 +1,82 @@
+"""Overrides: points an instructor sets or takes away by hand, with a reason, kept across regrades.
+
+A CSV file, one override per row: ``student`` (required), ``assignment`` (optional: only that assignment's record),
+``exercise`` (optional: a module of course.yaml), ``check`` (optional, with ``exercise``: the check's name as the
+feedback page shows it), then ``points`` (the score to give the target) or ``penalty`` (points to take away from
+it), and ``reason`` (required: the student reads it on their feedback page). Without an exercise the override is
+on the whole submission. Overrides are applied in the file's order, at report time, on top of the graded record
+(never written into it), so a regrade keeps them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.course import Course
+from grader.records.table import TableError, read_table
+from grader.text import MAX_MESSAGE, MAX_NAME, clean, student_id
+
+COLUMNS = ("student", "assignment", "exercise", "check", "points", "penalty", "reason")
+
+
+@dataclass(frozen=True)
+class Override:
+    student: str
+    assignment: str | None
+    exercise: str | None
+    check: str | None
+    points: float | None  # the target's new score
+    penalty: float | None  # points taken from the target
+    reason: str
+    where: str  # file:line
+
+    @property
+    def target(self) -> str:
+        """What it changes: ``""`` (the whole submission), ``softmax`` or ``softmax: <check>``."""
+        return ": ".join(part for part in (self.exercise, self.check) if part)
+
+
+def load_overrides(path: str | Path, course: Course) -> list[Override]:
+    """Every override of the file, checked against course.yaml (its exercises and assignments)."""
+    header, rows = read_table(path, "an overrides file")
+    unknown = [name for name in header if name and name not in COLUMNS]
+    if unknown or "student" not in header or "reason" not in header:
+        raise TableError(f"{path}:1: an overrides file's columns are {', '.join(COLUMNS)} "
+                         f"(student and reason required; points or penalty)"
+                         + (f", not {clean(unknown[0], MAX_NAME)!r}" if unknown else ""))
+    assignments = set(course.assignment_modules())
+    return [_override(row, course, assignments) for row in rows]
+
+
+def _override(row, course: Course, assignments: set[str]) -> Override:
+    where = row.where
+    if not row["student"]:
+        raise TableError(f"{where}: no student in this row")
+    exercise, check, assignment = row.get("exercise") or None, row.get("check") or None, row.get("assignment") or None
+    if exercise and exercise not in course.course_modules:
+        raise TableError(f"{where}: no exercise {clean(exercise, MAX_NAME)!r} in course.yaml "
+                         f"({', '.join(course.course_modules)})")
+    if check and not exercise:
+        raise TableError(f"{where}: a check needs its exercise (the exercise column)")
+    if assignment and assignment not in assignments:
+        raise TableError(f"{where}: no assignment {clean(assignment, MAX_NAME)!r} in course.yaml")
+    points, penalty = _number(row.get("points", ""), where, "points"), _number(row.get("penalty", ""), where, "penalty")
+    if (points is None) == (penalty is None):
+        raise TableError(f"{where}: give either points (the score to give) or a penalty (points to take away)")
+    if not row["reason"]:
+        raise TableError(f"{where}: no reason: the student reads it on their feedback page")
+    return Override(student_id(row["student"]), assignment, exercise, clean(check, MAX_MESSAGE) if check else None,
+                    points, penalty, clean(row["reason"], MAX_MESSAGE), where)
+
+
+def _number(text: str, where: str, what: str) -> float | None:
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise TableError(f"{where}: {what} {clean(text, MAX_NAME)!r} is not a number of points (0 or more)")
+    return value
