@@ -1,6 +1,7 @@
 """Feedback pages: a student's feedback as Markdown and HTML (batch writes ``feedback/<student>.md`` and ``.html``).
 
-Per exercise: its points, and each check with a "passed" or "failed" badge (a word and a colour, not an emoji), its
+The score is the final one; the overrides and the late penalty applied to it (``records.adjust``) are listed
+under it, each with its points and reason. Per exercise: its points, and each check with a "passed" or "failed" badge (a word and a colour, not an emoji), its
 points and, when it failed, its feedback; an exercise that could not run at all shows why, once, and one not
 started yet (every failure an unfinished stub) says so in one line. A submission that
 could not be graded gets one paragraph: what was wrong and what to do. Everything is read from the student's
@@ -57,6 +58,23 @@ def write_feedback(data: dict, out: Path, titles: Mapping[str, str] | None = Non
     return None
 
 
+@dataclass(frozen=True)
+class Adjustment:
+    points: str  # "-10" or "+2.5"
+    text: str  # what it changed and why ("softmax: regraded by hand")
+
+
+def adjustments(data: dict) -> list[Adjustment]:
+    """The record's adjustments (``records.adjust``: overrides, late penalty), each with its points to two
+    decimals, after a first line "graded N" when there are any."""
+    found = data.get("adjustments") or []
+    if not found:
+        return []
+    return [Adjustment(points(data.get("graded_score", data["score"])), "graded, before the adjustments below"),
+            *(Adjustment(f"{'+' if a['points'] >= 0 else '-'}{points(abs(a['points']))}",
+                         (f"{a['target']}: " if a["target"] else "") + a["reason"]) for a in found)]
+
+
 def graded(data: dict) -> bool:
     """Whether a results record is a graded submission (not one that could not be graded)."""
     return data.get("status", "graded") == "graded"
@@ -92,6 +110,9 @@ def _feedback_markdown(data: dict, sections: list[Section]) -> str:
         reason, action = unreadable_reason(data)
         return "\n".join([*lines, f"Your submission could not be graded: {markdown(reason)}", "", action, ""])
     lines += [f"**Score: {points(data['score'])} / {points(data['max_score'])}**", ""]
+    shown = adjustments(data)
+    if shown:
+        lines += [f"- {a.points}: {markdown(a.text)}" for a in shown] + [""]
     for section in sections:
         title = f" ({markdown(section.title, MAX_NAME)})" if section.title else ""
         lines += [f"## {markdown(section.module, MAX_NAME)}{title}: {section.points} points", ""]
@@ -118,6 +139,10 @@ def _feedback_html(data: dict, sections: list[Section]) -> str:
         parts.append(f"<p class='problem'>Your submission could not be graded: {html(reason)}</p><p>{html(action)}</p>")
         return html_page(title, "\n".join(parts))
     parts.append(f"<p>Score: <strong>{points(data['score'])} / {points(data['max_score'])}</strong></p>")
+    shown = adjustments(data)
+    if shown:
+        parts.append("<ul id='adjustments'>" + "".join(f"<li><strong>{a.points}</strong>: {html(a.text)}</li>"
+                                                       for a in shown) + "</ul>")
     for section in sections:
         heading = html(section.module, MAX_NAME) + (f": {html(section.title, MAX_NAME)}" if section.title else "")
         parts.append(f"<h2>{heading} <span class='muted'>{section.points} points</span></h2>")

@@ -1,28 +1,90 @@
 """The class's gradebook.csv, rebuilt by batch from the results on disk, for the instructor (the class's summary.html:
-``summary``)."""
+``summary``; the LMS imports: ``canvas``, ``moodle``).
+
+One row per record (student, or student and assignment), as ``records.adjust`` shows it: the final score after the
+overrides and the late penalty, the graded score before them, each exercise's points, the late penalty (points
+taken), the adjustments' reasons, when it was submitted, and, with a roster, the student's name and e-mail and
+whether they are on it ("missing" rows for those without a submission). Every string is a ``csv_cell``.
+"""
 from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from pathlib import Path
 
 from grader.course import Course
+from grader.reports.feedback import GRADER_FAULT_STATUS
 from grader.reports.files import write_atomic
-from grader.text import MAX_NAME, csv_cell
+from grader.text import MAX_MESSAGE, MAX_NAME, csv_cell
 
 MAX_STATUS = 300  # characters of a status in the gradebook
 
 
 def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
-    """gradebook.csv from ``rows``, which mirror the results files on disk."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["student", "assignment", "score", "max_score", *[e.module for e in course.exercises], "status",
-                     "graded_at", "submission_sha256"])
+    """gradebook.csv from ``rows``, which mirror the results files on disk (with the records applied)."""
+    roster = any("on_roster" in data for data in rows)
+    writer, buffer = _writer()
+    writer.writerow(["student", *(["name", "email", "on_roster"] * roster), "assignment", "score", "graded_score",
+                     "max_score", *[e.module for e in course.exercises], "late_penalty", "adjustments", "submitted_at",
+                     "status", "graded_at", "submission_sha256"])
     for data in rows:  # an exercise outside the row's assignment is left blank
-        writer.writerow([csv_cell(data["student"], MAX_NAME), csv_cell(data.get("assignment", ""), MAX_NAME),
-                         data["score"], data["max_score"],
+        adjustments = data.get("adjustments", [])
+        late = -sum(a["points"] for a in adjustments if a["kind"] == "late")
+        listed = [csv_cell(data.get("name", ""), MAX_NAME), csv_cell(data.get("email", ""), MAX_NAME),
+                  "yes" if data.get("on_roster") else "no"]
+        writer.writerow([csv_cell(data["student"], MAX_NAME), *(listed * roster),
+                         csv_cell(data.get("assignment") or "", MAX_NAME), data["score"],
+                         data.get("graded_score", data["score"]), data["max_score"],
                          *[data["exercises"].get(e.module, {}).get("score", "") for e in course.exercises],
+                         late if late else "", csv_cell(reasons(data), MAX_MESSAGE),
+                         csv_cell(data.get("submitted_at", ""), MAX_NAME),
                          csv_cell(data.get("status", "graded"), MAX_STATUS),
                          csv_cell(data.get("graded_at", ""), MAX_NAME), csv_cell(data["submission_sha256"], MAX_NAME)])
     write_atomic(buffer.getvalue(), out / "gradebook.csv")
+
+
+def reasons(data: dict) -> str:
+    """The adjustments of a record in one line: ``late: ... (-10); softmax: regraded by hand (+2)``."""
+    return "; ".join(f"{a['target'] + ': ' if a['target'] else ''}{a['reason']} ({a['points']:+.2f})"
+                     for a in data.get("adjustments", []))
+
+
+def _writer():
+    buffer = io.StringIO()
+    return csv.writer(buffer), buffer
+
+
+# ----------------------------------------------------------------- shared by the LMS exports (canvas, moodle)
+
+def assignment_columns(course: Course, rows: Sequence[dict]) -> list[tuple[str | None, str, float]]:
+    """The assignments the rows hold, in course order: (name or None for the whole course, title, points possible)."""
+    order = list(course.assignment_modules())
+    names = sorted({row.get("assignment") for row in rows}, key=lambda n: (order.index(n) if n in order else -1))
+    titles = {a.name: a.title for a in course.assignments}
+    for module in course.course_modules:
+        titles.setdefault(course.notebook_name(module), course.exercise(module).title)
+    return [(name, titles.get(name, course.title) if name else course.title,
+             max(row["max_score"] for row in rows if row.get("assignment") == name)) for name in names]
+
+
+def by_student(rows: Sequence[dict]) -> dict[str, dict]:
+    """Student -> assignment (None: the whole course) -> their record, students in the rows' order."""
+    students: dict[str, dict] = {}
+    for row in rows:
+        students.setdefault(row["student"], {})[row.get("assignment")] = row
+    return students
+
+
+def lms_score(row: dict | None) -> str:
+    """A score for an LMS: the final score to two decimals; blank where there is none yet (no record, or a grader
+    fault that the next run grades again), which the LMS leaves as it is."""
+    if row is None or str(row.get("status", "")).startswith(GRADER_FAULT_STATUS):
+        return ""
+    return f"{row['score']:.2f}".rstrip("0").rstrip(".")
+
+
+def write_csv(table: list[list[str]], path: Path) -> None:
+    writer, buffer = _writer()
+    writer.writerows(table)
+    write_atomic(buffer.getvalue(), path)

@@ -3,8 +3,9 @@
 Rebuilt by batch from the results on disk: per-exercise score distributions (``plots``), the hardest checks by the
 share of students passing them, the misconceptions (the suites' hints, counted per student), a sortable table of the
 students linking their feedback pages, the submissions that could not be graded (with why, and outside every
-statistic), and, when given, the pairs of similar submissions. Exercises are read from the results, whatever
-assignment a batch graded; a check counts only for the students whose exercise could run (a missing file or an
+statistic), with a roster the students missing from the class and those missing from the roster, and, when given,
+the pairs of similar submissions. Scores are the final ones (``records.adjust``). Exercises are read from the
+results, whatever assignment a batch graded; a check counts only for the students whose exercise could run (a missing file or an
 import error says nothing about the check), and a check that did not apply (skipped, e.g. CUDA-only on CPU) is
 not in the results at all.
 """
@@ -117,8 +118,12 @@ def misconceptions(rows: Sequence[dict]) -> list[Misconception]:
     return sorted(found, key=lambda m: (-len(m.students), order.get(m.exercise, 0), m.hint))
 
 
-def write_summary(course: Course, out: Path, rows: list[dict], similar: Sequence[Mapping] = ()) -> None:
+def write_summary(course: Course, out: Path, rows: list[dict], similar: Sequence[Mapping] = (),
+                  missing: Sequence[str] = (), unlisted: Sequence[str] = ()) -> None:
     """summary.html and its pictures (score_histogram.png, exercise_scores.png) in ``out``, for the class ``rows``.
+
+    ``missing``: the roster's students (or student/assignment) without a submission; ``unlisted``: students with a
+    submission who are not on the roster (each section is left out when empty).
 
     ``similar``: pairs of similar submissions to show (each a mapping with ``exercise``, ``students`` (two ids),
     ``similarity`` (0..1) and optionally ``view``, a link relative to ``out``); the section is left out without any.
@@ -142,6 +147,8 @@ def write_summary(course: Course, out: Path, rows: list[dict], similar: Sequence
                  _student_table(done, modules, most, total)]
     if failed:
         body.append(_ungradable_section(failed))
+    if missing or unlisted:
+        body.append(_roster_section(missing, unlisted))
     if similar:
         body.append(_similar_section(similar))
     write_atomic(html_page(f"{course.title}: class summary", "\n".join(body), SORTING), out / "summary.html")
@@ -245,6 +252,16 @@ def _ungradable_section(failed: list[dict]) -> str:
     return ("<h2 id='ungradable'>Could not be graded</h2><p class='muted'>Left out of every statistic above.</p>"
             "<div class='wide'><table id='ungradable-table'><thead><tr><th>student</th><th>why</th></tr></thead>"
             f"<tbody>{rows}</tbody></table></div>")
+
+
+def _roster_section(missing: Sequence[str], unlisted: Sequence[str]) -> str:
+    parts = ["<h2 id='roster'>Roster</h2>"]
+    for what, ids, table in (("On the roster, no submission (0 points in the gradebook)", missing, "missing"),
+                             ("Submitted, not on the roster (check the id)", unlisted, "unlisted")):
+        if ids:
+            parts.append(f"<p>{what}: {len(ids)}</p><ul id='{table}'>"
+                         + "".join(f"<li>{html(key, MAX_NAME)}</li>" for key in ids) + "</ul>")
+    return "".join(parts)
 
 
 def _similar_section(similar: Sequence[Mapping]) -> str:

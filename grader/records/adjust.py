@@ -1,0 +1,171 @@
+"""The class as every report shows it: the graded records with the roster, the overrides and the late penalties
+applied on top (``Records``, ``class_view``). Nothing here changes a graded record: each view is a copy.
+
+A view is a results record whose ``score``, exercise scores and check scores are the adjusted ones, with
+``graded_score`` (before), ``adjustments`` (each ``kind`` "override" or "late", its ``target``, its signed
+``points``, full precision, its ``reason`` and where it came from), ``submitted_at`` (when known), and, with a roster,
+``on_roster`` and the student's ``name`` and ``email``. A student of the roster without a record gets a view with
+status "missing" and 0 points, per assignment the class was graded on.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from grader.course import Course
+from grader.records.late import Times, late_penalty, load_submitted
+from grader.records.overrides import Override, load_overrides
+from grader.records.roster import Student, load_roster
+from grader.records.table import TableError
+from grader.text import MAX_NAME, clean
+
+MISSING = "missing"
+
+
+@dataclass(frozen=True)
+class Records:
+    """What the instructor gave beside the submissions (each optional)."""
+
+    roster: dict[str, Student] | None = None
+    overrides: tuple[Override, ...] = ()
+    submitted: Times = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClassView:
+    rows: list[dict]  # every view, the missing students' included, by student then assignment
+    missing: list[str]  # keys (student or student/assignment) of the roster without a submission
+    unlisted: list[str]  # students with a submission who are not on the roster
+
+
+def load_records(course: Course, roster: str | Path | None = None, overrides: str | Path | None = None,
+                 submitted: str | Path | None = None) -> Records:
+    """Read the files given; a bad one raises ``TableError`` (one line naming the file and the line)."""
+    return Records(load_roster(roster) if roster else None,
+                   tuple(load_overrides(overrides, course)) if overrides else (),
+                   load_submitted(submitted, course.late) if submitted else {})
+
+
+def class_view(course: Course, rows: Sequence[dict], records: Records,
+               stamps: Mapping[str, datetime | None] | None = None, assignment: str | None = None) -> ClassView:
+    """The views of the class ``rows`` (graded records), with a "missing" view for each roster student without a
+    record (per assignment graded: those of ``rows``, else ``assignment``). ``stamps``: entry key -> the time the
+    submission itself gives (nbgrader's timestamp, a zip's newest entry); else the one its record keeps."""
+    stamps = stamps or {}
+    groups = sorted({row.get("assignment") for row in rows}, key=str) or [assignment]
+    have = {(row["student"], row.get("assignment")) for row in rows}
+    missing_rows = [_missing(course, sid, group) for sid in (records.roster or {}) for group in groups
+                    if (sid, group) not in have]
+    _check_overrides(records.overrides, [*rows, *missing_rows])
+    views = [view(course, row, records, stamps.get(_key(row), _stored_time(row))) for row in [*rows, *missing_rows]]
+    views.sort(key=lambda v: (v["student"], str(v.get("assignment", ""))))
+    unlisted = sorted({row["student"] for row in rows} - set(records.roster)) if records.roster is not None else []
+    return ClassView(views, [_key(row) for row in missing_rows], unlisted)
+
+
+def view(course: Course, row: dict, records: Records, stamp: datetime | None) -> dict:
+    """One record with the records applied (a copy)."""
+    out = {**row, "exercises": {m: dict(e) for m, e in row["exercises"].items()},
+           "tests": [dict(t) for t in row.get("tests", [])], "graded_score": row["score"], "adjustments": []}
+    out.pop("final_score", None)
+    assignment = row.get("assignment")
+    for override in records.overrides:
+        if override.student == row["student"] and override.assignment in (None, assignment) \
+                and (override.exercise is None or override.exercise in out["exercises"]):
+            out["adjustments"].append(_apply(out, override))
+    submitted = records.submitted.get((row["student"], assignment)) or records.submitted.get((row["student"], None)) \
+        or stamp
+    out.pop("submitted_at", None)
+    if submitted is not None and row.get("status") != MISSING:
+        out["submitted_at"] = submitted.isoformat()
+        late = late_penalty(course.late, assignment, submitted, row["max_score"])
+        taken = min(late[0], out["score"]) if late else 0
+        if taken > 0:
+            out["score"] -= taken
+            out["adjustments"].append({"kind": "late", "target": "", "points": -taken, "reason": late[1],
+                                       "source": "course.yaml late"})
+    if records.roster is not None:
+        student = records.roster.get(row["student"])
+        out["on_roster"] = student is not None
+        out["name"], out["email"] = (student.name, student.email) if student else ("", "")
+    return out
+
+
+def stored(row: dict, shown: dict, stamp: datetime | None) -> dict:
+    """The graded record as results.json keeps it: untouched, plus when the submission says it was made, the
+    adjustments shown and the final score (rewritten at each report)."""
+    kept = {key: value for key, value in row.items() if key not in ("submitted_at", "adjustments", "final_score")}
+    when = stamp or _stored_time(row)
+    return {**kept, **({"submitted_at": when.isoformat()} if when else {}), "adjustments": shown["adjustments"],
+            "final_score": shown["score"]}
+
+
+def _apply(out: dict, override: Override) -> dict:
+    """Apply one override to a view; return its adjustment."""
+    def new_score(old: float, most: float, what: str) -> float:
+        if override.points is not None and override.points > most:
+            raise TableError(f"{override.where}: {override.points:g} points is more than the {most:g} of {what}")
+        return override.points if override.points is not None else max(0.0, old - override.penalty)
+
+    if override.check:
+        name = f"{override.exercise}: {override.check}"
+        tests = [t for t in out["tests"] if t["name"] == name]
+        old, most = sum(t["score"] for t in tests), sum(t["max_score"] for t in tests)
+        new = new_score(old, most, f"check {clean(override.check, MAX_NAME)!r}")
+        for test in tests:
+            test["score"] = new * test["max_score"] / most if most else 0.0
+        out["exercises"][override.exercise]["score"] += new - old
+    elif override.exercise:
+        exercise = out["exercises"][override.exercise]
+        old = exercise["score"]
+        new = new_score(old, exercise["max_score"], override.exercise)
+        exercise["score"] = new
+    else:
+        old = out["score"]
+        new = new_score(old, out["max_score"], "the submission")
+    out["score"] += new - old
+    return {"kind": "override", "target": override.target, "points": new - old, "reason": override.reason,
+            "source": override.where}
+
+
+def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> None:
+    """Each override names a student, exercise and check of the class; one without an assignment is not split
+    between several records."""
+    for override in overrides:
+        mine = [row for row in rows if row["student"] == override.student
+                and override.assignment in (None, row.get("assignment"))]
+        if not mine:
+            raise TableError(f"{override.where}: no submission from student {clean(override.student, MAX_NAME)!r}"
+                             + (f" for {override.assignment}" if override.assignment else "") + " in this class")
+        if override.exercise:
+            mine = [row for row in mine if override.exercise in row["exercises"]]
+            if not mine:
+                raise TableError(f"{override.where}: {override.exercise} is not graded in this student's submission")
+        if len(mine) > 1:
+            raise TableError(f"{override.where}: student {clean(override.student, MAX_NAME)!r} has "
+                             f"{len(mine)} graded assignments here: name one in the assignment column")
+        if override.check and not any(t["name"] == f"{override.exercise}: {override.check}"
+                                      for row in mine for t in row.get("tests", [])):
+            raise TableError(f"{override.where}: no check {clean(override.check, MAX_NAME)!r} in {override.exercise}'s "
+                             "results (a check is named as the feedback page shows it)")
+
+
+def _missing(course: Course, student: str, assignment: str | None) -> dict:
+    graded = course.assignment(assignment) if assignment else course
+    row = {"student": student, "score": 0, "max_score": graded.total_points, "tests": [], "status": MISSING,
+           "exercises": {e.module: {"score": 0, "max_score": e.points} for e in graded.exercises},
+           "submission_sha256": "", "graded_at": ""}
+    return {**row, "assignment": assignment, "key": f"{student}/{assignment}"} if assignment else row
+
+
+def _key(row: Mapping) -> str:
+    return row.get("key") or row["student"]
+
+
+def _stored_time(row: Mapping) -> datetime | None:
+    try:
+        return datetime.fromisoformat(row["submitted_at"]) if row.get("submitted_at") else None
+    except (TypeError, ValueError):
+        return None
