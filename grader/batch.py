@@ -1,5 +1,6 @@
 """Batch: grade a whole class in parallel, resumably, and write the gradebook, feedback pages and class summary
-(``reports.gradebook``, ``reports.feedback``, ``reports.summary``).
+(``reports.gradebook``, ``reports.feedback``, ``reports.summary``, the LMS exports), with the instructor's roster,
+overrides and late penalties applied on top of the graded records (``records``).
 
 Every student's results.json is written atomically as soon as it is graded,
 together with a fingerprint of the submission and of the grading material
@@ -39,10 +40,12 @@ from grader.course import Course, load_course
 from grader.intake import IntakeError, IntakeFault
 from grader.intake.notebooks import assignment_notebook
 from grader.intake.submission import Read, digest, read_submission
+from grader.records.adjust import Records
+from grader.records.late import submission_time
+from grader.records.publish import publish
 from grader.reports.feedback import write_feedback
 from grader.reports.files import write_json
 from grader.reports.gradebook import write_gradebook
-from grader.reports.summary import write_summary
 from grader.sandbox.lifeline import die_with_parent
 from grader.similarity.report import class_report, summary_rows
 from grader.text import clean, student_id
@@ -287,10 +290,11 @@ def _job_process(batch: int):
 
 def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "cpu", force: bool = False,
               require_sandbox: bool = False, dask: str | None = None, progress=None,
-              assignment: str | None = None) -> list[dict]:
+              assignment: str | None = None, records: Records | None = None) -> list[dict]:
     """Grade every submission of ``source`` without a final record under the same fingerprint, on the whole course
     or as ``assignment`` (nbgrader's layout: each notebook as its own assignment, only ``assignment``'s if given);
-    return the class's rows."""
+    write the class's reports with the instructor's ``records`` (roster, overrides, submission times) applied
+    (``records.publish``) and return the class's rows as they show it."""
     out = Path(out)
     course = load_course(course_file)
     if assignment:
@@ -346,11 +350,10 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     elif todo:
         _grade_in_local_pools(todo, jobs, staging / RUNNING, submit, record, fault)
     shutil.rmtree(staging, ignore_errors=True)
-    rows = class_rows()
-    write_gradebook(course, out, rows)
     similar = class_report({key: read.files for key, read in reads.items() if read is not None}, course, out)
-    write_summary(course, out, rows, similar=summary_rows(similar))
-    return rows
+    stamps = {e.key: submission_time(e.path, e.path.parent.name == e.assignment, getattr(reads[e.key], "stamp", None),
+                                     course.late) for e in entries}
+    return publish(course, out, class_rows(), records or Records(), stamps, summary_rows(similar), assignment).rows
 
 
 def _up_to_date(data: dict | None, fingerprint: str) -> bool:

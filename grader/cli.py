@@ -130,34 +130,84 @@ class BatchProgress:
 
 def _batch(args) -> int:
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
     from grader.batch import BatchError, run_batch
     from grader.course import CourseError
     from grader.grade import DeviceError, resolve_device
-    from grader.reports.advice import points
-    from grader.text import MAX_NAME, terminal
+    from grader.records.table import TableError
+    from grader.text import terminal
 
     console = Console(stderr=True, soft_wrap=True)
     progress = BatchProgress(console)
     try:
+        records = _records(args)
         rows = run_batch(args.submissions, args.out, course_file=args.course, jobs=args.jobs, device=resolve_device(args.device),
                          force=args.force, require_sandbox=args.require_sandbox, dask=args.dask, progress=progress,
-                         assignment=args.assignment)
-    except (BatchError, CourseError, DeviceError) as error:
+                         assignment=args.assignment, records=records)
+    except (BatchError, CourseError, DeviceError, TableError) as error:
         console.print(Text.assemble("grader: ", terminal(str(error))))
         return 2
     finally:
         if hasattr(progress, "task"):
             progress.stop()
-    table = Table(title=terminal(f"{len(rows)} submissions -> {args.out}"))
-    for column in ("student", "assignment", "score", "status"):
+    _print_class(rows, f"{len(rows)} submissions -> {args.out}")
+    return 0
+
+
+def _records(args):
+    """The instructor's records named by ``--roster``, ``--overrides`` and ``--submitted``, else those kept in the
+    output folder from an earlier run (TableError, CourseError)."""
+    from grader.course import load_course
+    from grader.records.adjust import kept_records
+
+    records, kept = kept_records(load_course(args.course), args.out, args.roster, args.overrides, args.submitted)
+    for path in kept:
+        print(f"grader: using {path} (kept from an earlier run; give one with only its header line to clear it)", file=sys.stderr)
+    return records
+
+
+def _print_class(rows: list[dict], title: str) -> None:
+    """The class's table in the terminal: final score, adjustments and status per record."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from grader.reports.advice import points
+    from grader.text import MAX_NAME, terminal
+
+    table = Table(title=terminal(title))
+    for column in ("student", "assignment", "score", "adjusted", "status"):
         table.add_column(column)
     for row in rows:
-        table.add_row(terminal(row["student"], MAX_NAME), terminal(row.get("assignment", ""), MAX_NAME),
-                      f"{points(row['score'])}/{points(row['max_score'])}", terminal(row.get("status", "graded")))
+        adjusted = sum(a["points"] for a in row.get("adjustments", []))
+        table.add_row(terminal(row["student"], MAX_NAME), terminal(row.get("assignment") or "", MAX_NAME),
+                      f"{points(row['score'])}/{points(row['max_score'])}",
+                      f"{'+' if adjusted >= 0 else '-'}{points(abs(adjusted))}" if row.get("adjustments") else "",
+                      terminal(row.get("status", "graded")) if row.get("on_roster", True) else
+                      terminal(f"{row.get('status', 'graded')} (not on the roster)"))
     Console().print(table)
+
+
+def _gradebook(args) -> int:
+    from grader.batch import load_results
+    from grader.course import CourseError, load_course
+    from grader.records.publish import publish
+    from grader.records.table import TableError
+    from grader.similarity.report import saved_summary_rows
+
+    out = Path(args.out)
+    try:
+        course = load_course(args.course)
+        records = _records(args)
+        rows = [row for row in load_results(out).values() if args.assignment in (None, row.get("assignment"))]
+        if not rows:
+            raise CourseError(f"{out / 'results'} holds no results{' of ' + args.assignment if args.assignment else ''}: "
+                              "run `grader batch` first")
+        shown = publish(course, out, rows, records, similar=saved_summary_rows(out), assignment=args.assignment)
+    except (CourseError, TableError) as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    _print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv")
     return 0
 
 
@@ -208,6 +258,16 @@ def _ci(args) -> int:
                   results_path=args.results, junit_path=args.junit, assignment=args.assignment)
 
 
+def _record_flags(command) -> None:
+    # each file given is kept in OUT/records/ and used again by a later run that names none of its kind
+    command.add_argument("--roster", metavar="CSV", help="the class list (id, name, email; nbgrader's or GitHub "
+                                                         "Classroom's roster): who is missing, names for the LMS exports")
+    command.add_argument("--overrides", metavar="CSV", help="points set or taken away by hand (student, assignment, "
+                                                            "exercise, check, points or penalty, reason)")
+    command.add_argument("--submitted", metavar="CSV", help="submission times (student, submitted_at; `grader collect`'s "
+                                                            "commit time too) for course.yaml's late penalties")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grader", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -243,7 +303,16 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--require-sandbox", action="store_true", help="refuse to grade where no sandbox can be built")
     batch.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster: tcp://SCHEDULER:8786, or 'local' for a LocalCluster")
     batch.add_argument("--assignment", metavar="NAME", help="grade every submission as this assignment (default: the whole course; nbgrader's submitted/: each notebook as its own)")
+    _record_flags(batch)
     batch.set_defaults(run=_batch)
+
+    gradebook = commands.add_parser("gradebook", help="write the gradebook, the Canvas and Moodle exports, the feedback "
+                                                       "and summary.html again from a batch's results, without grading")
+    gradebook.add_argument("out", help="the output folder of `grader batch` (its results/)")
+    gradebook.add_argument("--course", default=str(COURSE_FILE), help="course.yaml (its late policy)")
+    gradebook.add_argument("--assignment", metavar="NAME", help="only the records of this assignment")
+    _record_flags(gradebook)
+    gradebook.set_defaults(run=_gradebook)
 
     similarity = commands.add_parser("similarity", help="flag submissions whose code is alike (similarity.html); "
                                                          "evidence to look at, never a score")

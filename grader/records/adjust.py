@@ -19,9 +19,11 @@ from grader.records.late import Times, late_penalty, load_submitted
 from grader.records.overrides import Override, load_overrides
 from grader.records.roster import Student, load_roster
 from grader.records.table import TableError
+from grader.reports.files import write_atomic
 from grader.text import MAX_NAME, clean
 
 MISSING = "missing"
+KEPT = "records"  # out/records/: the last roster, overrides and submission times given for a class
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,21 @@ def load_records(course: Course, roster: str | Path | None = None, overrides: st
     return Records(load_roster(roster) if roster else None,
                    tuple(load_overrides(overrides, course)) if overrides else (),
                    load_submitted(submitted, course.late) if submitted else {})
+
+
+def kept_records(course: Course, out: str | Path, roster: str | Path | None = None,
+                 overrides: str | Path | None = None, submitted: str | Path | None = None) -> tuple[Records, list[str]]:
+    """The records for a class's output folder: each file given is read, then kept as ``out/records/<kind>.csv``;
+    a kind not given is read from its kept copy, if any (so a regrade keeps the overrides without naming them
+    again; a file of only its header line clears them). Returns the records and the kept copies used."""
+    given = {"roster": roster, "overrides": overrides, "submitted": submitted}
+    kept = {kind: Path(out) / KEPT / f"{kind}.csv" for kind in given}
+    paths = {kind: given[kind] or (kept[kind] if kept[kind].is_file() else None) for kind in given}
+    records = load_records(course, **paths)
+    for kind, path in given.items():
+        if path is not None and Path(path).resolve() != kept[kind].resolve():
+            write_atomic(Path(path).read_bytes(), kept[kind])
+    return records, [str(kept[kind]) for kind in given if given[kind] is None and paths[kind] is not None]
 
 
 def class_view(course: Course, rows: Sequence[dict], records: Records,

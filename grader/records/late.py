@@ -99,3 +99,10 @@ def duration(span: timedelta) -> str:
     days, hours = divmod(hours, 24)
     parts = [(days, "day"), (hours, "hour"), (minutes, "minute")] if span >= timedelta(minutes=1) else [(seconds, "second")]
     return " ".join(f"{n} {unit}{'s' * (n != 1)}" for n, unit in parts if n) or "0 seconds"
+
+
+def submission_time(path: Path, in_assignment_folder: bool, stamp: str | None, late: Late | None) -> datetime | None:
+    """When a submission says it was made: nbgrader's timestamp.txt in its folder (the folder of an nbgrader
+    assignment's notebook), else a zip's newest entry (``stamp``); None when neither says."""
+    folder = path if path.is_dir() else path.parent if in_assignment_folder else None
+    return (nbgrader_timestamp(folder, late) if folder else None) or zip_time(stamp, late)

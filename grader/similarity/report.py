@@ -48,8 +48,21 @@ def pair_rows(report: Report) -> list[dict]:
 
 def summary_rows(report: Report) -> list[dict]:
     """The flagged pairs in the shape summary.html shows them, each linking its side-by-side view."""
+    return _summary_shape(pair_rows(report))
+
+
+def saved_summary_rows(out: Path) -> list[dict]:
+    """``summary_rows`` of the similarity.json a batch wrote to ``out`` (none when it is missing or unreadable)."""
+    try:
+        rows = json.loads((out / "similarity.json").read_text(encoding="utf-8"))["pairs"]
+        return _summary_shape(rows)
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def _summary_shape(rows: list[dict]) -> list[dict]:
     return [{"exercise": row["exercise"], "students": (row["a"], row["b"]), "similarity": row["score"],
-             "view": f"similarity.html#{row['anchor']}"} for row in pair_rows(report)]
+             "view": f"similarity.html#{row['anchor']}"} for row in rows]
 
 
 def write_report(report: Report, out: Path) -> None:

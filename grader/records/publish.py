@@ -1,0 +1,42 @@
+"""A class's reports from its graded records and the instructor's records: results.json's adjustments, the feedback
+pages, gradebook.csv, canvas.csv, moodle.csv and summary.html. Batch calls it once the class is graded;
+`grader gradebook` calls it again (a new roster, overrides or submission times) without grading anything.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+
+from grader.course import Course
+from grader.records.adjust import MISSING, ClassView, Records, class_view, stored
+from grader.reports.canvas import write_canvas
+from grader.reports.feedback import write_feedback
+from grader.reports.files import write_json
+from grader.reports.gradebook import write_gradebook
+from grader.reports.moodle import write_moodle
+from grader.reports.summary import write_summary
+
+
+def publish(course: Course, out: Path, rows: Sequence[dict], records: Records,
+            stamps: Mapping[str, datetime | None] | None = None, similar: Sequence[Mapping] = (),
+            assignment: str | None = None) -> ClassView:
+    """Write every report of the class ``rows`` (graded records, as on disk) with ``records`` applied; a record whose
+    adjustments or submission time changed gets its results.json and feedback pages written again (the graded part
+    of results.json is kept as it is). Raises ``records.table.TableError`` for an override the class contradicts."""
+    stamps = stamps or {}
+    shown = class_view(course, rows, records, stamps, assignment)
+    views = {view.get("key") or view["student"]: view for view in shown.rows}
+    titles = {exercise.module: exercise.title for exercise in course.exercises}
+    for row in rows:
+        key = row.get("key") or row["student"]
+        kept = stored(row, views[key], stamps.get(key))
+        if kept != row:
+            problem = write_feedback(views[key], out, titles, key)
+            write_json({**kept, **({"feedback": problem} if problem else {})}, out / "results" / f"{key}.json")
+    write_gradebook(course, out, shown.rows)
+    write_canvas(course, out, shown.rows, records.roster)
+    write_moodle(course, out, shown.rows, records.roster)
+    write_summary(course, out, [view for view in shown.rows if view.get("status") != MISSING], similar=similar,
+                  missing=shown.missing, unlisted=shown.unlisted)
+    return shown
