@@ -59,11 +59,12 @@ def _writer():
 
 def assignment_columns(course: Course, rows: Sequence[dict]) -> list[tuple[str | None, str, float]]:
     """The assignments the rows hold, in course order: (name or None for the whole course, title, points possible)."""
-    order = list(course.assignment_modules())
+    whole = course.whole
+    order = list(whole.assignment_modules())
     names = sorted({row.get("assignment") for row in rows}, key=lambda n: (order.index(n) if n in order else -1))
-    titles = {a.name: a.title for a in course.assignments}
-    for module in course.course_modules:
-        titles.setdefault(course.notebook_name(module), course.exercise(module).title)
+    titles = {a.name: a.title for a in whole.assignments}
+    for module in whole.modules:
+        titles.setdefault(whole.notebook_name(module), whole.exercise(module).title)
     return [(name, titles.get(name, course.title) if name else course.title,
              max(row["max_score"] for row in rows if row.get("assignment") == name)) for name in names]
 

@@ -1,0 +1,329 @@
+"""The instructor's records (roster, overrides, submission times, late policy) and the exports they feed
+(gradebook.csv, canvas.csv, moodle.csv), from hand-made results: no grading here (the end-to-end class through the
+CLI is tests/grader/test_gradebook.py)."""
+import csv
+import json
+import os
+import zipfile
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from grader.course import COURSE_FILE, CourseError, Late, load_course
+from grader.intake.submission import read_submission
+from grader.records.adjust import Records, class_view, kept_records, load_records
+from grader.records.late import late_penalty, load_submitted, nbgrader_timestamp, submission_time, zip_time
+from grader.records.overrides import load_overrides
+from grader.records.publish import publish
+from grader.records.roster import load_roster
+from grader.records.table import TableError, parse_time
+from tests.grader.courses import course_variant
+
+COURSE = load_course(COURSE_FILE).covering(["scores", "softmax"])  # 20 points, as the records below
+UTC = timezone.utc
+CHECK = "Sums to one along dim"
+
+
+def _record(student, softmax=10.0, scores=10.0, assignment=None, status="graded"):
+    """A graded record of two exercises; softmax's check CHECK has two cases of 1 point each."""
+    passed = softmax >= 2
+    tests = [{"name": f"softmax: {CHECK}", "status": "passed" if passed else "failed", "output": "",
+              "score": 1.0 if passed else 0.0, "max_score": 1.0} for _ in range(2)]
+    exercises = {"softmax": {"score": softmax, "max_score": 10}, "scores": {"score": scores, "max_score": 10}}
+    row = {"student": student, "score": softmax + scores, "max_score": 20, "tests": tests, "exercises": exercises,
+           "status": status, "output": "", "submission_sha256": "a" * 64, "graded_at": "2026-11-21T00:00:00+00:00"}
+    return {**row, "assignment": assignment, "key": f"{student}/{assignment}"} if assignment else row
+
+
+def _write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _error(call, *args):
+    with pytest.raises(TableError) as caught:
+        call(*args)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def _late(**policy):
+    return COURSE.model_copy(update={"late": Late(**{"due": {"course": datetime(2026, 11, 20, 23, 59, tzinfo=UTC)},
+                                                     "percent": 10, **policy})})
+
+
+# ----------------------------------------------------------------- roster
+
+def test_the_three_roster_formats_give_the_same_students(tmp_path):
+    """Ours, nbgrader's (first/last name) and GitHub Classroom's (the GitHub username is the id; an identifier that is
+    an e-mail is the e-mail) give the same ids, names and e-mails; a byte-order mark is fine."""
+    ours = _write(tmp_path / "ours.csv", "\ufeffid,name,email\nann,Ann Lee,ann@x.org\nbob,Bob Ray,bob@x.org\n")
+    nbgrader = _write(tmp_path / "nb.csv", "id,first_name,last_name,email,lms_user_id\nann,Ann,Lee,ann@x.org,101\n"
+                                           "bob,Bob,Ray,bob@x.org,102\n")
+    classroom = _write(tmp_path / "gh.csv", "identifier,github_username,github_id,name\nann@x.org,ann,1,Ann Lee\n"
+                                            "bob@x.org,bob,2,Bob Ray\nnot-joined@x.org,,,Cy Do\n")
+    for path in (ours, nbgrader, classroom):
+        people = load_roster(path)
+        assert [(s.id, s.name, s.email) for s in people.values()][:2] == [("ann", "Ann Lee", "ann@x.org"),
+                                                                         ("bob", "Bob Ray", "bob@x.org")], path
+    assert load_roster(nbgrader)["ann"].lms_user_id == "101"
+    assert load_roster(classroom)["not-joined@x.org"].name == "Cy Do"  # no GitHub account yet: the identifier
+
+
+@pytest.mark.parametrize("text, where, words", [
+    ("name,email\nAnn,a@x\n", 1, "no id column"),
+    ("id,name\nann,A\nbob,B\nann,C\n", 4, "listed twice (also line 2)"),
+    ("id,name\nann,A\n,B\n", 3, "no student id"),
+    ("id,name\nann,A,extra\n", 2, "3 cells where the header names 2"),
+    ("id,name\nann,\"A\n", 2, "not CSV"),
+    ("id,id\nann,ann\n", 1, "appears twice"),
+])
+def test_a_bad_roster_is_one_line_naming_file_and_line(tmp_path, text, where, words):
+    path = _write(tmp_path / "roster.csv", text)
+    message = _error(load_roster, path)
+    assert message.startswith(f"{path}:{where}:") and words in message, message
+
+
+def test_a_roster_that_is_not_utf8_or_empty_says_so(tmp_path):
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(b"id,name\nann,A\nbob,Bj\xf6rn\n")
+    assert _error(load_roster, latin).startswith(f"{latin}:3: not UTF-8")
+    empty = _write(tmp_path / "empty.csv", "\n\n")
+    assert "empty" in _error(load_roster, empty)
+    assert "cannot read" in _error(load_roster, tmp_path / "nowhere.csv")
+
+
+# ----------------------------------------------------------------- overrides
+
+@pytest.mark.parametrize("row, words", [
+    ("ann,,softmx,,,1,typo", "no exercise 'softmx'"),
+    ("ann,,,Some check,,1,no exercise", "a check needs its exercise"),
+    ("ann,,softmax,,5,1,both", "either points"),
+    ("ann,,softmax,,,,neither", "either points"),
+    ("ann,,softmax,,-3,,negative", "not a number of points"),
+    ("ann,,softmax,,nan,,nan", "not a number of points"),
+    ("ann,,softmax,,5,,", "no reason"),
+    (",,softmax,,5,,who", "no student"),
+    ("ann,week9,softmax,,5,,which", "no assignment 'week9'"),
+])
+def test_a_bad_override_is_one_line_naming_file_and_line(tmp_path, row, words):
+    path = _write(tmp_path / "overrides.csv", f"student,assignment,exercise,check,points,penalty,reason\n\n{row}\n")
+    message = _error(load_overrides, path, COURSE)
+    assert message.startswith(f"{path}:3:") and words in message, message
+
+
+def test_an_overrides_file_with_an_unknown_column_is_refused(tmp_path):
+    path = _write(tmp_path / "overrides.csv", "student,points,reason,comment\nann,5,x,y\n")
+    assert _error(load_overrides, path, COURSE).startswith(f"{path}:1:")
+
+
+def test_overrides_apply_in_order_on_a_copy(tmp_path):
+    """A penalty on an exercise, points for a check (shared by its cases) and for the whole submission, in the file's
+    order; the graded record is not touched."""
+    path = _write(tmp_path / "o.csv", "student,exercise,check,points,penalty,reason\n"
+                                      "ann,softmax,,,3,used torch.softmax\n"
+                                      f"bob,softmax,{CHECK},1,,half credit after review\n"
+                                      "cy,,,15,,oral exam\n")
+    rows = [_record("ann"), _record("bob", softmax=0.0), _record("cy", softmax=0.0, scores=0.0)]
+    before = json.dumps(rows, sort_keys=True)
+    shown = {v["student"]: v for v in class_view(COURSE, rows, Records(overrides=tuple(load_overrides(path, COURSE)))).rows}
+    assert json.dumps(rows, sort_keys=True) == before
+    assert (shown["ann"]["score"], shown["ann"]["exercises"]["softmax"]["score"], shown["ann"]["graded_score"]) == (17, 7, 20)
+    assert (shown["bob"]["score"], shown["bob"]["exercises"]["softmax"]["score"]) == (11, 1)
+    assert [t["score"] for t in shown["bob"]["tests"]] == [0.5, 0.5]
+    assert shown["cy"]["score"] == 15
+    assert [(a["kind"], a["target"], a["points"], a["reason"]) for a in shown["ann"]["adjustments"]] == [
+        ("override", "softmax", -3.0, "used torch.softmax")]
+    assert shown["ann"]["adjustments"][0]["source"] == f"{path}:2"
+
+
+@pytest.mark.parametrize("row, words", [
+    ("dan,softmax,,,1,nobody", "no submission from student 'dan'"),
+    ("ann,softmax,Not a check,1,,x", "no check 'Not a check'"),
+    ("ann,softmax,,11,,x", "11 points is more than the 10 of softmax"),
+    (f"ann,softmax,{CHECK},3,,x", "more than the 2 of check"),
+])
+def test_an_override_the_class_contradicts_names_its_line(tmp_path, row, words):
+    path = _write(tmp_path / "o.csv", f"student,exercise,check,points,penalty,reason\n{row}\n")
+    records = Records(overrides=tuple(load_overrides(path, COURSE)))
+    message = _error(class_view, COURSE, [_record("ann")], records)
+    assert message.startswith(f"{path}:2:") and words in message, message
+
+
+def test_an_override_without_its_assignment_is_refused_where_a_student_has_several(tmp_path):
+    path = _write(tmp_path / "o.csv", "student,exercise,penalty,reason\nann,softmax,1,x\n")
+    rows = [_record("ann", assignment="02_softmax"), {**_record("ann", assignment="week1")}]
+    message = _error(class_view, COURSE, rows, Records(overrides=tuple(load_overrides(path, COURSE))))
+    assert "name one in the assignment column" in message
+
+
+# ----------------------------------------------------------------- times and the late policy
+
+@pytest.mark.parametrize("text, expected", [
+    ("2026-11-20T14:03:12Z", datetime(2026, 11, 20, 14, 3, 12, tzinfo=UTC)),
+    ("2026-11-20 14:03:12.123456 UTC", datetime(2026, 11, 20, 14, 3, 12, 123456, tzinfo=UTC)),  # nbgrader's
+    ("2026-11-20T15:03:12+01:00", datetime(2026, 11, 20, 14, 3, 12, tzinfo=UTC)),
+    ("2026-11-20T15:03:12+0100", datetime(2026, 11, 20, 14, 3, 12, tzinfo=UTC)),
+    ("2026-11-20 15:03 Europe/Berlin", datetime(2026, 11, 20, 14, 3, tzinfo=UTC)),
+    ("2026-11-20 09:03:12", datetime(2026, 11, 20, 14, 3, 12, tzinfo=UTC)),  # no zone: the course's (New York)
+])
+def test_times_are_read_as_tools_write_them(text, expected):
+    assert parse_time(text, ZoneInfo("America/New_York"), "f:1") == expected
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2026-13-40T00:00:00Z", "2026-11-20T10:00:00 Mars/Olympus"])
+def test_a_bad_time_names_its_line(text):
+    assert _error(parse_time, text, UTC, "times.csv:7").startswith("times.csv:7:")
+
+
+def test_the_late_penalty_counts_started_periods_after_the_grace_and_stops_at_the_cap():
+    due = datetime(2026, 11, 20, 23, 59, tzinfo=UTC)
+    policy = _late(grace_minutes=15, cap_percent=25).late
+    taken = {minutes: (late_penalty(policy, None, due + timedelta(minutes=minutes), 20) or (0, ""))[0]
+             for minutes in (-60, 0, 15, 16, 24 * 60, 24 * 60 + 1, 10 * 24 * 60)}
+    assert taken == {-60: 0, 0: 0, 15: 0, 16: 2.0, 1440: 2.0, 1441: 4.0, 14400: 5.0}
+    hourly = _late(per="hour", percent=1).late
+    assert late_penalty(hourly, None, due + timedelta(hours=2, minutes=1), 100)[0] == pytest.approx(3.0)
+    assert late_penalty(policy, "week1", due + timedelta(days=3), 20) is None  # no due date for week1
+    assert late_penalty(policy, None, None, 20) is None  # no time known
+    assert "1 day 0 hours" not in late_penalty(policy, None, due + timedelta(days=1, minutes=1), 20)[1]
+
+
+def test_the_late_policy_is_checked_in_course_yaml(tmp_path):
+    base = COURSE_FILE.read_text(encoding="utf-8")
+    cases = {"naive": ("late: {due: {course: 2026-11-20 23:59}, percent: 10}", "late.due.course"),
+             "unknown": ("late: {due: {week9: '2026-11-20T23:59:00Z'}, percent: 10}", "week9"),
+             "zone": ("late: {due: {course: '2026-11-20T23:59:00Z'}, percent: 10, timezone: Mars}", "time zone"),
+             "percent": ("late: {due: {course: '2026-11-20T23:59:00Z'}, percent: 0}", "late.percent")}
+    for name, (policy, words) in cases.items():
+        path = course_variant(tmp_path / name, f"{base}\n{policy}\n")
+        with pytest.raises(CourseError, match=words.replace(".", r"\.")):
+            load_course(path)
+    good = course_variant(tmp_path / "good", f"{base}\nlate: {{due: {{course: '2026-11-20T23:59:00+01:00', "
+                                              f"02_softmax: '2026-11-27T12:00:00Z'}}, percent: 10}}\n")
+    assert load_course(good).late.due["course"] == datetime(2026, 11, 20, 22, 59, tzinfo=UTC)
+
+
+def test_the_submission_times_list_takes_grader_collects_commit_time(tmp_path):
+    path = _write(tmp_path / "collected.csv", "student,url,commit,Commit time\nann,https://x/ann,abc,2026-11-21T10:00:00Z\n"
+                                              "bob,https://x/bob,,\n")
+    assert load_submitted(path, None) == {("ann", None): datetime(2026, 11, 21, 10, tzinfo=UTC)}  # bob: no time
+    twice = _write(tmp_path / "twice.csv", "student,submitted_at\nann,2026-11-21T10:00:00Z\nann,2026-11-21T11:00:00Z\n")
+    assert _error(load_submitted, twice, None).startswith(f"{twice}:3:")
+    bad = _write(tmp_path / "bad.csv", "student,submitted_at\nann,soon\n")
+    assert _error(load_submitted, bad, None).startswith(f"{bad}:2:")
+    nameless = _write(tmp_path / "nameless.csv", "who,submitted_at\nann,2026-11-21T10:00:00Z\n")
+    assert _error(load_submitted, nameless, None).startswith(f"{nameless}:1:")
+
+
+def test_nbgrader_timestamps_and_zip_entries_give_the_submission_time(tmp_path):
+    """nbgrader's timestamp.txt in the notebook's folder; a zip's newest entry (read in the bounded intake), in the
+    course's zone; a timestamp.txt that is a link or too long is not read."""
+    policy = _late(timezone="Europe/Berlin").late
+    folder = tmp_path / "submitted" / "ann" / "02_softmax"
+    folder.mkdir(parents=True)
+    (folder / "02_softmax.ipynb").write_text("{}")
+    (folder / "timestamp.txt").write_text("2026-11-20 14:03:12.000001 UTC\n")
+    assert submission_time(folder / "02_softmax.ipynb", True, None, policy) == datetime(2026, 11, 20, 14, 3, 12, 1, tzinfo=UTC)
+    assert submission_time(folder / "02_softmax.ipynb", False, None, policy) is None  # not an assignment's folder
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "timestamp.txt").symlink_to(folder / "timestamp.txt")
+    assert nbgrader_timestamp(other, policy) is None
+    (folder / "timestamp.txt").write_text("2026-11-20 14:03:12 UTC" + " " * 300)
+    assert nbgrader_timestamp(folder, policy) is None
+    archive = tmp_path / "bob.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.writestr(zipfile.ZipInfo("softmax.py", (2026, 11, 21, 10, 0, 0)), "x = 1\n")
+        handle.writestr(zipfile.ZipInfo("scores.py", (2026, 11, 19, 10, 0, 0)), "x = 1\n")
+    stamp = read_submission(archive, COURSE.grading.intake, COURSE).stamp
+    assert zip_time(stamp, policy) == datetime(2026, 11, 21, 9, 0, tzinfo=UTC)  # 10:00 in Berlin
+    assert submission_time(archive, False, stamp, policy) == zip_time(stamp, policy)
+
+
+# ----------------------------------------------------------------- the class, its exports and a regrade
+
+def _class(tmp_path):
+    """ann on time, bob a day late, cy on the roster without a submission, dan not on the roster, eve a grader
+    fault; a roster name that starts like a formula."""
+    roster = _write(tmp_path / "roster.csv", "id,first_name,last_name,email,lms_user_id\n"
+                                             "ann,Ann,Lee,ann@x.org,101\nbob,=HYPERLINK(1),Ray,bob@x.org,\n"
+                                             "cy,Cy,Do,cy@x.org,103\neve,Eve,Ng,eve@x.org,\n")
+    submitted = _write(tmp_path / "submitted.csv", "student,submitted_at\nann,2026-11-20T20:00:00Z\n"
+                                                   "bob,2026-11-21T23:58:00Z\n")
+    overrides = _write(tmp_path / "overrides.csv", "student,exercise,check,points,penalty,reason\n"
+                                                   "ann,softmax,,,2,<b>used</b> torch.softmax\n")
+    rows = [_record("ann"), _record("bob", softmax=5.0), _record("dan"),
+            {**_record("eve", softmax=0, scores=0), "status": "error: grader error: BrokenPipe"}]
+    course = _late(cap_percent=50)
+    return course, rows, load_records(course, roster, overrides, submitted)
+
+
+def test_the_exports_have_the_lms_columns_and_the_final_scores(tmp_path):
+    course, rows, records = _class(tmp_path)
+    publish(course, tmp_path, rows, records)
+    with open(tmp_path / "canvas.csv", newline="", encoding="utf-8") as handle:
+        canvas = list(csv.reader(handle))
+    assert canvas == [
+        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Self-attention in PyTorch"],
+        ["    Points Possible", "", "", "", "", "20"],
+        ["Ann Lee", "101", "ann", "ann@x.org", "", "18"],
+        ["'=HYPERLINK(1) Ray", "", "bob", "bob@x.org", "", "13"],  # 15 - 10% of 20 for one started day
+        ["Cy Do", "103", "cy", "cy@x.org", "", "0"],
+        ["dan", "", "dan", "", "", "20"],
+        ["Eve Ng", "", "eve", "eve@x.org", "", ""]]  # a grader fault: blank, Canvas keeps what it has
+    with open(tmp_path / "moodle.csv", newline="", encoding="utf-8") as handle:
+        moodle = list(csv.reader(handle))
+    title = "Self-attention in PyTorch"
+    assert moodle[0] == ["First name", "Last name", "ID number", "Email address", title, f"Feedback for {title}"]
+    assert [row[:5] for row in moodle[1:]] == [["Ann", "Lee", "ann", "ann@x.org", "18"],
+                                               ["'=HYPERLINK(1)", "Ray", "bob", "bob@x.org", "13"],
+                                               ["Cy", "Do", "cy", "cy@x.org", "0"], ["", "", "dan", "", "20"],
+                                               ["Eve", "Ng", "eve", "eve@x.org", ""]]
+    assert moodle[1][5] == "softmax: <b>used</b> torch.softmax (-2.00)" and moodle[2][5].startswith("late: submitted")
+    with open(tmp_path / "gradebook.csv", newline="", encoding="utf-8") as handle:
+        gradebook = {row["student"]: row for row in csv.DictReader(handle)}
+    assert list(gradebook) == ["ann", "bob", "cy", "dan", "eve"]
+    assert [(r["on_roster"], r["status"], r["score"], r["graded_score"], r["late_penalty"]) for r in gradebook.values()] == [
+        ("yes", "graded", "18.0", "20.0", ""), ("yes", "graded", "13.0", "15.0", "2.0"), ("yes", "missing", "0", "0", ""),
+        ("no", "graded", "20.0", "20.0", ""), ("yes", "error: grader error: BrokenPipe", "0", "0", "")]
+    assert gradebook["bob"]["submitted_at"] == "2026-11-21T23:58:00+00:00" and gradebook["bob"]["softmax"] == "5.0"
+    summary = (tmp_path / "summary.html").read_text(encoding="utf-8")
+    assert "<ul id='missing'><li>cy</li></ul>" in summary and "<ul id='unlisted'><li>dan</li></ul>" in summary
+
+
+def test_a_regrade_keeps_the_adjustments_and_results_json_keeps_the_graded_record(tmp_path):
+    """results.json keeps the graded score and adds the adjustments (full precision) and the final score; the
+    feedback page shows them (two decimals, escaped); a regrade (a new record) gets them again."""
+    course, rows, records = _class(tmp_path)
+    publish(course, tmp_path, rows, records)
+    bob = json.loads((tmp_path / "results" / "bob.json").read_text(encoding="utf-8"))
+    assert (bob["score"], bob["final_score"]) == (15.0, 13.0)
+    assert [(a["kind"], a["points"]) for a in bob["adjustments"]] == [("late", -2.0)]
+    page = (tmp_path / "feedback" / "ann.html").read_text(encoding="utf-8")
+    assert "&lt;b&gt;used&lt;/b&gt; torch.softmax" in page and "<strong>-2</strong>" in page
+    assert "**Score: 18 / 20**" in (tmp_path / "feedback" / "ann.md").read_text(encoding="utf-8")
+    regraded = [_record("ann", softmax=9.0), *rows[1:]]  # a regrade: a new graded record, no adjustments in it
+    publish(course, tmp_path, regraded, records)
+    ann = json.loads((tmp_path / "results" / "ann.json").read_text(encoding="utf-8"))
+    assert (ann["score"], ann["final_score"], ann["exercises"]["softmax"]["score"]) == (19.0, 17.0, 9.0)
+    before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "results").iterdir()}
+    os.utime(tmp_path / "results" / "bob.json", ns=(1, 1))
+    publish(course, tmp_path, [json.loads(p.read_text()) for p in sorted((tmp_path / "results").iterdir())], records)
+    assert (tmp_path / "results" / "bob.json").stat().st_mtime_ns == 1  # unchanged adjustments: not written again
+    assert set(before) == {"ann.json", "bob.json", "dan.json", "eve.json"}
+
+
+def test_records_given_once_are_kept_for_later_runs(tmp_path):
+    course, _, _ = _class(tmp_path)
+    out = tmp_path / "out"
+    records, used = kept_records(course, out, roster=tmp_path / "roster.csv", overrides=tmp_path / "overrides.csv")
+    assert used == [] and (out / "records" / "overrides.csv").is_file()
+    again, used = kept_records(course, out)
+    assert [(o.student, o.penalty, o.reason) for o in again.overrides] == [("ann", 2.0, "<b>used</b> torch.softmax")]
+    assert again.roster == records.roster and again.overrides[0].where == f"{out / 'records' / 'overrides.csv'}:2"
+    assert used == [str(out / "records" / "roster.csv"), str(out / "records" / "overrides.csv")]
+    cleared, _ = kept_records(course, out, overrides=_write(tmp_path / "none.csv", "student,points,reason\n"))
+    assert cleared.overrides == ()
