@@ -151,6 +151,7 @@ def _batch(args) -> int:
     finally:
         if hasattr(progress, "task"):
             progress.stop()
+    _keep(args)
     _print_class(rows, f"{len(rows)} submissions -> {args.out}")
     return 0
 
@@ -165,6 +166,12 @@ def _records(args):
     for path in kept:
         print(f"grader: using {path} (kept from an earlier run; give one with only its header line to clear it)", file=sys.stderr)
     return records
+
+
+def _keep(args) -> None:
+    from grader.records.adjust import keep_records
+
+    keep_records(args.out, roster=args.roster, overrides=args.overrides, submitted=args.submitted)
 
 
 def _print_class(rows: list[dict], title: str) -> None:
@@ -207,6 +214,7 @@ def _gradebook(args) -> int:
     except (CourseError, TableError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
+    _keep(args)
     _print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv")
     return 0
 

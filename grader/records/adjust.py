@@ -52,17 +52,22 @@ def load_records(course: Course, roster: str | Path | None = None, overrides: st
 
 def kept_records(course: Course, out: str | Path, roster: str | Path | None = None,
                  overrides: str | Path | None = None, submitted: str | Path | None = None) -> tuple[Records, list[str]]:
-    """The records for a class's output folder: each file given is read, then kept as ``out/records/<kind>.csv``;
-    a kind not given is read from its kept copy, if any (so a regrade keeps the overrides without naming them
-    again; a file of only its header line clears them). Returns the records and the kept copies used."""
+    """The records for a class's output folder: each file given, else the copy ``keep_records`` kept of its kind
+    in ``out/records/`` by an earlier run (so a regrade keeps the overrides without naming them again; a file of
+    only its header line clears them). Returns the records and the kept copies used."""
     given = {"roster": roster, "overrides": overrides, "submitted": submitted}
     kept = {kind: Path(out) / KEPT / f"{kind}.csv" for kind in given}
     paths = {kind: given[kind] or (kept[kind] if kept[kind].is_file() else None) for kind in given}
-    records = load_records(course, **paths)
+    return load_records(course, **paths), [str(kept[kind]) for kind in given if given[kind] is None and paths[kind]]
+
+
+def keep_records(out: str | Path, **given: str | Path | None) -> None:
+    """Keep a copy of each file given (``roster``, ``overrides``, ``submitted``) in ``out/records/``, once the
+    reports were written with it."""
     for kind, path in given.items():
-        if path is not None and Path(path).resolve() != kept[kind].resolve():
-            write_atomic(Path(path).read_bytes(), kept[kind])
-    return records, [str(kept[kind]) for kind in given if given[kind] is None and paths[kind] is not None]
+        target = Path(out) / KEPT / f"{kind}.csv"
+        if path is not None and Path(path).resolve() != target.resolve():
+            write_atomic(Path(path).read_bytes(), target)
 
 
 def class_view(course: Course, rows: Sequence[dict], records: Records,

@@ -12,7 +12,7 @@ import pytest
 
 from grader.course import COURSE_FILE, CourseError, Late, load_course
 from grader.intake.submission import read_submission
-from grader.records.adjust import Records, class_view, kept_records, load_records
+from grader.records.adjust import Records, class_view, keep_records, kept_records, load_records
 from grader.records.late import late_penalty, load_submitted, nbgrader_timestamp, submission_time, zip_time
 from grader.records.overrides import load_overrides
 from grader.records.publish import publish
@@ -320,7 +320,8 @@ def test_records_given_once_are_kept_for_later_runs(tmp_path):
     course, _, _ = _class(tmp_path)
     out = tmp_path / "out"
     records, used = kept_records(course, out, roster=tmp_path / "roster.csv", overrides=tmp_path / "overrides.csv")
-    assert used == [] and (out / "records" / "overrides.csv").is_file()
+    assert used == [] and not (out / "records").exists()  # kept only once the reports are written
+    keep_records(out, roster=tmp_path / "roster.csv", overrides=tmp_path / "overrides.csv", submitted=None)
     again, used = kept_records(course, out)
     assert [(o.student, o.penalty, o.reason) for o in again.overrides] == [("ann", 2.0, "<b>used</b> torch.softmax")]
     assert again.roster == records.roster and again.overrides[0].where == f"{out / 'records' / 'overrides.csv'}:2"

@@ -1,0 +1,127 @@
+"""End to end through the CLI: a small class (correct, late, missing, overridden, not on the roster) graded with
+`grader batch --roster --overrides --submitted` on a course with a late policy, regraded, and re-exported with
+`grader gradebook`: the gradebook, the Canvas and Moodle files, results.json and the feedback agree."""
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader import ROOT
+from grader.course import COURSE_FILE, course
+from tests.grader.courses import course_variant
+
+pytestmark = pytest.mark.slow
+SOLUTIONS = ROOT / "solutions"
+LATE_POLICY = """
+late:
+  due: {course: "2026-11-20T23:59:00+01:00"}
+  percent: 10
+  per: day
+  cap_percent: 30
+  grace_minutes: 10
+  timezone: Europe/Berlin
+"""
+WRONG_SOFTMAX = "import torch\n\n\ndef softmax(x, dim=-1, temperature=1.0):\n    return x\n"
+
+
+def grader(*args, cwd) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's grader, from the class's folder
+    return subprocess.run([sys.executable, "-m", "grader", *map(str, args)], cwd=cwd, env=env, capture_output=True,
+                          text=True, check=False, timeout=900)
+
+
+def _csv(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory) -> Path:
+    """ann: correct, on time (the instructor's list); bob: correct, in a zip made 2 days late (Berlin time);
+    cy: a wrong softmax, overridden by hand; dee: on the roster, nothing handed in; zed: not on the roster."""
+    root = tmp_path_factory.mktemp("gradebook")
+    subs = root / "submissions"
+    for student in ("ann", "cy", "zed"):
+        (subs / student).mkdir(parents=True)
+        for module in course().modules:
+            shutil.copy(SOLUTIONS / f"{module}.py", subs / student / f"{module}.py")
+    (subs / "cy" / "softmax.py").write_text(WRONG_SOFTMAX, encoding="utf-8")
+    with zipfile.ZipFile(subs / "bob.zip", "w") as archive:
+        for module in course().modules:
+            archive.writestr(zipfile.ZipInfo(f"{module}.py", (2026, 11, 22, 12, 0, 0)),
+                             (SOLUTIONS / f"{module}.py").read_bytes())
+    course_variant(root / "course", COURSE_FILE.read_text(encoding="utf-8") + LATE_POLICY)
+    (root / "roster.csv").write_text("id,name,email\nann,Ann Lee,ann@x.org\nbob,Bob Ray,bob@x.org\n"
+                                     "cy,Cy Do,cy@x.org\ndee,Dee Wu,dee@x.org\n", encoding="utf-8")
+    (root / "overrides.csv").write_text("student,exercise,check,points,penalty,reason\n"
+                                        "cy,softmax,,6,,partial credit: right idea on paper\n", encoding="utf-8")
+    (root / "collected.csv").write_text("student,url,commit,commit time\nann,https://x/ann,abc1,2026-11-20T21:00:00Z\n",
+                                        encoding="utf-8")
+    return root
+
+
+def test_a_class_with_roster_overrides_and_late_penalties(klass):
+    out = klass / "out"
+    run = grader("batch", "submissions", "--out", out, "--course", "course/course.yaml", "--jobs", "2",
+                 "--roster", "roster.csv", "--overrides", "overrides.csv", "--submitted", "collected.csv", cwd=klass)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = {row["student"]: row for row in _csv(out / "gradebook.csv")}
+    assert list(rows) == ["ann", "bob", "cy", "dee", "zed"]
+    assert [(r["status"], r["on_roster"]) for r in rows.values()] == [
+        ("graded", "yes"), ("graded", "yes"), ("graded", "yes"), ("missing", "yes"), ("graded", "no")]
+    assert [rows[s]["score"] for s in ("ann", "bob", "dee", "zed")] == ["100.0", "80.0", "0", "100.0"]
+    # bob: zipped 2026-11-22 12:00 Berlin, due 2026-11-20 23:59 (+01:00): 1 day 12 hours late, two started days
+    assert rows["bob"]["late_penalty"] == "20.0" and rows["bob"]["submitted_at"] == "2026-11-22T12:00:00+01:00"
+    assert rows["ann"]["late_penalty"] == "" and rows["ann"]["submitted_at"] == "2026-11-20T21:00:00+00:00"
+    graded_softmax = _softmax(out, "cy")  # results.json keeps what grading gave
+    assert graded_softmax < 6 and float(rows["cy"]["softmax"]) == 6
+    assert float(rows["cy"]["score"]) == pytest.approx(float(rows["cy"]["graded_score"]) - graded_softmax + 6)
+    canvas = list(csv.reader((out / "canvas.csv").open(encoding="utf-8")))
+    assert canvas[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert [row[:3] + row[5:] for row in canvas[2:]] == [["Ann Lee", "", "ann", "100"], ["Bob Ray", "", "bob", "80"],
+                                                         ["Cy Do", "", "cy", _lms(rows["cy"]["score"])],
+                                                         ["Dee Wu", "", "dee", "0"], ["zed", "", "zed", "100"]]
+    moodle = _csv(out / "moodle.csv")
+    assert [(r["ID number"], r["Email address"]) for r in moodle][:2] == [("ann", "ann@x.org"), ("bob", "bob@x.org")]
+    bob = json.loads((out / "results" / "bob.json").read_text(encoding="utf-8"))
+    assert (bob["score"], bob["final_score"], bob["adjustments"][0]["kind"]) == (100, 80, "late")
+    assert "late: submitted 2026-11-22T12:00:00+01:00" in (out / "feedback" / "bob.md").read_text(encoding="utf-8")
+    assert "partial credit: right idea on paper" in (out / "feedback" / "cy.html").read_text(encoding="utf-8")
+    summary = (out / "summary.html").read_text(encoding="utf-8")
+    assert "<ul id='missing'><li>dee</li></ul>" in summary and "<ul id='unlisted'><li>zed</li></ul>" in summary
+
+    # a regrade, naming no record: the kept roster, overrides and times apply again to the new graded records
+    again = grader("batch", "submissions", "--out", out, "--course", "course/course.yaml", "--jobs", "2", "--force",
+                   cwd=klass)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "overrides.csv (kept from an earlier run" in again.stderr
+    regraded = {row["student"]: row for row in _csv(out / "gradebook.csv")}
+    assert {s: (r["score"], r["softmax"], r["late_penalty"]) for s, r in regraded.items()} == \
+        {s: (r["score"], r["softmax"], r["late_penalty"]) for s, r in rows.items()}
+    assert regraded["cy"]["graded_at"] >= rows["cy"]["graded_at"]
+
+    # a new overrides file, applied without grading; a bad one is one line naming its file and line
+    (klass / "more.csv").write_text("student,points,reason\nbob,95,extension granted\n", encoding="utf-8")
+    export = grader("gradebook", out, "--course", "course/course.yaml", "--overrides", "more.csv", cwd=klass)
+    assert export.returncode == 0, export.stderr[-3000:]
+    assert {row["student"]: row["score"] for row in _csv(out / "gradebook.csv")}["bob"] == "75.0"  # 95 - 20 late
+    (klass / "bad.csv").write_text("student,points,reason\nbob,95,fine\nnobody,1,who\n", encoding="utf-8")
+    bad = grader("gradebook", out, "--course", "course/course.yaml", "--overrides", "bad.csv", cwd=klass)
+    assert bad.returncode == 2
+    assert bad.stderr.splitlines()[-1] == "grader: bad.csv:3: no submission from student 'nobody' in this class"
+    assert (out / "records" / "overrides.csv").read_text(encoding="utf-8") == (klass / "more.csv").read_text(encoding="utf-8")
+
+
+def _softmax(out: Path, student: str) -> float:
+    """The graded points of a student's softmax, from results.json (never changed by an override)."""
+    return json.loads((out / "results" / f"{student}.json").read_text(encoding="utf-8"))["exercises"]["softmax"]["score"]
+
+
+def _lms(score: str) -> str:
+    return f"{float(score):.2f}".rstrip("0").rstrip(".")
