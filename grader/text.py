@@ -11,6 +11,8 @@ for one format each and are used by every writer of that format:
 * ``terminal``: rich output (a ``Text``, never parsed for markup or emoji);
 * ``workflow_data`` / ``workflow_property``: GitHub workflow commands (annotations).
 
+``student_id`` makes a file or folder name (or a roster's id) a clean student id that fits in a file name.
+
 JSON (results.json, PrairieLearn, Classroom) and XML (JUnit, escaped by ElementTree) take ``clean`` text as it is:
 it holds no character either format refuses.
 """
