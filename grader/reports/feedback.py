@@ -141,8 +141,9 @@ def _feedback_html(data: dict, sections: list[Section]) -> str:
     parts.append(f"<p>Score: <strong>{points(data['score'])} / {points(data['max_score'])}</strong></p>")
     shown = adjustments(data)
     if shown:
-        parts.append("<ul id='adjustments'>" + "".join(f"<li><strong>{a.points}</strong>: {html(a.text)}</li>"
-                                                       for a in shown) + "</ul>")
+        rows = "".join(f"<tr><td class='num'>{a.points}</td><td>{html(a.text)}</td></tr>" for a in shown)
+        parts.append("<div class='wide'><table id='adjustments'><thead><tr><th class='num'>points</th>"
+                     f"<th>adjustment</th></tr></thead><tbody>{rows}</tbody></table></div>")
     for section in sections:
         heading = html(section.module, MAX_NAME) + (f": {html(section.title, MAX_NAME)}" if section.title else "")
         parts.append(f"<h2>{heading} <span class='muted'>{section.points} points</span></h2>")

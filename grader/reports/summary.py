@@ -259,8 +259,9 @@ def _roster_section(missing: Sequence[str], unlisted: Sequence[str]) -> str:
     for what, ids, table in (("On the roster, no submission (0 points in the gradebook)", missing, "missing"),
                              ("Submitted, not on the roster (check the id)", unlisted, "unlisted")):
         if ids:
-            parts.append(f"<p>{what}: {len(ids)}</p><ul id='{table}'>"
-                         + "".join(f"<li>{html(key, MAX_NAME)}</li>" for key in ids) + "</ul>")
+            rows = "".join(f"<tr><td>{html(key, MAX_NAME)}</td></tr>" for key in ids)
+            parts.append(f"<p>{what}: {len(ids)}</p><div class='wide'><table id='{table}'><thead><tr><th>student</th>"
+                         f"</tr></thead><tbody>{rows}</tbody></table></div>")
     return "".join(parts)
 
 

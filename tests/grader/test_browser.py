@@ -4,6 +4,7 @@ A class with correct, buggy, missing and ungradable submissions (tests/grader/co
 test renders a page (tests/grader/browser.py) and checks what is on screen. Without Chromium these tests fail,
 saying how to install it: they never skip.
 """
+import csv
 import json
 import re
 import sys
@@ -13,7 +14,8 @@ from urllib.parse import unquote
 import pytest
 
 from grader.batch import run_batch
-from grader.course import COURSE_FILE
+from grader.course import COURSE_FILE, load_course
+from grader.records.adjust import load_records
 from grader.reports.advice import points
 
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parent / "corpus")]
@@ -33,7 +35,13 @@ def graded_class(tmp_path_factory) -> Path:
     from klass import build_class
 
     root = tmp_path_factory.mktemp("browser")
-    run_batch(build_class(root / "class"), root / "out", course_file=COURSE_FILE, jobs=2)
+    students = [name.removesuffix(".zip") for name in [*GRADED, *UNGRADABLE] if name != "ada"] + ["zoe"]
+    with open(root / "roster.csv", "w", newline="", encoding="utf-8") as handle:  # ada is not on it, zoe is missing
+        csv.writer(handle).writerows([["id", "name", "email"], *([s, s.title(), f"{s}@x.org"] for s in students)])
+    (root / "overrides.csv").write_text("student,exercise,penalty,reason\nada,softmax,2.5,<b>used</b> torch.softmax\n",
+                                        encoding="utf-8")
+    records = load_records(load_course(COURSE_FILE), root / "roster.csv", root / "overrides.csv")
+    run_batch(build_class(root / "class"), root / "out", course_file=COURSE_FILE, jobs=2, records=records)
     return root / "out"
 
 
@@ -63,7 +71,18 @@ def test_summary_tables_show_the_graded_students_and_apart_the_ungradable(summar
     assert all((graded_class / unquote(link)).is_file() for link in feedback), feedback
     # The class is built from copies of the references: the similarity check rightly pairs students who share them.
     assert summary["headings"][1:] == ["Scores", "Exercises", "Hardest checks", "Misconceptions", "Students",
-                                       "Could not be graded", "Similar pairs"]
+                                       "Could not be graded", "Roster", "Similar pairs"]
+
+
+def test_the_roster_and_an_override_show_on_the_pages(summary, graded_class):
+    """The summary lists the missing student and the one not on the roster; ada's page shows her final score, then
+    the graded score and the override with its points and its reason as text."""
+    assert summary["tables"]["missing"] == [["zoe"]] and summary["tables"]["unlisted"] == [["ada"]]
+    page = probe(graded_class / "feedback" / "ada.html")
+    assert page["tables"]["adjustments"] == [["100", "graded, before the adjustments below"],
+                                             ["-2.5", "softmax: <b>used</b> torch.softmax"]]
+    assert "Score: <strong>97.5 / 100</strong>" in (graded_class / "feedback" / "ada.html").read_text(encoding="utf-8")
+    assert page["scrollWidth"] <= page["innerWidth"]
 
 
 def test_summary_counts_the_shared_misconception_and_leaves_out_checks_that_did_not_run(summary):

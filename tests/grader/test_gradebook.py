@@ -94,7 +94,7 @@ def test_a_class_with_roster_overrides_and_late_penalties(klass):
     assert "late: submitted 2026-11-22T12:00:00+01:00" in (out / "feedback" / "bob.md").read_text(encoding="utf-8")
     assert "partial credit: right idea on paper" in (out / "feedback" / "cy.html").read_text(encoding="utf-8")
     summary = (out / "summary.html").read_text(encoding="utf-8")
-    assert "<ul id='missing'><li>dee</li></ul>" in summary and "<ul id='unlisted'><li>zed</li></ul>" in summary
+    assert "<tbody><tr><td>dee</td></tr></tbody>" in summary and "<tbody><tr><td>zed</td></tr></tbody>" in summary
 
     # a regrade, naming no record: the kept roster, overrides and times apply again to the new graded records
     again = grader("batch", "submissions", "--out", out, "--course", "course/course.yaml", "--jobs", "2", "--force",

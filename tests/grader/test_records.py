@@ -291,7 +291,8 @@ def test_the_exports_have_the_lms_columns_and_the_final_scores(tmp_path):
         ("no", "graded", "20.0", "20.0", ""), ("yes", "error: grader error: BrokenPipe", "0", "0", "")]
     assert gradebook["bob"]["submitted_at"] == "2026-11-21T23:58:00+00:00" and gradebook["bob"]["softmax"] == "5.0"
     summary = (tmp_path / "summary.html").read_text(encoding="utf-8")
-    assert "<ul id='missing'><li>cy</li></ul>" in summary and "<ul id='unlisted'><li>dan</li></ul>" in summary
+    assert "id='missing'><thead><tr><th>student</th></tr></thead><tbody><tr><td>cy</td></tr></tbody>" in summary
+    assert "id='unlisted'><thead><tr><th>student</th></tr></thead><tbody><tr><td>dan</td></tr></tbody>" in summary
 
 
 def test_a_regrade_keeps_the_adjustments_and_results_json_keeps_the_graded_record(tmp_path):
@@ -303,7 +304,7 @@ def test_a_regrade_keeps_the_adjustments_and_results_json_keeps_the_graded_recor
     assert (bob["score"], bob["final_score"]) == (15.0, 13.0)
     assert [(a["kind"], a["points"]) for a in bob["adjustments"]] == [("late", -2.0)]
     page = (tmp_path / "feedback" / "ann.html").read_text(encoding="utf-8")
-    assert "&lt;b&gt;used&lt;/b&gt; torch.softmax" in page and "<strong>-2</strong>" in page
+    assert "<td class='num'>-2</td><td>softmax: &lt;b&gt;used&lt;/b&gt; torch.softmax</td>" in page
     assert "**Score: 18 / 20**" in (tmp_path / "feedback" / "ann.md").read_text(encoding="utf-8")
     regraded = [_record("ann", softmax=9.0), *rows[1:]]  # a regrade: a new graded record, no adjustments in it
     publish(course, tmp_path, regraded, records)
