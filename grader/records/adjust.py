@@ -82,7 +82,7 @@ def class_view(course: Course, rows: Sequence[dict], records: Records,
                     if (sid, group) not in have]
     _check_overrides(records.overrides, [*rows, *missing_rows])
     views = [view(course, row, records, stamps.get(_key(row), _stored_time(row))) for row in [*rows, *missing_rows]]
-    views.sort(key=lambda v: (v["student"], str(v.get("assignment", ""))))
+    views.sort(key=lambda v: (v["student"], v.get("assignment") or ""))
     unlisted = sorted({row["student"] for row in rows} - set(records.roster)) if records.roster is not None else []
     return ClassView(views, [_key(row) for row in missing_rows], unlisted)
 

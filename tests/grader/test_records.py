@@ -16,7 +16,7 @@ from grader.records.adjust import Records, class_view, keep_records, kept_record
 from grader.records.late import late_penalty, load_submitted, nbgrader_timestamp, submission_time, zip_time
 from grader.records.overrides import load_overrides
 from grader.records.publish import publish
-from grader.records.roster import load_roster
+from grader.records.roster import Student, load_roster
 from grader.records.table import TableError, parse_time
 from tests.grader.courses import course_variant
 
@@ -329,3 +329,22 @@ def test_records_given_once_are_kept_for_later_runs(tmp_path):
     assert used == [str(out / "records" / "roster.csv"), str(out / "records" / "overrides.csv")]
     cleared, _ = kept_records(course, out, overrides=_write(tmp_path / "none.csv", "student,points,reason\n"))
     assert cleared.overrides == ()
+
+
+def test_a_class_graded_per_assignment_misses_each_assignment_apart():
+    """nbgrader's layout: a roster student gets a "missing" view for each assignment of the class they lack, out of
+    that assignment's points; a late policy per assignment applies to that assignment only."""
+    whole = load_course(COURSE_FILE)
+    due = datetime(2026, 11, 20, 23, 59, tzinfo=UTC)
+    course = whole.model_copy(update={"late": Late(due={"02_softmax": due}, percent=10)})
+    rows = [_record("ann", assignment="01_scores"), _record("ann", assignment="02_softmax"),
+            _record("bob", assignment="02_softmax")]
+    roster = {sid: Student(sid) for sid in ("ann", "bob", "cy")}
+    late = {("ann", "02_softmax"): due + timedelta(hours=1), ("bob", None): due + timedelta(hours=1)}
+    shown = class_view(course, rows, Records(roster=roster, submitted=late))
+    assert shown.missing == ["bob/01_scores", "cy/01_scores", "cy/02_softmax"]
+    views = {(v["student"], v["assignment"]): v for v in shown.rows}
+    assert (views["cy", "01_scores"]["status"], views["cy", "01_scores"]["max_score"]) == ("missing", 10)
+    assert views["ann", "02_softmax"]["score"] == 18 and views["bob", "02_softmax"]["score"] == 18
+    assert views["ann", "01_scores"]["score"] == 20  # no due date for 01_scores
+    assert all(view["on_roster"] for view in shown.rows)
