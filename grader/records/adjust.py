@@ -1,7 +1,7 @@
 """The class as every report shows it: the graded records with the roster, the overrides and the late penalties
 applied on top (``Records``, ``class_view``). Nothing here changes a graded record: each view is a copy.
 
-A view is a results record whose ``score``, exercise scores and check scores are the adjusted ones, with
+A view is a results record whose ``score``, exercises' and checks' points are the adjusted ones, with
 ``graded_score`` (before), ``adjustments`` (each ``kind`` "override" or "late", its ``target``, its signed
 ``points``, full precision, its ``reason`` and where it came from), ``submitted_at`` (when known), and, with a roster,
 ``on_roster`` and the student's ``name`` and ``email``. A student of the roster without a record gets a view with

@@ -33,7 +33,7 @@ class Override:
 
     @property
     def target(self) -> str:
-        """What it changes: ``""`` (the whole submission), ``softmax`` or ``softmax: <check>``."""
+        """What it changes: ``""`` (the whole submission), an exercise (``<module>``) or a check (``<module>: <check>``)."""
         return ": ".join(part for part in (self.exercise, self.check) if part)
 
 

@@ -1,4 +1,4 @@
-"""canvas.csv: the class's scores in Canvas's gradebook import format (Grades > Import).
+"""canvas.csv: the class's final points in Canvas's gradebook import format (Grades > Import).
 
 The columns of Canvas's own gradebook export: ``Student``, ``ID``, ``SIS User ID``, ``SIS Login ID``, ``Section``,
 then one column per assignment the class was graded on (its title), and a second row, ``Points Possible``, with

@@ -61,7 +61,7 @@ def write_feedback(data: dict, out: Path, titles: Mapping[str, str] | None = Non
 @dataclass(frozen=True)
 class Adjustment:
     points: str  # "-10" or "+2.5"
-    text: str  # what it changed and why ("softmax: regraded by hand")
+    text: str  # what it changed and why ("<module>: regraded by hand")
 
 
 def adjustments(data: dict) -> list[Adjustment]:

@@ -45,7 +45,7 @@ def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
 
 
 def reasons(data: dict) -> str:
-    """The adjustments of a record in one line: ``late: ... (-10); softmax: regraded by hand (+2)``."""
+    """The adjustments of a record in one line: ``late: ... (-10); <module>: regraded by hand (+2)``."""
     return "; ".join(f"{a['target'] + ': ' if a['target'] else ''}{a['reason']} ({a['points']:+.2f})"
                      for a in data.get("adjustments", []))
 

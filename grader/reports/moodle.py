@@ -1,4 +1,4 @@
-"""moodle.csv: the class's scores for Moodle's grade import (Grades > Import > CSV file).
+"""moodle.csv: the class's final points for Moodle's grade import (Grades > Import > CSV file).
 
 The user columns of Moodle's own grade export (``First name``, ``Last name``, ``ID number``, ``Email address``),
 then per assignment a grade column (its title) and ``Feedback for <title>`` (the adjustments' reasons: a late
