@@ -72,6 +72,8 @@ class Assignment(Strict):
     def _file_name(cls, name: str) -> str:
         if not ASSIGNMENT_NAME.fullmatch(name):
             raise ValueError(f"assignment name {name!r} must be letters, digits, _, . and - (a letter or digit first)")
+        if name == WHOLE_COURSE:
+            raise ValueError(f"{WHOLE_COURSE!r} names the whole course (late.due): give the assignment another name")
         return name
 
 

@@ -196,7 +196,8 @@ def test_the_late_policy_is_checked_in_course_yaml(tmp_path):
     cases = {"naive": ("late: {due: {course: 2026-11-20 23:59}, percent: 10}", "late.due.course"),
              "unknown": ("late: {due: {week9: '2026-11-20T23:59:00Z'}, percent: 10}", "week9"),
              "zone": ("late: {due: {course: '2026-11-20T23:59:00Z'}, percent: 10, timezone: Mars}", "time zone"),
-             "percent": ("late: {due: {course: '2026-11-20T23:59:00Z'}, percent: 0}", "late.percent")}
+             "percent": ("late: {due: {course: '2026-11-20T23:59:00Z'}, percent: 0}", "late.percent"),
+             "course": ("assignments: [{name: course, title: C, exercises: [scores]}]", "names the whole course")}
     for name, (policy, words) in cases.items():
         path = course_variant(tmp_path / name, f"{base}\n{policy}\n")
         with pytest.raises(CourseError, match=words.replace(".", r"\.")):
