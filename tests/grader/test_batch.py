@@ -237,8 +237,9 @@ def test_nbgrader_notebooks_are_graded_as_their_own_assignments(tmp_path):
     student and assignment, results/<student>/<assignment>.json, feedback/<student>/<assignment>.md."""
     submitted = nbgrader_submitted(tmp_path / "submitted")
     out = tmp_path / "out"
-    rows = run_batch(submitted, out, course_file=COURSE_FILE, jobs=1)
     softmax, quiz = course().notebook_name("softmax"), course().notebook_name("quiz")
+    (submitted / "ada" / softmax / "timestamp.txt").write_text("2026-11-20 14:03:12.500000 UTC", encoding="utf-8")
+    rows = run_batch(submitted, out, course_file=COURSE_FILE, jobs=1)
     points = {m: course().exercise(m).points for m in ("softmax", "quiz")}
     assert [(r["student"], r["assignment"], r["score"], r["max_score"], list(r["exercises"])) for r in rows] == [
         ("ada", softmax, points["softmax"], points["softmax"], ["softmax"]),
@@ -257,6 +258,13 @@ def test_nbgrader_notebooks_are_graded_as_their_own_assignments(tmp_path):
 
     assert [(r["student"], r["assignment"], cell(r["softmax"]), cell(r["quiz"])) for r in gradebook] == [
         ("ada", softmax, points["softmax"], None), ("ada", quiz, None, 0), ("ben", softmax, 0, None)]
+    assert [r["submitted_at"] for r in gradebook] == ["2026-11-20T14:03:12.500000+00:00", "", ""]  # nbgrader's time
+    with open(out / "canvas.csv", newline="", encoding="utf-8") as handle:  # a column per assignment, ben has no quiz
+        canvas = list(csv.reader(handle))
+    titles = [course().exercise(m).title for m in ("softmax", "quiz")]
+    assert canvas[:2] == [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *titles],
+                          ["    Points Possible", "", "", "", "", str(points["softmax"]), str(points["quiz"])]]
+    assert [row[2:3] + row[5:] for row in canvas[2:]] == [["ada", str(points["softmax"]), "0"], ["ben", "0", ""]]
     recorder = Recorder()
     run_batch(submitted, out, course_file=COURSE_FILE, jobs=1, progress=recorder)
     assert recorder.counts == {"graded": 0, "errored": 0, "up to date": 3}, "a rerun regrades nothing"
