@@ -47,7 +47,7 @@ def load_records(course: Course, roster: str | Path | None = None, overrides: st
     """Read the files given; a bad one raises ``TableError`` (one line naming the file and the line)."""
     return Records(load_roster(roster) if roster else None,
                    tuple(load_overrides(overrides, course)) if overrides else (),
-                   load_submitted(submitted, course.late) if submitted else {})
+                   load_submitted(submitted, course) if submitted else {})
 
 
 def kept_records(course: Course, out: str | Path, roster: str | Path | None = None,

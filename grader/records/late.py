@@ -19,7 +19,7 @@ from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from grader.course import WHOLE_COURSE, Late
+from grader.course import WHOLE_COURSE, Course, Late
 from grader.records.table import TableError, parse_time, pick, read_table
 from grader.text import MAX_NAME, clean, student_id
 
@@ -36,7 +36,7 @@ def zone(late: Late | None) -> tzinfo:
     return ZoneInfo(late.timezone if late else "UTC")
 
 
-def load_submitted(path: str | Path, late: Late | None) -> Times:
+def load_submitted(path: str | Path, course: Course) -> Times:
     """The instructor's list of submission times; a row without a time (a failed clone) is left out."""
     header, rows = read_table(path, "a list of submission times")
     student, when = pick(header, STUDENT_COLUMNS), pick(header, TIME_COLUMNS)
@@ -48,10 +48,12 @@ def load_submitted(path: str | Path, late: Late | None) -> Times:
         if not row[student]:
             raise TableError(f"{row.where}: no student in this row")
         key = (student_id(row[student]), row.get("assignment") or None)
+        if key[1] and key[1] not in course.whole.assignment_modules():
+            raise TableError(f"{row.where}: no assignment {clean(key[1], MAX_NAME)!r} in course.yaml")
         if key in times:
             raise TableError(f"{row.where}: a second time for student {clean(key[0], MAX_NAME)!r}")
         if row[when]:
-            times[key] = parse_time(row[when], zone(late), row.where)
+            times[key] = parse_time(row[when], zone(course.late), row.where)
     return times
 
 

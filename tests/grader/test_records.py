@@ -210,13 +210,15 @@ def test_the_late_policy_is_checked_in_course_yaml(tmp_path):
 def test_the_submission_times_list_takes_grader_collects_commit_time(tmp_path):
     path = _write(tmp_path / "collected.csv", "student,url,commit,Commit time\nann,https://x/ann,abc,2026-11-21T10:00:00Z\n"
                                               "bob,https://x/bob,,\n")
-    assert load_submitted(path, None) == {("ann", None): datetime(2026, 11, 21, 10, tzinfo=UTC)}  # bob: no time
+    assert load_submitted(path, COURSE) == {("ann", None): datetime(2026, 11, 21, 10, tzinfo=UTC)}  # bob: no time
     twice = _write(tmp_path / "twice.csv", "student,submitted_at\nann,2026-11-21T10:00:00Z\nann,2026-11-21T11:00:00Z\n")
-    assert _error(load_submitted, twice, None).startswith(f"{twice}:3:")
+    assert _error(load_submitted, twice, COURSE).startswith(f"{twice}:3:")
     bad = _write(tmp_path / "bad.csv", "student,submitted_at\nann,soon\n")
-    assert _error(load_submitted, bad, None).startswith(f"{bad}:2:")
+    assert _error(load_submitted, bad, COURSE).startswith(f"{bad}:2:")
+    unknown = _write(tmp_path / "unknown.csv", "student,assignment,submitted_at\nann,week9,2026-11-21T10:00:00Z\n")
+    assert "no assignment 'week9'" in _error(load_submitted, unknown, COURSE)
     nameless = _write(tmp_path / "nameless.csv", "who,submitted_at\nann,2026-11-21T10:00:00Z\n")
-    assert _error(load_submitted, nameless, None).startswith(f"{nameless}:1:")
+    assert _error(load_submitted, nameless, COURSE).startswith(f"{nameless}:1:")
 
 
 def test_nbgrader_timestamps_and_zip_entries_give_the_submission_time(tmp_path):
