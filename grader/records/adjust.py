@@ -81,7 +81,7 @@ def class_view(course: Course, rows: Sequence[dict], records: Records,
     missing_rows = [_missing(course, sid, group) for sid in (records.roster or {}) for group in groups
                     if (sid, group) not in have]
     _check_overrides(records.overrides, [*rows, *missing_rows])
-    views = [view(course, row, records, stamps.get(_key(row), _stored_time(row))) for row in [*rows, *missing_rows]]
+    views = [view(course, row, records, source_time(row, stamps)) for row in [*rows, *missing_rows]]
     views.sort(key=lambda v: (v["student"], v.get("assignment") or ""))
     unlisted = sorted({row["student"] for row in rows} - set(records.roster)) if records.roster is not None else []
     return ClassView(views, [_key(row) for row in missing_rows], unlisted)
@@ -116,12 +116,18 @@ def view(course: Course, row: dict, records: Records, stamp: datetime | None) ->
 
 
 def stored(row: dict, shown: dict, stamp: datetime | None) -> dict:
-    """The graded record as results.json keeps it: untouched, plus when the submission says it was made, the
-    adjustments shown and the final score (rewritten at each report)."""
+    """The graded record as results.json keeps it: untouched, plus when the submission says it was made
+    (``stamp``, from ``source_time``), the adjustments shown and the final score (rewritten at each report)."""
     kept = {key: value for key, value in row.items() if key not in ("submitted_at", "adjustments", "final_score")}
-    when = stamp or _stored_time(row)
-    return {**kept, **({"submitted_at": when.isoformat()} if when else {}), "adjustments": shown["adjustments"],
+    return {**kept, **({"submitted_at": stamp.isoformat()} if stamp else {}), "adjustments": shown["adjustments"],
             "final_score": shown["score"]}
+
+
+def source_time(row: Mapping, stamps: Mapping[str, datetime | None]) -> datetime | None:
+    """When the submission says it was made: from ``stamps`` (entry key -> time, as batch read it this run), else
+    as its record keeps it (`grader gradebook`, which reads no submission)."""
+    key = _key(row)
+    return stamps[key] if key in stamps else _stored_time(row)
 
 
 def _apply(out: dict, override: Override) -> dict:

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from grader.course import Course
-from grader.records.adjust import MISSING, ClassView, Records, class_view, stored
+from grader.records.adjust import MISSING, ClassView, Records, class_view, source_time, stored
 from grader.reports.canvas import write_canvas
 from grader.reports.feedback import write_feedback
 from grader.reports.files import write_json
@@ -30,7 +30,7 @@ def publish(course: Course, out: Path, rows: Sequence[dict], records: Records,
     titles = {exercise.module: exercise.title for exercise in course.exercises}
     for row in rows:
         key = row.get("key") or row["student"]
-        kept = stored(row, views[key], stamps.get(key))
+        kept = stored(row, views[key], source_time(row, stamps))
         if kept != row:
             problem = write_feedback(views[key], out, titles, key)
             write_json({**kept, **({"feedback": problem} if problem else {})}, out / "results" / f"{key}.json")
