@@ -351,3 +351,20 @@ def test_a_class_graded_per_assignment_misses_each_assignment_apart():
     assert views["ann", "02_softmax"]["score"] == 18 and views["bob", "02_softmax"]["score"] == 18
     assert views["ann", "01_scores"]["score"] == 20  # no due date for 01_scores
     assert all(view["on_roster"] for view in shown.rows)
+
+
+def test_an_instructors_strings_are_cleaned_for_each_format(tmp_path):
+    """A reason with a line break, a heading, an escape sequence and markup, and a roster name that starts a formula:
+    one line in the Markdown (no heading, no tag), escaped in HTML, no formula in any CSV."""
+    roster = _write(tmp_path / "roster.csv", 'id,name,email\nann,"@SUM(1)\n# x",=a@x.org\n')
+    overrides = _write(tmp_path / "o.csv", 'student,exercise,penalty,reason\nann,softmax,1,"late fix\n# Hacked \x1b[31m<script>"\n')
+    publish(COURSE, tmp_path, [_record("ann")], load_records(COURSE, roster, overrides))
+    markdown = (tmp_path / "feedback" / "ann.md").read_text(encoding="utf-8")
+    assert [line for line in markdown.splitlines() if line.startswith("#")] == ["# Feedback for ann", *(
+        line for line in markdown.splitlines() if line.startswith("## "))]
+    assert "softmax: late fix # Hacked &lt;script&gt;" in markdown and "\x1b" not in markdown
+    assert "<script>" not in (tmp_path / "feedback" / "ann.html").read_text(encoding="utf-8")
+    for name in ("gradebook.csv", "canvas.csv", "moodle.csv"):
+        with open(tmp_path / name, newline="", encoding="utf-8") as handle:
+            cells = [cell for row in csv.reader(handle) for cell in row]
+        assert not [cell for cell in cells if cell.startswith(("=", "+", "@")) or "\n" in cell], name
