@@ -488,9 +488,9 @@ def earlier_outputs_unchanged(call, x: torch.Tensor, changed: torch.Tensor, t: i
     if a.shape != b.shape or a.shape[:2] != x.shape[:2]:
         raise CheckFailed(f"{what} returned a result of another shape on {on}; expected {expected}.")
     if not bool(torch.isfinite(a).all()):
-        raise CheckFailed(f"{what}: NaN or inf on {on}. Hint: every row must keep at least its diagonal entry, and "
+        raise CheckFailed(f"{what}: NaN or inf on {on}. Expected: every row keeps at least its diagonal entry, and "
                           f"masked scores get -inf before a (stable) softmax.")
     moved = ~((a[:, :t] - b[:, :t]).abs() <= 1e-9 + 1e-7 * a[:, :t].abs())
     if bool(moved.any()):
         raise CheckFailed(f"changing the tokens from position {t} on changes an output before position {t} ({on}). "
-                          f"Hint: a later position changes an earlier output: {hint}")
+                          f"To look at: {hint}")

@@ -20,6 +20,7 @@ class Variant:
     name: str
     title: str  # "Bug: ...", "Correct: ..." or "Partial: ..."
     edits: tuple[tuple[str, str], ...]
+    shows: tuple[str, ...] = ()  # the ids of the known mistakes (misconceptions.py) its feedback names: its bug's own
 
     @property
     def id(self) -> str:
@@ -41,9 +42,10 @@ class Variant:
 VARIANTS: list[Variant] = []
 
 
-def bug(module, name, title, *edits):
-    """One real bug: the exercise must lose points, and no other exercise."""
-    VARIANTS.append(Variant("buggy", module, name, "Bug: " + title, edits))
+def bug(module, name, title, *edits, shows=()):
+    """One real bug: the exercise must lose points, and no other exercise; its feedback names the mistakes ``shows``
+    (ids of tests/course/public/misconceptions.py), each somewhere, and no other."""
+    VARIANTS.append(Variant("buggy", module, name, "Bug: " + title, edits, tuple(shows)))
 
 
 def ok(module, name, title, *edits):
@@ -109,6 +111,9 @@ bug("softmax", "float32", "softmax computes in float32 whatever the input dtype"
     ("z = x / temperature", "z = x.float() / temperature"))
 bug("softmax", "clamp_instead_of_max", "softmax clamps the scores to [-80, 80] instead of subtracting the max",
     (SM, "z = z.clamp(-80, 80)"))
+bug("softmax", "float32_cast_back", "softmax computes in float32 and casts the result back to the input's dtype",
+    ("z = x / temperature", "z = x.float() / temperature"),
+    ("return e / e.sum(dim=dim, keepdim=True)", "return (e / e.sum(dim=dim, keepdim=True)).to(x.dtype)"))
 bug("softmax", "abs_max", "softmax subtracts the row's largest absolute value, which is inf for rows with -inf",
     (SM, "z = z - z.abs().amax(dim=dim, keepdim=True)"))
 part("softmax", "torch_softmax", "softmax calls torch.softmax (a banned built-in); everything else right",
@@ -191,6 +196,12 @@ bug("qkv", "scale_by_d_in", "SelfAttention scales the scores by sqrt(d_in) inste
      """        queries, keys, values = project(x, self.W_query, self.W_key, self.W_value)
         scores = queries @ keys.transpose(-2, -1) / math.sqrt(x.shape[-1])
         return torch.softmax(scores, dim=-1) @ values"""))
+bug("qkv", "self_attention_T", "SelfAttention computes its own attention with keys.T, wrong for batched input",
+    ("""        queries, keys, values = project(x, self.W_query, self.W_key, self.W_value)  # (..., T, d_out) each
+        return scaled_dot_product_attention(queries, keys, values)  # (..., T, d_out)""",
+     """        queries, keys, values = project(x, self.W_query, self.W_key, self.W_value)
+        scores = queries @ keys.T / math.sqrt(keys.shape[-1])
+        return torch.softmax(scores, dim=-1) @ values"""))
 bug("qkv", "linear_weight_untransposed", "SelfAttentionLinear multiplies by .weight without transposing it",
     ("queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)  # (..., T, d_out) each",
      "queries, keys, values = x @ self.W_query.weight, x @ self.W_key.weight, x @ self.W_value.weight"))
@@ -237,6 +248,8 @@ bug("quiz", "answer_float64", "quiz_answer returns a float64 tensor",
      "H = torch.tensor([[0.5539, 0.7239], [0.4111, 0.3878], [0.2376, 0.1264]], dtype=torch.float64)"))
 bug("quiz", "H_matmul_s", "decoder_attention scores with H @ s, which breaks with batch dims",
     ("scores = (H * s.unsqueeze(-2)).sum(-1)  # (..., n)", "scores = H @ s"))
+bug("quiz", "scaled", "decoder_attention divides the scores by sqrt(d), though decoder attention has no scaling",
+    (QS, "alphas = torch.softmax(scores / s.shape[-1] ** 0.5, dim=-1)"))
 bug("quiz", "sum_over_features", "decoder_attention sums the weighted states over the features, not the states",
     (QV, "v = (alphas.unsqueeze(-1) * H).sum(-1)"))
 bug("quiz", "detached_alphas", "decoder_attention detaches the weights",
@@ -309,6 +322,10 @@ bug("causal", "dropout_on_output", "CausalAttention applies dropout to the outpu
     (CW, "weights = torch.softmax(scores, dim=-1)"), ("return weights @ values  # (B, T, d_out)", "return self.dropout(weights @ values)"))
 bug("causal", "scale_by_d_in", "CausalAttention scales by sqrt(d_in) instead of sqrt(d_out)",
     (CS, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(x.shape[-1])"))
+bug("causal", "scale_by_d_out", "CausalAttention divides the scores by d_out itself, not by its square root",
+    (CS, "scores = queries @ keys.transpose(-2, -1) / keys.shape[-1]"))
+bug("causal", "fill_minus_1e9", "CausalAttention fills future scores with -1e9, which overflows float16",
+    (CF, "scores = scores.masked_fill(~self.mask[:T, :T], -1e9)"))
 bug("causal", "mask_ignores_device", "causal_mask ignores its device argument",
     (CM, "return torch.ones(T, T, dtype=torch.bool).tril()"))
 bug("causal", "mask_not_buffer", "CausalAttention keeps the mask as a plain attribute, not a buffer",
