@@ -374,6 +374,9 @@ def causal_hints(q, k, v, d_in: int, out_proj: Callable | None = None, context_l
                   "so position i sees j <= i.", lambda: attend(s, ~tril), "causal.mask_inverted"),
              Hint("the mask keeps the wrong triangle: position i may attend to j <= i (tril, True on and below "
                   "the diagonal).", lambda: attend(s, tril.T), "causal.wrong_triangle"),
+             Hint("the diagonal is masked too (tril(-1)): each position may attend to itself, so the first one has a "
+                  "weight to give.", lambda: attend(s, tril & ~torch.eye(T, dtype=torch.bool, device=q.device)),
+                  "causal.mask_diagonal_missing"),
              Hint("the mask is applied after the softmax: fill masked scores with -inf *before* it, so rows still sum "
                   "to 1.", lambda: attend(s, tril, "after"), "causal.mask_after_softmax"),
              Hint("masked scores are set to 0, and exp(0) = 1 still gives the future weight: fill with float('-inf').",
