@@ -11,10 +11,11 @@ hold in one place:
   magnitude of its error, the known mistake it matches): never a number, a
   name or a text of the student's choosing, which could carry a hidden input
   (``kind``, ``shape_fact``, ``error_scale``);
-- a hint aims at the likely misconception: the student's result is compared
-  with what known mistakes would have produced on the same input (softmax
-  over the wrong dim, scaling by ``d_k``, the mask after the softmax, heads
-  split without a transpose, ...), and the matching mistake is named.
+- a "Hint:" is a diagnosis: a known mistake of tests/course/public/misconceptions.py
+  is named only when it reproduces the student's result (or raises their error)
+  on the same input, and its id goes with the failure
+  (``CheckFailed.misconception``); where none does, a message may say what is
+  expected ("Expected: ..."), never a guessed cause.
 
 Failures are raised as ``grader.suites.plugin.CheckFailed``; ``StudentError`` (the
 student's own exception) is turned into one with the input class added;
