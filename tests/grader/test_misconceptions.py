@@ -66,6 +66,7 @@ def test_an_error_is_named_by_the_mistake_that_raises_it():
     assert M.raising_alike(*overflow, hints).id == "causal.fill_overflows"
     assert M.raising_alike(*unsliced, hints).id == "causal.mask_not_sliced"
     assert M.raising_alike("RuntimeError", "something else went wrong", hints) is None
+    assert M.raising_alike("RuntimeError", unsliced[1].replace("9", "8"), hints) is None  # other sizes: another error
     assert M.raising_alike("ValueError", overflow[1], hints) is None
 
 

@@ -4,7 +4,7 @@ a result shows.
 A ``Hint`` is a diagnosis, never a guess: its text is shown only when its ``alternative`` (what the mistake
 computes on the very input the check used) reproduces the student's result (``matching``: the same values within
 the tolerance, NaN or inf where theirs are), or raises the error the student's code raised (``raising_alike``: the
-same exception type and the same message up to its numbers). Mistakes about overflow and NaN are computed in the
+same exception type, the same message with the same sizes). Mistakes about overflow and NaN are computed in the
 input's dtype, the others in float64. Each has a stable ``id`` ("softmax.no_max"): the grader counts
 misconceptions by it.
 
@@ -78,14 +78,17 @@ def matching(got: torch.Tensor, hints: Hints, rtol: float, atol: float, want: to
     return _only(found)
 
 
-def _pattern(message: str) -> str:
-    """An error message up to its numbers (sizes, dims)."""
-    return re.sub(r"\d+", "#", message).strip()
+def _pattern(message: str) -> tuple[str, list[str]]:
+    """An error message as its words (numbers replaced by #, spaces collapsed) and its numbers in order of size:
+    the same error on the same input whatever operand came first."""
+    text = " ".join(message.split())
+    return re.sub(r"\d+", "#", text), sorted(re.findall(r"\d+", text), key=lambda n: (len(n), n))
 
 
 def raising_alike(kind: str, message: str, hints: Hints) -> Hint | None:
-    """The mistake that raises, on the same input, an exception of type ``kind`` with ``message`` (up to its
-    numbers): the error the student's code raised. Where several mistakes raise it, none is named."""
+    """The mistake that raises, on the same input, an exception of type ``kind`` with ``message`` (the same words and
+    the same numbers, in any order): the error the student's code raised. Where several mistakes raise it, none is
+    named."""
     found = []
     for hint in _listed(hints):
         try:
