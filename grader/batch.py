@@ -51,7 +51,8 @@ from grader.similarity.report import class_report, summary_rows
 from grader.text import clean, student_id
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
-MATERIAL = ("solutions", "tests/course/hidden")  # besides course.yaml, in the course root
+# besides course.yaml, in the course root; the hidden suites take their hints from tests/course/public/misconceptions.py
+MATERIAL = ("solutions", "tests/course/hidden", "tests/course/public")
 GRADER_FAULT = "grader error"
 PROCESS_DIED = (f"{GRADER_FAULT}: could not be graded: the grading process died while grading this submission alone; "
                 "the next run tries again")
