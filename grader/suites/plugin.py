@@ -63,6 +63,15 @@ def _failure_text(excinfo: pytest.ExceptionInfo, style=None) -> str:
     return feedback(excinfo.value)
 
 
+def check_name(item, exercise: str) -> str:
+    """The check's name as every report shows it: its docstring's first line, and for a case of a parametrized test
+    the case's label, its id's parts but the exercise itself (``[x100-float32]`` -> "... (x100, float32).")."""
+    doc = (item.function.__doc__ or item.name).strip().splitlines()[0] if hasattr(item, "function") else item.name
+    callspec = getattr(item, "callspec", None)
+    label = ", ".join(part for part in callspec.id.split("-") if part != exercise) if callspec else ""
+    return f"{doc.rstrip('.')} ({label})." if label else doc
+
+
 # Marks that only pytest's skipping plugin acts on: grading leaves it out, so a suite must not use them.
 SKIPPING_MARKS = frozenset({"skip", "skipif", "xfail"})
 
@@ -99,9 +108,9 @@ class GradingPlugin:
             graded.append(item)
             item.repr_failure = _failure_text
             weight = item.get_closest_marker("weight")
-            doc = (item.function.__doc__ or item.name).strip().splitlines()[0] if hasattr(item, "function") else item.name
             self._about[item.nodeid] = {"exercise": exercise, "weight": float(weight.args[0]) if weight else 1.0,
-                                        "doc": doc, "kind": "rule" if item.get_closest_marker("rule") else "values"}
+                                        "doc": check_name(item, exercise),
+                                        "kind": "rule" if item.get_closest_marker("rule") else "values"}
         if left_out:
             config.hook.pytest_deselected(items=left_out)
             items[:] = graded

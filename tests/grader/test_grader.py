@@ -198,8 +198,14 @@ def assert_only(results: dict, module: str, at_most: float = 0.0):
 
 
 def test_solutions_get_full_marks_on_every_exercise(zygote, course):
-    """solutions/ graded as a submission: every exercise has full marks, and every test passes."""
+    """solutions/ graded as a submission: every exercise has full marks, and every test passes, each under a name of
+    its own (a parametrized check's cases are told apart by their labels: "... (x100, float32).")."""
     results = grade(SOLUTIONS, course, zygote)
+    names = [t["name"] for t in results["tests"]]
+    assert len(set(names)) == len(names), sorted(n for n in names if names.count(n) > 1)
+    assert "softmax: Scores times 100 (float32 and float64) and around 1e4 (float32) give finite weights that match " \
+           "the reference (x100, float32)." in names
+    assert sum(name.startswith("causal: float16 and bfloat16") and name.endswith("(bfloat16).") for name in names) == 1
     for module, exercise in results["exercises"].items():
         assert exercise["score"] == exercise["max_score"], f"{module}: {feedback(results, module)}"
     assert results["score"] == results["max_score"] == course.total_points
