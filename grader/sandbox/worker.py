@@ -8,6 +8,7 @@ calls on its own socket, one frame in, one frame out.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import importlib.util
@@ -27,6 +28,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from grader.sandbox import cgroup, wire
 from grader.sandbox.confine import SandboxUnavailable, confine, probe
+from grader.sandbox.dropout import KeyedDropout
 from grader.sandbox.lifeline import die_with_parent
 from grader.sandbox.limits import Limits
 from grader.sandbox.seed import seed_torch
@@ -323,7 +325,8 @@ class Worker:
             seed_torch(int(message["seed"]))
         names = frozenset(message.get("watch", []))
         watch, dispatch = Watch(names), Dispatch(names)
-        with watch, dispatch:  # every call alike: the grading process sends the course's whole watch list each time
+        keyed = KeyedDropout() if message.get("dropout") == "keyed" else contextlib.nullcontext()
+        with watch, dispatch, keyed:  # every call alike: the grading process sends the course's whole watch list each time
             value = function(*args, **kwargs)
         reply = {"ok": True, "value": value, "called": sorted(watch.seen | dispatch.seen), "ops": dispatch.count}
         if message.get("return_args"):

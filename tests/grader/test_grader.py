@@ -212,6 +212,27 @@ def test_solutions_get_full_marks_on_every_exercise(zygote, course):
     assert all(t["status"] == "passed" for t in results["tests"]), [t for t in results["tests"] if t["status"] != "passed"][:3]
 
 
+def test_keyed_dropout_is_a_function_of_each_value_alone():
+    """Under KeyedDropout every dropout (the module, F.dropout, torch.dropout, in place or not) drops the same
+    values whatever the tensor's layout, draws nothing, scales the kept ones by 1 / (1 - p) and is off in eval mode."""
+    from grader.sandbox.dropout import KeyedDropout
+    weights = torch.softmax(torch.randn(2, 3, 5, 5, dtype=torch.float64), dim=-1)
+    module = torch.nn.Dropout(0.5)
+    state = torch.random.get_rng_state()
+    with KeyedDropout():
+        dropped = module(weights)
+        layouts = [torch.nn.functional.dropout(weights.permute(0, 2, 3, 1).contiguous(), 0.5).permute(0, 3, 1, 2),
+                   torch.dropout(weights.flatten(0, 1), 0.5, True).view_as(weights),
+                   torch.nn.Dropout(0.5, inplace=True)(weights.mT.clone()).mT]
+        off = [module.eval()(weights), torch.nn.functional.dropout(weights, 0.5, training=False)]
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert all(torch.equal(other, dropped) for other in layouts)
+    assert all(torch.equal(other, weights) for other in off)
+    kept = dropped != 0
+    assert 0.3 < kept.double().mean() < 0.7
+    assert torch.allclose(dropped[kept], 2 * weights[kept])
+
+
 def test_every_submission_is_graded_on_the_same_list_of_tests(tmp_path, zygote, course):
     """The references, the stubs and a submission with a missing and a broken file are graded on one list of tests
     with the same points each (half precision included: torch computes float16 and bfloat16 on the CPU too)."""
