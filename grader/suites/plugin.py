@@ -28,6 +28,7 @@ from grader.sandbox.seed import seed_torch
 from grader.text import clean
 
 MAX_FEEDBACK = 600
+NOT_RUN = "not run: {module}.py could not be used (why is said once, beside the exercise's points)"
 # Only the plugins grading needs are loaded: a plugin installed beside the grader (pytest-randomly reorders and
 # reseeds, hypothesis' own plugin, ...) never changes a grade, and every plugin costs hook calls on each item.
 PLUGINS = (pytest_metadata.plugin, pytest_jsonreport.plugin)  # modules, not `-p` names: no entry-point scan
@@ -139,9 +140,14 @@ class GradingPlugin:
         return self._course
 
     def pytest_json_runtest_metadata(self, item, call):
+        """The test's exercise, weight, name and kind, and its feedback. A failure of an exercise whose module is
+        broken (missing, failed import) says only that it did not run: the problem itself, with its location, is
+        said once for the exercise (``ExerciseScore.problem``), not once per check."""
         metadata = dict(self._about[item.nodeid])
         if call.excinfo is not None:
-            metadata[f"feedback_{call.when}"] = feedback(call.excinfo.value)
+            broken = metadata["exercise"] in self._session.broken
+            text = NOT_RUN.format(module=metadata["exercise"]) if broken else feedback(call.excinfo.value)
+            metadata[f"feedback_{call.when}"] = text
         return metadata
 
     def pytest_json_modifyreport(self, json_report):

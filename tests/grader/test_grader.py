@@ -356,6 +356,37 @@ def test_an_import_error_loses_only_its_exercise_naming_file_and_line(tmp_path, 
     assert "causal.py" in problem and f"line {NOT_IMPORTABLE_LINE}" in problem, problem
 
 
+def test_an_import_error_is_said_once_in_every_output(tmp_path, zygote, course):
+    """causal.py does not import: results.json (Gradescope's output and the tests' outputs), the terminal, the job
+    summary and the feedback pages name the error and its line once; each check of causal says only that it did not
+    run (the same points are lost), and the pages show them as one collapsed line."""
+    import io
+
+    from rich.console import Console
+
+    from grader.reports.feedback import write_feedback
+    from grader.reports.markdown import markdown_summary
+    from grader.reports.terminal import print_summary
+    from grader.suites.plugin import NOT_RUN
+
+    outcome = grade_submission(submission(tmp_path, causal=NOT_IMPORTABLE_CAUSAL), course, zygote)
+    results = dict(outcome.results, student="ann")
+    causal = [t for t in results["tests"] if "causal" in t["tags"]]
+    assert len(causal) > 10 and all(t["status"] == "failed" and t["score"] == 0 for t in causal)
+    assert {t["output"] for t in causal} == {NOT_RUN.format(module="causal")}
+    buffer = io.StringIO()
+    print_summary(outcome.grade, Console(file=buffer, width=400, color_system=None))
+    assert write_feedback(results, tmp_path) is None
+    pages = [(tmp_path / "feedback" / f"ann.{kind}").read_text() for kind in ("md", "html")]
+    gradescope = "\n".join([results["output"], *(t["output"] for t in results["tests"])])
+    where = f"causal.py, line {NOT_IMPORTABLE_LINE}"
+    for text in (gradescope, buffer.getvalue(), markdown_summary(outcome.grade), *pages):
+        assert text.count(where) == 1 and text.count("No module named") == 1, text
+    for page in pages:
+        assert f"{len(causal)} checks not run for this reason" in page
+    assert "<details><summary>" in pages[1] and causal[0]["name"].split(": ", 1)[1] in pages[1]
+
+
 def test_missing_files_names_and_wrong_signatures_cost_only_their_points(tmp_path, zygote, course):
     """No multihead.py, a quiz.py without quiz_answer, a softmax without its ``dim`` parameter: multihead scores 0
     ("not in the submission"), quiz and softmax lose points with messages naming the problem, the rest has full
