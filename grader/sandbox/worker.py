@@ -151,7 +151,10 @@ def _run_worker(fd: int, request: dict, zygote: int, cgroup_paths: list[str], cp
             isolation = confine(request["submission"], Limits.model_validate(request["limits"]), require=request["require_sandbox"],
                                 expose_cuda=request["device"] == "cuda", keep_fds=[fd])
             if request["device"] == "cuda":  # CUDA's state and cuBLAS start here, not in the student's first call
-                torch.ones(2, 2, device="cuda").matmul(torch.ones(2, 2, device="cuda")).sum().item()
+                try:
+                    torch.ones(2, 2, device="cuda").matmul(torch.ones(2, 2, device="cuda")).sum().item()
+                except Exception as error:  # no driver or device, a CPU build of torch (AssertionError), ...
+                    raise RuntimeError(f"{type(error).__name__}: {error}") from error
         except (SandboxUnavailable, RuntimeError) as error:  # no student code has run: tell the grader why, then stop
             what = "the sandbox could not be set up" if isinstance(error, SandboxUnavailable) else "CUDA did not start"
             socket.socket(fileno=fd).sendall(wire.encode({"ok": False, "failure": {"kind": "sandbox", "message": f"{what}: {error}"}}))

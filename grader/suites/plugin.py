@@ -161,6 +161,15 @@ class GradingPlugin:
         self.report = json_report
 
 
+def suite_args(suites: Path) -> list[str]:
+    """pytest's arguments for running the suites in ``suites`` with the grading plugin (and ``PLUGINS``) alone."""
+    return [str(suites), "--disable-plugin-autoload",
+            *(arg for name in UNUSED_BUILTIN_PLUGINS for arg in ("-p", f"no:{name}")),
+            "--json-report", "--json-report-file=none",
+            "--json-report-omit", "collectors", "log", "traceback", "streams", "warnings",
+            "--rootdir", str(suites), "-c", str(suites / "pytest.ini"), "-qq", "--tb=no"]
+
+
 def run_suites(session: WorkerSession, course: Course, device: str, suites: Path | None = None,
                select: str | None = None) -> dict:
     """Run the suites (default: the course's tests/course/hidden) against the session's submission, only the tests
@@ -170,11 +179,7 @@ def run_suites(session: WorkerSession, course: Course, device: str, suites: Path
     session.watch = sorted({name for names in course.banned.values() for name in names})
     if str(course.root) not in sys.path:
         sys.path.insert(0, str(course.root))  # the suites import the references from the course's solutions/
-    args = [str(suites), "--disable-plugin-autoload",
-            *(arg for name in UNUSED_BUILTIN_PLUGINS for arg in ("-p", f"no:{name}")),
-            "--json-report", "--json-report-file=none",
-            "--json-report-omit", "collectors", "log", "traceback", "streams", "warnings",
-            "--rootdir", str(suites), "-c", str(suites / "pytest.ini"), "-qq", "--tb=no"]
+    args = suite_args(suites)
     if select:
         args += ["-k", select]
     with contextlib.redirect_stdout(io.StringIO()) as output, contextlib.redirect_stderr(output):

@@ -262,6 +262,54 @@ def test_the_shared_properties_are_reported_under_each_exercise(zygote, course):
         "float64 inputs (and modules) give float64 results at float64 precision."}
 
 
+# ---------------------------------------------------------------- the CUDA path, checked on the CPU
+
+
+def test_a_worker_whose_cuda_cannot_start_is_a_grader_fault(monkeypatch, private_tmp, course):
+    """A worker asked for CUDA where CUDA cannot start (no device, no driver, a CPU build of torch) is the grader's
+    fault, said as such and never scored: not "your code exited while starting". CUDA_VISIBLE_DEVICES="" hides any
+    GPU, so this holds on every machine."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    zygote = Zygote()
+    try:
+        session = WorkerSession(zygote, str(SOLUTIONS), course.grading.limits, device="cuda")
+        with pytest.raises(GraderFault, match="CUDA did not start"):
+            session.run({"module": "softmax", "path": ["softmax"]}, (torch.ones(3),))
+        assert session.fault and "CUDA did not start" in session.fault
+    finally:
+        zygote.close()
+
+
+def test_the_device_is_resolved_before_grading(monkeypatch):
+    """auto is cuda where torch sees a GPU and cpu elsewhere; cuda without one, or another name, is a one-line error."""
+    from grader.grade import DeviceError, resolve_device
+    for present, expected in ((True, "cuda"), (False, "cpu")):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda present=present: present)
+        assert resolve_device("auto") == expected and resolve_device("cpu") == "cpu"
+    with pytest.raises(DeviceError, match="--device cuda was asked for, but torch sees no CUDA device here"):
+        resolve_device("cuda")
+    with pytest.raises(DeviceError, match="unknown device 'xla'"):
+        resolve_device("xla")
+
+
+def test_the_list_of_tests_and_their_points_do_not_depend_on_the_device(monkeypatch, course):
+    """The suites collect the same tests, with the same weights and kinds, for cpu and cuda, and none of them asks
+    torch.cuda or compares a device with "cuda": nothing is left out or paid differently on another device."""
+    from grader.suites.plugin import PLUGINS, GradingPlugin, suite_args
+    monkeypatch.setattr(sys, "path", [str(course.root), *sys.path])
+    collected = {}
+    for device in ("cpu", "cuda"):
+        plugin = GradingPlugin(WorkerSession(None, str(SOLUTIONS), course.grading.limits, device=device), course, device)
+        assert pytest.main([*suite_args(course.hidden_dir), "--collect-only"], plugins=[*PLUGINS, plugin]) == 0
+        collected[device] = plugin._about
+    assert collected["cpu"] == collected["cuda"] and len(collected["cpu"]) > 100
+    import ast
+    for path in sorted(course.hidden_dir.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            assert not (isinstance(node, ast.Attribute) and node.attr == "cuda"), f"{path.name}, line {node.lineno}"
+            assert not (isinstance(node, ast.Constant) and node.value == "cuda"), f"{path.name}, line {node.lineno}"
+
+
 def test_a_suite_with_skip_or_xfail_marks_is_refused(tmp_path, course, monkeypatch):
     """Grading leaves pytest's skipping plugin out: a suite whose test carries such a mark is refused, naming it."""
     monkeypatch.setattr(sys, "path", list(sys.path))  # collecting the suite puts tmp_path on it (sandboxes bind it)
