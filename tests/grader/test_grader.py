@@ -197,7 +197,7 @@ def assert_only(results: dict, module: str, at_most: float = 0.0):
 # ---------------------------------------------------------------- the references and the stubs
 
 
-def test_solutions_get_full_marks_on_every_exercise(zygote, course):
+def test_solutions_get_full_marks_on_every_exercise(tmp_path, zygote, course):
     """solutions/ graded as a submission: every exercise has full marks, and every test passes, each under a name of
     its own (a parametrized check's cases are told apart by their labels: "... (x100, float32).")."""
     results = grade(SOLUTIONS, course, zygote)
@@ -206,6 +206,10 @@ def test_solutions_get_full_marks_on_every_exercise(zygote, course):
     assert "softmax: Scores times 100 (float32 and float64) and around 1e4 (float32) give finite weights that match " \
            "the reference (x100, float32)." in names
     assert sum(name.startswith("causal: float16 and bfloat16") and name.endswith("(bfloat16).") for name in names) == 1
+    from grader.reports.feedback import write_feedback
+    assert write_feedback(dict(results, student="ref"), tmp_path) is None
+    page = (tmp_path / "feedback" / "ref.md").read_text(encoding="utf-8")
+    assert "match the reference (x100, float32)." in page and "match the reference (x100, float64)." in page
     for module, exercise in results["exercises"].items():
         assert exercise["score"] == exercise["max_score"], f"{module}: {feedback(results, module)}"
     assert results["score"] == results["max_score"] == course.total_points
