@@ -1,7 +1,9 @@
 """Advice: what a grade tells the student, in the words every report shares.
 
 The score line, the overview (notes and points per exercise), whether an exercise is complete or not started
-(``untouched``: only unfinished stubs failed), the stubs left, what to fix first and the line its feedback names.
+(``untouched``: only unfinished stubs failed), the one line for failures of one cause (``collapsed``: a problem
+that stopped the exercise, unfinished stubs, one feedback shared by every failure), the stubs left, what to fix
+first and the line its feedback names.
 """
 from __future__ import annotations
 
@@ -57,6 +59,26 @@ def not_started(stubs: list[str]) -> str:
     return f"not implemented yet: fill in {', '.join(stubs)}"
 
 
+def one_cause(feedbacks: list[str]) -> str:
+    """The line that stands for every failure of an exercise when they all have one cause (else ""): its stubs not
+    filled in yet (``not_started``), or the one feedback they all share (a name missing from the file, ...)."""
+    stubs = pending_stubs(feedbacks)
+    if stubs:
+        return not_started(stubs)
+    return feedbacks[0] if len(feedbacks) > 1 and len(set(feedbacks)) == 1 else ""
+
+
+def same_reason(count: int, ran: bool = True) -> str:
+    """The one line that stands for the checks a cause stops: ``17 checks not run for this reason``."""
+    return f"{count} check{'s' * (count != 1)} {'failed' if ran else 'not run'} for this reason"
+
+
+def collapsed(exercise: ExerciseScore) -> str:
+    """What the student reads once for the whole exercise when its failures have one cause, else "": the problem
+    that stopped it (a missing file, an import error, with its location), or ``one_cause``."""
+    return exercise.problem or one_cause([t.feedback for t in failures(exercise)])
+
+
 def untouched(exercise: ExerciseScore) -> bool:
     """True when every failure of the exercise comes from a stub not filled in yet."""
     return not exercise.problem and bool(pending_stubs([t.feedback for t in failures(exercise)]))
@@ -75,11 +97,9 @@ def failure_text(test: TestScore) -> str:
 
 def what_to_fix(exercise: ExerciseScore, limit: int = 3) -> str:
     """One paragraph for the student: the exercise's problem, or its first failures with their feedback."""
-    if exercise.problem:
-        return exercise.problem
+    if collapsed(exercise):
+        return collapsed(exercise)
     failed = failures(exercise)
-    if untouched(exercise):
-        return not_started(stubs_left(exercise))
     lines = [failure_text(t) for t in failed[:limit]]
     if len(failed) > limit:
         lines.append(f"... and {len(failed) - limit} more failed check(s)")

@@ -1,9 +1,10 @@
 """Feedback pages: a student's feedback as Markdown and HTML (batch writes ``feedback/<student>.md`` and ``.html``).
 
 The score is the final one; the overrides and the late penalty applied to it (``records.adjust``) are listed
-under it, each with its points and reason. Per exercise: its points, and each check with a "passed" or "failed" badge (a word and a colour, not an emoji), its
-points and, when it failed, its feedback; an exercise that could not run at all shows why, once, and one not
-started yet (every failure an unfinished stub) says so in one line. A submission that
+under it, each with its points and reason. Per exercise: its points, and each check with a "passed" or "failed"
+badge (a word and a colour, not an emoji), its points and, when it failed, its feedback; an exercise that could not
+run at all shows why, once, and one whose failures have one cause (unfinished stubs, a missing name) says it once;
+then their checks are one collapsed line (in HTML, a ``<details>`` that lists them). A submission that
 could not be graded gets one paragraph: what was wrong and what to do. Everything is read from the student's
 results.json; points are shown to two decimals (``advice.points``).
 """
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.reports.advice import not_started, pending_stubs, points
+from grader.reports.advice import one_cause, points, same_reason
 from grader.reports.files import write_atomic
 from grader.reports.page import html_page
 from grader.text import MAX_NAME, clean, html, markdown
@@ -39,7 +40,7 @@ class Section:
     points: str  # "7.5 / 10"
     problem: str  # why the whole exercise could not run, if so
     checks: list[Check]
-    pending: str = ""  # "not implemented yet: fill in ...": every failed check is an unfinished stub
+    cause: str = ""  # the one cause of every failed check, said once ("not implemented yet: fill in ...", ...)
 
 
 def write_feedback(data: dict, out: Path, titles: Mapping[str, str] | None = None, key: str | None = None) -> str | None:
@@ -97,10 +98,9 @@ def feedback_sections(data: dict, titles: Mapping[str, str]) -> list[Section]:
         checks = [Check(test["status"] == "passed", test["name"].split(": ", 1)[-1],
                         f"{points(test.get('score', 0))} / {points(test.get('max_score', 0))}", test["output"])
                   for test in by_exercise.get(module, [])]
-        stubs = pending_stubs([check.feedback for check in checks if not check.passed])
         sections.append(Section(module, titles.get(module, ""), f"{points(result['score'])} / "
                                 f"{points(result['max_score'])}", result.get("problem", ""), checks,
-                                not_started(stubs) if stubs else ""))
+                                one_cause([check.feedback for check in checks if not check.passed])))
     return sections
 
 
@@ -116,11 +116,10 @@ def _feedback_markdown(data: dict, sections: list[Section]) -> str:
     for section in sections:
         title = f" ({markdown(section.title, MAX_NAME)})" if section.title else ""
         lines += [f"## {markdown(section.module, MAX_NAME)}{title}: {section.points} points", ""]
-        if section.problem:
-            lines += [f"This exercise could not run: {markdown(section.problem)}", ""]
-            continue
-        if section.pending:
-            lines += [f"{_passed(section)}{markdown(section.pending)}", ""]
+        if section.problem or section.cause:
+            said = f"This exercise could not run: {markdown(section.problem)}" if section.problem else \
+                f"{_passed(section)}{markdown(section.cause)}"
+            lines += [said, "", f"{_same_reason(section)}.", ""]
             continue
         for check in section.checks:
             if check.passed:
@@ -147,11 +146,11 @@ def _feedback_html(data: dict, sections: list[Section]) -> str:
     for section in sections:
         heading = html(section.module, MAX_NAME) + (f": {html(section.title, MAX_NAME)}" if section.title else "")
         parts.append(f"<h2>{heading} <span class='muted'>{section.points} points</span></h2>")
-        if section.problem:
-            parts.append(f"<p class='problem'>This exercise could not run: {html(section.problem)}</p>")
-            continue
-        if section.pending:
-            parts.append(f"<p>{_passed(section)}{html(section.pending)}</p>")
+        if section.problem or section.cause:
+            parts.append(f"<p class='problem'>This exercise could not run: {html(section.problem)}</p>" if section.problem
+                         else f"<p>{_passed(section)}{html(section.cause)}</p>")
+            names = "".join(f"<li>{html(check.what)}</li>" for check in section.checks if not check.passed)
+            parts.append(f"<details><summary>{_same_reason(section)}</summary><ul>{names}</ul></details>")
             continue
         rows = [f"<tr class='{_word(check)}'><td><span class='badge {_word(check)}'>{_word(check)}</span></td>"
                 f"<td>{html(check.what)}" + ("" if check.passed else f"<p class='feedback'>{html(check.feedback)}</p>")
@@ -166,6 +165,11 @@ def _passed(section: Section) -> str:
     """How many checks of an unfinished exercise passed already, if any ("3 checks passed; ")."""
     passed = sum(check.passed for check in section.checks)
     return f"{passed} check{'s' * (passed != 1)} passed; " if passed else ""
+
+
+def _same_reason(section: Section) -> str:
+    """The one line that stands for the failed checks of a section with one cause (``advice.same_reason``)."""
+    return same_reason(sum(not check.passed for check in section.checks), ran=not section.problem)
 
 
 def _word(check: Check) -> str:

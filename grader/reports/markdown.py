@@ -5,11 +5,11 @@ from collections.abc import Mapping
 
 from grader.points import Grade
 from grader.reports.advice import (
+    collapsed,
     complete,
     failure_text,
     failures,
     points,
-    untouched,
     what_to_fix,
 )
 from grader.text import MAX_NAME, markdown
@@ -44,7 +44,7 @@ def markdown_summary(grade: Grade, *, title: str = "Grade", files: Mapping[str, 
         where = f"`{markdown(path, MAX_NAME, code=True)}`" + (f" line {line}" if line else "")
         out.append(f"**{number}. {markdown(exercise.title)}** ({where}): "
                    f"{points(exercise.score)} / {points(exercise.max_score)}")
-        if exercise.problem or untouched(exercise):
+        if collapsed(exercise):
             out += [f"- {markdown(what_to_fix(exercise))}", ""]
             continue
         out += [f"- {markdown(failure_text(test))}" for test in failures(exercise)]

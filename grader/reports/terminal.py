@@ -6,13 +6,14 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.points import Grade
-from grader.reports.advice import points, untouched, what_to_fix
+from grader.reports.advice import collapsed, points
 from grader.text import terminal
 
 
 def print_summary(grade: Grade, console: Console | None = None) -> None:
-    """A table per exercise, then each failure's message (an exercise that could not run at all, or that is not
-    started, its stubs still raising NotImplementedError: once, in the table).
+    """A table per exercise, then each failure's message (an exercise whose failures have one cause, ``collapsed``:
+    it could not run at all, its stubs still raise NotImplementedError, every failure says the same: once, in the
+    table).
 
     Every text is a rich ``Text`` (``text.terminal``): nothing of it is read as markup; messages are printed without
     inserted line breaks (soft wrap), so no part of one starts a line of the output (a workflow command in a log)."""
@@ -28,11 +29,11 @@ def print_summary(grade: Grade, console: Console | None = None) -> None:
         style = "green" if exercise.score == exercise.max_score else "red" if exercise.score == 0 else "yellow"
         table.add_row(exercise.module, Text(f"{points(exercise.score)}/{points(exercise.max_score)}", style=style),
                       f"{passed}/{len(applicable)}",
-                      terminal(what_to_fix(exercise) if untouched(exercise) else exercise.problem))
+                      terminal(collapsed(exercise)))
     for note in grade.notes:
         console.print(Text.assemble(("note:", "bold yellow"), " ", terminal(note)), soft_wrap=True)
     console.print(table)
-    broken = {e.module for e in grade.exercises if e.problem or untouched(e)}
+    broken = {e.module for e in grade.exercises if collapsed(e)}
     for test in grade.tests:
         if test.status == "failed" and test.exercise not in broken:
             console.print(Text.assemble(("✗", "red"), " ", (test.exercise, "bold"), ": ", terminal(test.doc),

@@ -8,6 +8,7 @@ calls on its own socket, one frame in, one frame out.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import importlib.util
@@ -27,6 +28,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from grader.sandbox import cgroup, wire
 from grader.sandbox.confine import SandboxUnavailable, confine, probe
+from grader.sandbox.dropout import KeyedDropout
 from grader.sandbox.lifeline import die_with_parent
 from grader.sandbox.limits import Limits
 from grader.sandbox.seed import seed_torch
@@ -149,7 +151,10 @@ def _run_worker(fd: int, request: dict, zygote: int, cgroup_paths: list[str], cp
             isolation = confine(request["submission"], Limits.model_validate(request["limits"]), require=request["require_sandbox"],
                                 expose_cuda=request["device"] == "cuda", keep_fds=[fd])
             if request["device"] == "cuda":  # CUDA's state and cuBLAS start here, not in the student's first call
-                torch.ones(2, 2, device="cuda").matmul(torch.ones(2, 2, device="cuda")).sum().item()
+                try:
+                    torch.ones(2, 2, device="cuda").matmul(torch.ones(2, 2, device="cuda")).sum().item()
+                except Exception as error:  # no driver or device, a CPU build of torch (AssertionError), ...
+                    raise RuntimeError(f"{type(error).__name__}: {error}") from error
         except (SandboxUnavailable, RuntimeError) as error:  # no student code has run: tell the grader why, then stop
             what = "the sandbox could not be set up" if isinstance(error, SandboxUnavailable) else "CUDA did not start"
             socket.socket(fileno=fd).sendall(wire.encode({"ok": False, "failure": {"kind": "sandbox", "message": f"{what}: {error}"}}))
@@ -323,7 +328,8 @@ class Worker:
             seed_torch(int(message["seed"]))
         names = frozenset(message.get("watch", []))
         watch, dispatch = Watch(names), Dispatch(names)
-        with watch, dispatch:  # every call alike: the grading process sends the course's whole watch list each time
+        keyed = KeyedDropout() if message.get("dropout") == "keyed" else contextlib.nullcontext()
+        with watch, dispatch, keyed:  # every call alike: the grading process sends the course's whole watch list each time
             value = function(*args, **kwargs)
         reply = {"ok": True, "value": value, "called": sorted(watch.seen | dispatch.seen), "ops": dispatch.count}
         if message.get("return_args"):

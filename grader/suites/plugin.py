@@ -28,6 +28,7 @@ from grader.sandbox.seed import seed_torch
 from grader.text import clean
 
 MAX_FEEDBACK = 600
+NOT_RUN = "not run: {module}.py could not be used (why is said once, beside the exercise's points)"
 # Only the plugins grading needs are loaded: a plugin installed beside the grader (pytest-randomly reorders and
 # reseeds, hypothesis' own plugin, ...) never changes a grade, and every plugin costs hook calls on each item.
 PLUGINS = (pytest_metadata.plugin, pytest_jsonreport.plugin)  # modules, not `-p` names: no entry-point scan
@@ -68,6 +69,15 @@ def _failure_text(excinfo: pytest.ExceptionInfo, style=None) -> str:
     return feedback(excinfo.value)
 
 
+def check_name(item, exercise: str) -> str:
+    """The check's name as every report shows it: its docstring's first line, and for a case of a parametrized test
+    the case's label, its id's parts but the exercise itself (``[x100-float32]`` -> "... (x100, float32).")."""
+    doc = (item.function.__doc__ or item.name).strip().splitlines()[0] if hasattr(item, "function") else item.name
+    callspec = getattr(item, "callspec", None)
+    label = ", ".join(part for part in callspec.id.split("-") if part != exercise) if callspec else ""
+    return f"{doc.rstrip('.')} ({label})." if label else doc
+
+
 # Marks that only pytest's skipping plugin acts on: grading leaves it out, so a suite must not use them.
 SKIPPING_MARKS = frozenset({"skip", "skipif", "xfail"})
 
@@ -104,9 +114,9 @@ class GradingPlugin:
             graded.append(item)
             item.repr_failure = _failure_text
             weight = item.get_closest_marker("weight")
-            doc = (item.function.__doc__ or item.name).strip().splitlines()[0] if hasattr(item, "function") else item.name
             self._about[item.nodeid] = {"exercise": exercise, "weight": float(weight.args[0]) if weight else 1.0,
-                                        "doc": doc, "kind": "rule" if item.get_closest_marker("rule") else "values"}
+                                        "doc": check_name(item, exercise),
+                                        "kind": "rule" if item.get_closest_marker("rule") else "values"}
         if left_out:
             config.hook.pytest_deselected(items=left_out)
             items[:] = graded
@@ -135,9 +145,14 @@ class GradingPlugin:
         return self._course
 
     def pytest_json_runtest_metadata(self, item, call):
+        """The test's exercise, weight, name and kind, and its feedback. A failure of an exercise whose module is
+        broken (missing, failed import) says only that it did not run: the problem itself, with its location, is
+        said once for the exercise (``ExerciseScore.problem``), not once per check."""
         metadata = dict(self._about[item.nodeid])
         if call.excinfo is not None:
-            metadata[f"feedback_{call.when}"] = feedback(call.excinfo.value)
+            broken = metadata["exercise"] in self._session.broken
+            text = NOT_RUN.format(module=metadata["exercise"]) if broken else feedback(call.excinfo.value)
+            metadata[f"feedback_{call.when}"] = text
             if isinstance(call.excinfo.value, CheckFailed) and call.excinfo.value.misconception:
                 metadata["misconception"] = call.excinfo.value.misconception
         return metadata
@@ -153,6 +168,15 @@ class GradingPlugin:
         self.report = json_report
 
 
+def suite_args(suites: Path) -> list[str]:
+    """pytest's arguments for running the suites in ``suites`` with the grading plugin (and ``PLUGINS``) alone."""
+    return [str(suites), "--disable-plugin-autoload",
+            *(arg for name in UNUSED_BUILTIN_PLUGINS for arg in ("-p", f"no:{name}")),
+            "--json-report", "--json-report-file=none",
+            "--json-report-omit", "collectors", "log", "traceback", "streams", "warnings",
+            "--rootdir", str(suites), "-c", str(suites / "pytest.ini"), "-qq", "--tb=no"]
+
+
 def run_suites(session: WorkerSession, course: Course, device: str, suites: Path | None = None,
                select: str | None = None) -> dict:
     """Run the suites (default: the course's tests/course/hidden) against the session's submission, only the tests
@@ -162,11 +186,7 @@ def run_suites(session: WorkerSession, course: Course, device: str, suites: Path
     session.watch = sorted({name for names in course.banned.values() for name in names})
     if str(course.root) not in sys.path:
         sys.path.insert(0, str(course.root))  # the suites import the references from the course's solutions/
-    args = [str(suites), "--disable-plugin-autoload",
-            *(arg for name in UNUSED_BUILTIN_PLUGINS for arg in ("-p", f"no:{name}")),
-            "--json-report", "--json-report-file=none",
-            "--json-report-omit", "collectors", "log", "traceback", "streams", "warnings",
-            "--rootdir", str(suites), "-c", str(suites / "pytest.ini"), "-qq", "--tb=no"]
+    args = suite_args(suites)
     if select:
         args += ["-k", select]
     with contextlib.redirect_stdout(io.StringIO()) as output, contextlib.redirect_stderr(output):

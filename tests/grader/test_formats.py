@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import jsonschema
@@ -236,8 +237,11 @@ def test_helpers(grade):
     assert feedback_line(qkv) is None and feedback_line(grade.exercises[0]) is None
     assert untouched(qkv) and not untouched(softmax) and not untouched(context)
     assert what_to_fix(context) == SYNTAX
-    many = ExerciseScore("causal", "Causal", 0, 10, "", [_test("causal", f"t{i}", f"d{i}", "failed", 0, 2, "f") for i in range(5)])
-    assert what_to_fix(many).splitlines() == ["d0: f", "d1: f", "d2: f", "... and 2 more failed check(s)"]
+    many = ExerciseScore("causal", "Causal", 0, 10, "", [_test("causal", f"t{i}", f"d{i}", "failed", 0, 2, f"f{i}")
+                                                          for i in range(5)])
+    assert what_to_fix(many).splitlines() == ["d0: f0", "d1: f1", "d2: f2", "... and 2 more failed check(s)"]
+    one = ExerciseScore("causal", "Causal", 0, 10, "", [_test("causal", f"t{i}", f"d{i}", "failed", 0, 2, "f") for i in range(5)])
+    assert what_to_fix(one) == "f"  # one cause (a missing name, say): said once
 
 
 def test_every_format_agrees_on_the_totals(grade):
@@ -291,7 +295,8 @@ def test_summary_reports_a_broken_exercise_once():
 
 def test_an_unfinished_exercise_is_one_line_in_every_output(grade, tmp_path):
     """Every failure of qkv is an unfinished stub: the terminal (grade, the ci log), the job summary and the feedback
-    pages say "not implemented yet: fill in qkv.project" once, and show none of its checks."""
+    pages say "not implemented yet: fill in qkv.project" once, and show its checks as one collapsed line (the HTML
+    page lists them in a closed <details>)."""
     import io
 
     from rich.console import Console
@@ -307,5 +312,33 @@ def test_an_unfinished_exercise_is_one_line_in_every_output(grade, tmp_path):
     pages = [(tmp_path / "feedback" / f"ann.{kind}").read_text() for kind in ("md", "html")]
     for text in (buffer.getvalue(), markdown_summary(grade), *pages):
         assert text.count("not implemented yet: fill in qkv.project") == 1, text
-        assert "qkv check" not in text and "fill in this stub" not in text
+        assert "qkv check" not in re.sub(r"<details>.*?</details>", "", text) and "fill in this stub" not in text
+    for page in pages:
+        assert page.count("3 checks failed for this reason") == 1
+    assert "<details><summary>3 checks failed for this reason</summary><ul><li>qkv check 0</li>" in pages[1]
     assert "large scores stay finite" in buffer.getvalue()  # a real failure is still shown in full
+
+
+def test_a_missing_name_is_said_once_in_every_output(tmp_path):
+    """Every failure of quiz has the same feedback (a missing name): the terminal, the job summary and the feedback
+    pages say it once, and its checks are one collapsed line; a failure with a feedback of its own is shown."""
+    import io
+
+    from rich.console import Console
+
+    from grader.reports.feedback import write_feedback
+    from grader.reports.terminal import print_summary
+
+    missing = "quiz.quiz_answer: not found in your code"
+    tests = [_test("quiz", f"t{n}", f"quiz check {n}", "failed", 0, 2, missing) for n in range(4)]
+    grade = Grade([ExerciseScore("quiz", "Quiz", 2, 10, "", [*tests, _test("quiz", "t4", "ok", "passed", 2, 2)]),
+                   ExerciseScore("qkv", "QKV", 0, 4, "", [_test("qkv", "q", "values", "failed", 0, 4, "values differ")])])
+    buffer = io.StringIO()
+    print_summary(grade, Console(file=buffer, width=300, color_system=None))
+    data = dict(results(grade, execution_time=1.0, device="cpu", sha256=SHA), student="ann")
+    assert write_feedback(data, tmp_path) is None
+    pages = [(tmp_path / "feedback" / f"ann.{kind}").read_text() for kind in ("md", "html")]
+    for text in (buffer.getvalue(), markdown_summary(grade), *pages):
+        assert text.count("not found in your code") == 1 and "values differ" in text, text  # (Markdown escapes _)
+        assert "quiz check" not in re.sub(r"<details>.*?</details>", "", text)
+    assert all("1 check passed; quiz." in page and "4 checks failed for this reason" in page for page in pages)

@@ -197,13 +197,44 @@ def assert_only(results: dict, module: str, at_most: float = 0.0):
 # ---------------------------------------------------------------- the references and the stubs
 
 
-def test_solutions_get_full_marks_on_every_exercise(zygote, course):
-    """solutions/ graded as a submission: every exercise has full marks, and every test passes."""
+def test_solutions_get_full_marks_on_every_exercise(tmp_path, zygote, course):
+    """solutions/ graded as a submission: every exercise has full marks, and every test passes, each under a name of
+    its own (a parametrized check's cases are told apart by their labels: "... (x100, float32).")."""
     results = grade(SOLUTIONS, course, zygote)
+    names = [t["name"] for t in results["tests"]]
+    assert len(set(names)) == len(names), sorted(n for n in names if names.count(n) > 1)
+    assert "softmax: Scores times 100 (float32 and float64) and around 1e4 (float32) give finite weights that match " \
+           "the reference (x100, float32)." in names
+    assert sum(name.startswith("causal: float16 and bfloat16") and name.endswith("(bfloat16).") for name in names) == 1
+    from grader.reports.feedback import write_feedback
+    assert write_feedback(dict(results, student="ref"), tmp_path) is None
+    page = (tmp_path / "feedback" / "ref.md").read_text(encoding="utf-8")
+    assert "match the reference (x100, float32)." in page and "match the reference (x100, float64)." in page
     for module, exercise in results["exercises"].items():
         assert exercise["score"] == exercise["max_score"], f"{module}: {feedback(results, module)}"
     assert results["score"] == results["max_score"] == course.total_points
     assert all(t["status"] == "passed" for t in results["tests"]), [t for t in results["tests"] if t["status"] != "passed"][:3]
+
+
+def test_keyed_dropout_is_a_function_of_each_value_alone():
+    """Under KeyedDropout every dropout (the module, F.dropout, torch.dropout, in place or not) drops the same
+    values whatever the tensor's layout, draws nothing, scales the kept ones by 1 / (1 - p) and is off in eval mode."""
+    from grader.sandbox.dropout import KeyedDropout
+    weights = torch.softmax(torch.randn(2, 3, 5, 5, dtype=torch.float64), dim=-1)
+    module = torch.nn.Dropout(0.5)
+    state = torch.random.get_rng_state()
+    with KeyedDropout():
+        dropped = module(weights)
+        layouts = [torch.nn.functional.dropout(weights.permute(0, 2, 3, 1).contiguous(), 0.5).permute(0, 3, 1, 2),
+                   torch.dropout(weights.flatten(0, 1), 0.5, True).view_as(weights),
+                   torch.nn.Dropout(0.5, inplace=True)(weights.mT.clone()).mT]
+        off = [module.eval()(weights), torch.nn.functional.dropout(weights, 0.5, training=False)]
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert all(torch.equal(other, dropped) for other in layouts)
+    assert all(torch.equal(other, weights) for other in off)
+    kept = dropped != 0
+    assert 0.3 < kept.double().mean() < 0.7
+    assert torch.allclose(dropped[kept], 2 * weights[kept])
 
 
 def test_every_submission_is_graded_on_the_same_list_of_tests(tmp_path, zygote, course):
@@ -233,6 +264,54 @@ def test_the_shared_properties_are_reported_under_each_exercise(zygote, course):
     assert all(t.doc.endswith(".") and t.weight == 1 for t in tests)
     assert {t.doc for t in tests if "float64_kept" in t.name} == {
         "float64 inputs (and modules) give float64 results at float64 precision."}
+
+
+# ---------------------------------------------------------------- the CUDA path, checked on the CPU
+
+
+def test_a_worker_whose_cuda_cannot_start_is_a_grader_fault(monkeypatch, private_tmp, course):
+    """A worker asked for CUDA where CUDA cannot start (no device, no driver, a CPU build of torch) is the grader's
+    fault, said as such and never scored: not "your code exited while starting". CUDA_VISIBLE_DEVICES="" hides any
+    GPU, so this holds on every machine."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    zygote = Zygote()
+    try:
+        session = WorkerSession(zygote, str(SOLUTIONS), course.grading.limits, device="cuda")
+        with pytest.raises(GraderFault, match="CUDA did not start"):
+            session.run({"module": "softmax", "path": ["softmax"]}, (torch.ones(3),))
+        assert session.fault and "CUDA did not start" in session.fault
+    finally:
+        zygote.close()
+
+
+def test_the_device_is_resolved_before_grading(monkeypatch):
+    """auto is cuda where torch sees a GPU and cpu elsewhere; cuda without one, or another name, is a one-line error."""
+    from grader.grade import DeviceError, resolve_device
+    for present, expected in ((True, "cuda"), (False, "cpu")):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda present=present: present)
+        assert resolve_device("auto") == expected and resolve_device("cpu") == "cpu"
+    with pytest.raises(DeviceError, match="--device cuda was asked for, but torch sees no CUDA device here"):
+        resolve_device("cuda")
+    with pytest.raises(DeviceError, match="unknown device 'xla'"):
+        resolve_device("xla")
+
+
+def test_the_list_of_tests_and_their_points_do_not_depend_on_the_device(monkeypatch, course):
+    """The suites collect the same tests, with the same weights and kinds, for cpu and cuda, and none of them asks
+    torch.cuda or compares a device with "cuda": nothing is left out or paid differently on another device."""
+    from grader.suites.plugin import PLUGINS, GradingPlugin, suite_args
+    monkeypatch.setattr(sys, "path", [str(course.root), *sys.path])
+    collected = {}
+    for device in ("cpu", "cuda"):
+        plugin = GradingPlugin(WorkerSession(None, str(SOLUTIONS), course.grading.limits, device=device), course, device)
+        assert pytest.main([*suite_args(course.hidden_dir), "--collect-only"], plugins=[*PLUGINS, plugin]) == 0
+        collected[device] = plugin._about
+    assert collected["cpu"] == collected["cuda"] and len(collected["cpu"]) > 100
+    import ast
+    for path in sorted(course.hidden_dir.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            assert not (isinstance(node, ast.Attribute) and node.attr == "cuda"), f"{path.name}, line {node.lineno}"
+            assert not (isinstance(node, ast.Constant) and node.value == "cuda"), f"{path.name}, line {node.lineno}"
 
 
 def test_a_suite_with_skip_or_xfail_marks_is_refused(tmp_path, course, monkeypatch):
@@ -327,6 +406,37 @@ def test_an_import_error_loses_only_its_exercise_naming_file_and_line(tmp_path, 
     problem = next(line for line in results["output"].splitlines() if line.startswith("causal:"))
     assert "ModuleNotFoundError" in problem and "numpyy" in problem, problem
     assert "causal.py" in problem and f"line {NOT_IMPORTABLE_LINE}" in problem, problem
+
+
+def test_an_import_error_is_said_once_in_every_output(tmp_path, zygote, course):
+    """causal.py does not import: results.json (Gradescope's output and the tests' outputs), the terminal, the job
+    summary and the feedback pages name the error and its line once; each check of causal says only that it did not
+    run (the same points are lost), and the pages show them as one collapsed line."""
+    import io
+
+    from rich.console import Console
+
+    from grader.reports.feedback import write_feedback
+    from grader.reports.markdown import markdown_summary
+    from grader.reports.terminal import print_summary
+    from grader.suites.plugin import NOT_RUN
+
+    outcome = grade_submission(submission(tmp_path, causal=NOT_IMPORTABLE_CAUSAL), course, zygote)
+    results = dict(outcome.results, student="ann")
+    causal = [t for t in results["tests"] if "causal" in t["tags"]]
+    assert len(causal) > 10 and all(t["status"] == "failed" and t["score"] == 0 for t in causal)
+    assert {t["output"] for t in causal} == {NOT_RUN.format(module="causal")}
+    buffer = io.StringIO()
+    print_summary(outcome.grade, Console(file=buffer, width=400, color_system=None))
+    assert write_feedback(results, tmp_path) is None
+    pages = [(tmp_path / "feedback" / f"ann.{kind}").read_text() for kind in ("md", "html")]
+    gradescope = "\n".join([results["output"], *(t["output"] for t in results["tests"])])
+    where = f"causal.py, line {NOT_IMPORTABLE_LINE}"
+    for text in (gradescope, buffer.getvalue(), markdown_summary(outcome.grade), *pages):
+        assert text.count(where) == 1 and text.count("No module named") == 1, text
+    for page in pages:
+        assert f"{len(causal)} checks not run for this reason" in page
+    assert "<details><summary>" in pages[1] and causal[0]["name"].split(": ", 1)[1] in pages[1]
 
 
 def test_missing_files_names_and_wrong_signatures_cost_only_their_points(tmp_path, zygote, course):

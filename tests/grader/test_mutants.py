@@ -175,6 +175,15 @@ def test_each_bug_fails_its_own_tests(grade):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("variant", [v for v in of_kind("buggy") if v.name == "dropout_always"], ids=variant_id)
+def test_dropout_in_eval_mode_fails_that_check_only(grade, variant):
+    """Dropout left on in eval mode fails the eval-mode dropout check, and no other (training mode included: the
+    check there accepts any dropout applied once to the weights)."""
+    failed = [t.name.split("::")[-1] for t in failures(grade(variant), variant.module)]
+    assert failed == ["test_dropout_eval"], failed
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", of_kind("correct"), ids=variant_id)
 def test_correct_variant_gets_full_marks(grade, variant):
     """A correct variant in another style gets full marks."""

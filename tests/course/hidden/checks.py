@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from grader.sandbox.dropout import KeyedDropout, keyed_dropout
 from grader.sandbox.problems import StudentError
 from grader.sandbox.proxy import CallResult, RemoteObject, load_params_step
 from grader.sandbox.seed import seed_torch
@@ -451,6 +452,57 @@ def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, 
         steps.append((({**built, "path": [mode]}, (), None, {"handles": True}), f"{what}.{mode}()"))
     built = run_all(constructor._session, [call for call, _ in steps], [label for _, label in steps], "construction")
     return expect_object(built[0].value, what, "construction")
+
+
+def dropout_in_training(module: RemoteObject, reference: torch.nn.Module, x: torch.Tensor, *, what: str, on: str,
+                        course, generic: str) -> None:
+    """In training mode, the student's ``module`` gives the ``reference``'s result when both run with keyed dropout
+    (``grader.sandbox.dropout``: each entry kept or dropped as a function of its value): dropout acts once, on the
+    attention weights, in whatever layout and order. Where it does not and the module is wrong in eval mode too,
+    the values checks report the mistake, and this check says so."""
+    got = attempt(lambda: module.run(args=(x,), dropout="keyed").value, what, on)
+    plain = module_reference(reference.eval(), x)
+    with torch.no_grad(), KeyedDropout():
+        want = reference.train()(x)
+    p = reference.dropout.p
+    hints = [Hint("dropout is not applied in training mode: apply self.dropout to the attention weights (nn.Dropout "
+                  "is active after .train()).", lambda: plain),
+             Hint("dropout acts on the output: apply self.dropout to the attention weights right after the softmax, "
+                  "not to the result.", lambda: keyed_dropout(plain, p))]
+    try:
+        close(got, want, what=f"{what} in training mode", on=on, course=course, hints=hints, generic=generic)
+    except CheckFailed:
+        evaluated = run_all(module._session, [({**module._target, "path": ["eval"]}, (), None, {"handles": True}),
+                                              (module._target, (x,), None, {})], what, on)
+        try:
+            close(evaluated[1].value, plain, what=what, on=on, course=course)
+        except CheckFailed:
+            raise CheckFailed(f"{what} in training mode: not judged yet: the result in eval mode is wrong too (the "
+                              f"values checks say what); dropout is checked once it is right.") from None
+        raise
+
+
+def dropout_off_in_eval(module: RemoteObject, without: RemoteObject, x: torch.Tensor, *, what: str, on: str,
+                        course) -> None:
+    """In eval mode, the student's ``module`` (dropout 0.5) gives the result of ``without`` (the same module and
+    parameters, dropout 0) under two random states: dropout does nothing, whatever the result is. A call that raises
+    or returns no tensor is the values checks' to report (an unfinished stub is said as such)."""
+    try:
+        results = module._session.run_many([(module._target, (x,), None, {"seed": 1}),
+                                            (module._target, (x,), None, {"seed": 2}),
+                                            (without._target, (x,), None, {"seed": 1})])
+    except StudentError as error:
+        if error.info.get("type") == "NotImplementedError":
+            raise failed(error, what, on) from None
+        raise CheckFailed(f"{what} in eval mode: {DEFERRED}.") from None
+    got = [result.value for result in results]
+    if not all(isinstance(g, torch.Tensor) for g in got) or len({tuple(g.shape) for g in got}) != 1:
+        raise CheckFailed(f"{what} in eval mode: {DEFERRED}.")
+    rtol, atol = tolerance(course, x.dtype)
+    if not all(torch.allclose(_as64(g), _as64(got[2]), rtol, atol, equal_nan=True) for g in got[:2]):
+        raise CheckFailed(f"{what} in eval mode changes with the dropout rate or the random state ({on}: dropout 0.5 "
+                          f"against 0). Hint: dropout must be off in eval mode: use the nn.Dropout module "
+                          f"(self.dropout), or F.dropout(..., training=self.training).")
 
 
 def wide(module: torch.nn.Module) -> torch.nn.Module:

@@ -134,38 +134,26 @@ def test_no_peeking(student, course, device, drawn):
 @S.examples(3)
 @given(case=S.multihead_cases())
 def test_dropout_training(student, course, device, case):
-    """In training mode, dropout acts on the attention weights (same seed: same result as the reference)."""
+    """In training mode, dropout acts once on the attention weights (in any layout, drawn in any order)."""
     reference = _reference(case, device, dropout=0.5).double()
     module = _student(student, reference, case, device, dtype=torch.float64, dropout=0.5, mode="train")
     x = case.randn(case.B, case.T, case.d_in, dtype=torch.float64, device=device)
     on = _on(x, case.heads, case.T + case.extra_context) + ", training mode, dropout 0.5"
-    got = C.attempt(lambda: module.run(args=(x,), seed=case.seed).value, WHAT, on)
-    reference.train()
-    C.seed(case.seed)
-    want = reference(x).detach()
-    eval_out = C.module_reference(reference.eval(), x)
-    C.close(got, want, what=WHAT + " in training mode", on=on, course=course,
-            hints=[C.Hint("dropout is not applied in training mode: apply self.dropout to the attention weights.",
-                          lambda: eval_out)],
-            generic="if the checks in eval mode fail too, fix those first; otherwise apply self.dropout once, to the "
-                    "(B, num_heads, T, T) attention weights right after the softmax (not to the context or the output), "
-                    "and draw no other random numbers in forward.")
+    C.dropout_in_training(module, reference, x, what=WHAT, on=on, course=course,
+                          generic="apply self.dropout once, to the attention weights of every head right after the "
+                                  "softmax (not to the scores, the context or the output).")
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 def test_dropout_eval(student, course, device):
-    """In eval mode, dropout does nothing: the result is deterministic and equals the reference."""
+    """In eval mode, dropout does nothing: the result depends neither on the dropout rate nor on the random state."""
     C.seed(course.seed)
     reference = ref.MultiHeadAttention(3, 6, 5, 0.5, 3).to(device)
-    module = C.twin(student.multihead.MultiHeadAttention, reference, 3, 6, 5, 0.5, 3, what="MultiHeadAttention",
-                    device=device, mode="eval")
+    module, without = (C.twin(student.multihead.MultiHeadAttention, reference, 3, 6, 5, p, 3,
+                              what="MultiHeadAttention", device=device, mode="eval") for p in (0.5, 0.0))
     x = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(course.seed)).to(device)
-    on = _on(x, 3, 5) + ", eval mode, dropout 0.5"
-    for seed in (1, 2):
-        got = C.attempt(lambda: module.run(args=(x,), seed=seed).value, WHAT, on)
-        C.close(got, C.module_reference(reference.eval(), x), what=WHAT + " in eval mode", on=on, course=course,
-                generic="dropout must be off in eval mode: use the nn.Dropout module (self.dropout), or "
-                        "F.dropout(..., training=self.training).")
+    C.dropout_off_in_eval(module, without, x, what=WHAT, on=_on(x, 3, 5) + ", eval mode", course=course)
 
 
 @pytest.mark.rule

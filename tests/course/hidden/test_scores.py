@@ -53,7 +53,7 @@ BROADCASTS = [((3,), ()), ((), (4,)), ((2, 1), (3,)), ((4, 1), (1, 3))]
 
 
 @pytest.mark.weight(1)
-@pytest.mark.parametrize("lead_q, lead_k", BROADCASTS, ids=["keys-unbatched", "queries-unbatched", "2-vs-1", "1-vs-1"])
+@pytest.mark.parametrize("lead_q, lead_k", BROADCASTS, ids=["unbatched keys", "unbatched queries", "2 vs 1 leading dims", "1 vs 1 leading dims"])
 def test_attention_scores_broadcasts_leading_dims(student, course, device, lead_q, lead_k):
     """attention_scores broadcasts the leading dims of queries and keys."""
     g = torch.Generator().manual_seed(course.seed)

@@ -349,6 +349,9 @@ ok("causal", "where_float_mask", "causal with a float tril buffer, torch.where a
     'self.register_buffer("mask", torch.tril(torch.ones(context_length, context_length)))'),
    (CF, "scores = torch.where(self.mask[:T, :T] == 1, scores, float('-inf'))"),
    (CW, "weights = nn.functional.dropout(torch.softmax(scores, dim=-1), p=self.dropout.p, training=self.training)"))
+ok("causal", "dropout_transposed", "causal with torch.dropout on a transposed copy of the weights (another layout in "
+   "memory, so the random numbers fall in another order)",
+   (CW, "weights = torch.dropout(torch.softmax(scores, dim=-1).mT.contiguous(), self.dropout.p, self.training).mT"))
 
 # ------------------------------------------------------------------ multihead
 SPLIT = "return t.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)"
@@ -396,3 +399,10 @@ ok("multihead", "nanogpt_bias", "multihead with a float (1, 1, T, T) tril buffer
 ok("multihead", "contiguous_view", "multihead with unflatten/permute to split and contiguous().view to merge",
    (SPLIT, "return t.unflatten(-1, (self.num_heads, self.head_dim)).permute(0, 2, 1, 3)"),
    (MERGE, "context = (weights @ values).transpose(1, 2).contiguous().view(B, T, self.num_heads * self.head_dim)"))
+ok("multihead", "dropout_flat_heads", "multihead with dropout on the weights flattened to (B * heads, T, T)",
+   (MW, "weights = self.dropout(torch.softmax(scores, dim=-1).flatten(0, 1)).view(B, self.num_heads, T, T)"))
+ok("multihead", "dropout_heads_last", "multihead with F.dropout on a (B, T, T, heads) copy of the weights, permuted back",
+   (MW, "weights = nn.functional.dropout(torch.softmax(scores, dim=-1).permute(0, 2, 3, 1).contiguous(), "
+        "self.dropout.p, self.training).permute(0, 3, 1, 2)"))
+bug("multihead", "dropout_always", "MultiHeadAttention applies dropout in eval mode too",
+    (MW, "weights = nn.functional.dropout(torch.softmax(scores, dim=-1), self.dropout.p, training=True)"))
