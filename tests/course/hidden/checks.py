@@ -466,9 +466,9 @@ def dropout_in_training(module: RemoteObject, reference: torch.nn.Module, x: tor
         want = reference.train()(x)
     p = reference.dropout.p
     hints = [Hint("dropout is not applied in training mode: apply self.dropout to the attention weights (nn.Dropout "
-                  "is active after .train()).", lambda: plain),
+                  "is active after .train()).", lambda: plain, "dropout.not_applied"),
              Hint("dropout acts on the output: apply self.dropout to the attention weights right after the softmax, "
-                  "not to the result.", lambda: keyed_dropout(plain, p))]
+                  "not to the result.", lambda: keyed_dropout(plain, p), "dropout.on_output")]
     try:
         close(got, want, what=f"{what} in training mode", on=on, course=course, hints=hints, generic=generic)
     except CheckFailed:
@@ -499,7 +499,7 @@ def dropout_off_in_eval(module: RemoteObject, without: RemoteObject, x: torch.Te
     if not all(isinstance(g, torch.Tensor) for g in got) or len({tuple(g.shape) for g in got}) != 1:
         raise CheckFailed(f"{what} in eval mode: {DEFERRED}.")
     rtol, atol = tolerance(course, x.dtype)
-    if not all(torch.allclose(_as64(g), _as64(got[2]), rtol, atol, equal_nan=True) for g in got[:2]):
+    if not all(torch.allclose(as64(g), as64(got[2]), rtol, atol, equal_nan=True) for g in got[:2]):
         raise CheckFailed(f"{what} in eval mode changes with the dropout rate or the random state ({on}: dropout 0.5 "
                           f"against 0). Hint: dropout must be off in eval mode: use the nn.Dropout module "
                           f"(self.dropout), or F.dropout(..., training=self.training).")

@@ -319,7 +319,8 @@ bug("causal", "mask_not_sliced", "CausalAttention does not slice the mask to the
 bug("causal", "dropout_always", "CausalAttention applies dropout in eval mode too",
     (CW, "weights = torch.nn.functional.dropout(torch.softmax(scores, dim=-1), self.dropout.p, training=True)"))
 bug("causal", "dropout_on_output", "CausalAttention applies dropout to the output, not to the weights",
-    (CW, "weights = torch.softmax(scores, dim=-1)"), ("return weights @ values  # (B, T, d_out)", "return self.dropout(weights @ values)"))
+    (CW, "weights = torch.softmax(scores, dim=-1)"), ("return weights @ values  # (B, T, d_out)", "return self.dropout(weights @ values)"),
+    shows=("dropout.on_output",))
 bug("causal", "scale_by_d_in", "CausalAttention scales by sqrt(d_in) instead of sqrt(d_out)",
     (CS, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(x.shape[-1])"), shows=("causal.scale_by_d_in",))
 bug("causal", "scale_by_d_out", "CausalAttention divides the scores by d_out itself, not by its square root",
@@ -374,7 +375,8 @@ bug("multihead", "no_divisibility_check", "MultiHeadAttention floors d_out // nu
             raise ValueError(f"d_out ({d_out}) must be divisible by num_heads ({num_heads})")
 """, ""))
 bug("multihead", "dropout_after_out_proj", "MultiHeadAttention applies dropout to the output instead of the weights",
-    (MW, "weights = torch.softmax(scores, dim=-1)"), ("return self.out_proj(context)  # (B, T, d_out)", "return self.dropout(self.out_proj(context))"))
+    (MW, "weights = torch.softmax(scores, dim=-1)"), ("return self.out_proj(context)  # (B, T, d_out)", "return self.dropout(self.out_proj(context))"),
+    shows=("dropout.on_output",))
 bug("multihead", "wrong_triangle", "MultiHeadAttention's mask keeps the upper triangle (triu)",
     ('torch.ones(context_length, context_length, dtype=torch.bool).tril()', 'torch.ones(context_length, context_length, dtype=torch.bool).triu()'), shows=("multihead.wrong_triangle",))
 bug("multihead", "out_proj_first", "MultiHeadAttention creates out_proj before the three projections",
