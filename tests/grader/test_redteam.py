@@ -79,3 +79,13 @@ def test_a_reply_pins_no_more_than_its_own_frame_while_checks_fail(tmp_path):
     pad = 128
     peaks = {trick: grading_peak_mib(hostile_submission(tmp_path, trick)) for trick in ("zeros", "pinned_padding")}
     assert peaks["pinned_padding"] <= peaks["zeros"] + 2 * pad, peaks
+
+
+def test_an_infinite_gradient_is_no_right_gradient(tmp_path, zygote, course):  # noqa: F811
+    """A trick earns nothing: a rule holds only where it is checked (SECURITY.md, "What comes back"): quiz.py with
+    right values and gradients that are 0 but for one +inf entry (tests/grader/hostile/infinite_gradient) used to pass
+    the autograd check, whose two sides were both infinite (inf <= inf); the check fails as it does for zeros alone."""
+    results = grade(hostile_submission(tmp_path, "infinite_gradient"), course, zygote, "quiz")
+    autograd = [t for t in results["tests"] if "quiz" in t["tags"] and t["name"].startswith("quiz: Gradients reach")]
+    assert [t["status"] for t in autograd] == ["failed"], outputs(results)
+    assert results["exercises"]["quiz"]["score"] < results["exercises"]["quiz"]["max_score"]
