@@ -40,10 +40,8 @@ def exercises_folder(checkout: Path) -> Path:
 
 
 def _relative(path: Path, workspace: Path) -> str:
-    try:
-        return path.resolve().relative_to(workspace.resolve()).as_posix()
-    except ValueError:
-        return os.path.relpath(path.resolve(), workspace.resolve()).replace(os.sep, "/")
+    """``path`` from the workspace, as written: the student's links are never followed (a link loop would raise)."""
+    return os.path.relpath(os.path.abspath(path), os.path.abspath(workspace)).replace(os.sep, "/")
 
 
 def _stub_line(path: Path, target: str) -> int:

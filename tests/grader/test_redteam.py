@@ -89,3 +89,26 @@ def test_an_infinite_gradient_is_no_right_gradient(tmp_path, zygote, course):  #
     autograd = [t for t in results["tests"] if "quiz" in t["tags"] and t["name"].startswith("quiz: Gradients reach")]
     assert [t["status"] for t in autograd] == ["failed"], outputs(results)
     assert results["exercises"]["quiz"]["score"] < results["exercises"]["quiz"]["max_score"]
+
+
+def test_a_link_loop_in_a_checkout_costs_only_its_exercise(tmp_path, zygote, capsys):  # noqa: F811
+    """Nothing handed in crashes the grader: malformed input ends in a one-line message and costs that file's exercise
+    (SECURITY.md, "What must hold" 5): a handout checkout whose exercises/quiz.py is a link to itself used to crash
+    `grader ci` with a traceback (the annotation's path was resolved through the link), in its fallback too, so the
+    commit got no grade at all; it is graded, quiz.py refused as a symbolic link."""
+    import io
+    import shutil
+
+    from grader import ROOT
+    from grader.ci import run_ci
+
+    exercises = tmp_path / "checkout" / "exercises"
+    shutil.copytree(ROOT / "solutions", exercises, ignore=shutil.ignore_patterns("__pycache__"))
+    (exercises / "quiz.py").unlink()
+    (exercises / "quiz.py").symlink_to("quiz.py")
+    out = io.StringIO()
+    status = run_ci(tmp_path / "checkout", env={"GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(tmp_path / "checkout")}, stdout=out,
+                    zygote=zygote, assignment="05_quiz")
+    assert status == 0, capsys.readouterr().err
+    assert "quiz.py is a symbolic link" in out.getvalue() and "Score: 0/10" in out.getvalue(), out.getvalue()
+    assert "::error file=exercises/quiz.py" in out.getvalue(), out.getvalue()
