@@ -342,7 +342,8 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
             progress.advance(counts)
 
     def submit(executor: Executor, entry: Entry) -> Future:
-        return executor.submit(grade_job, entry.student, str(entry.path.resolve()), str(Path(course_file).resolve()),
+        # The entry's path as written (abspath): resolving it follows the student's links, and a loop would raise.
+        return executor.submit(grade_job, entry.student, os.path.abspath(entry.path), str(Path(course_file).resolve()),
                                device, require_sandbox, None if dask else str(staging.resolve()), entry.assignment)
 
     def fault(entry: Entry, message: str) -> None:

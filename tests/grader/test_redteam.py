@@ -112,3 +112,23 @@ def test_a_link_loop_in_a_checkout_costs_only_its_exercise(tmp_path, zygote, cap
     assert status == 0, capsys.readouterr().err
     assert "quiz.py is a symbolic link" in out.getvalue() and "Score: 0/10" in out.getvalue(), out.getvalue()
     assert "::error file=exercises/quiz.py" in out.getvalue(), out.getvalue()
+
+
+def test_a_link_loop_in_one_submission_stops_no_classmate(tmp_path):
+    """A student cannot stop or delay the grading of anyone else; malformed input gets a one-line error (SECURITY.md,
+    "What must hold" 4 and 5): in nbgrader's layout, bob's 05_quiz.ipynb is a link to itself. `grader batch` resolved
+    each submission's path through its links before handing it to a job, and the loop's RuntimeError stopped the
+    whole batch before anyone was graded; now alice is graded and bob's record says why his is not."""
+    import shutil
+
+    from grader import ROOT
+    from grader.batch import run_batch
+    from grader.course import COURSE_FILE
+
+    klass = tmp_path / "submitted"
+    shutil.copytree(ROOT / "nbgrader" / "source" / "05_quiz", klass / "alice" / "05_quiz")
+    (klass / "bob" / "05_quiz").mkdir(parents=True)
+    (klass / "bob" / "05_quiz" / "05_quiz.ipynb").symlink_to("05_quiz.ipynb")
+    rows = {row["student"]: row for row in run_batch(klass, tmp_path / "out", course_file=COURSE_FILE)}
+    assert rows["alice"]["status"] == "graded" and rows["alice"]["score"] == 10, rows
+    assert "symbolic link" in rows["bob"]["status"], rows
