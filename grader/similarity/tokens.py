@@ -211,7 +211,7 @@ def normalize(text: str, stub: frozenset[tuple[str, ...]] = frozenset()) -> Norm
             unit = container[1]
         for kept in [*decorators, line]:
             symbols, rows = _symbols(kept.tokens, imported, attributes)
-            if tuple(symbols) in stub:
+            if not symbols or tuple(symbols) in stub:  # a line of parentheses alone (``()``) says nothing
                 continue
             step = kept.depth - previous_depth.setdefault(id(unit), kept.depth)
             unit.symbols += ["{" if step > 0 else "}"] * abs(step) + symbols + [";"]

@@ -132,3 +132,21 @@ def test_a_link_loop_in_one_submission_stops_no_classmate(tmp_path):
     rows = {row["student"]: row for row in run_batch(klass, tmp_path / "out", course_file=COURSE_FILE)}
     assert rows["alice"]["status"] == "graded" and rows["alice"]["score"] == 10, rows
     assert "symbolic link" in rows["bob"]["status"], rows
+
+
+def test_a_line_of_parentheses_alone_stops_no_class_report(tmp_path):
+    """Nothing handed in crashes the grader (SECURITY.md, "What must hold" 5; the similarity row of "What is
+    isolated"): bob's quiz.py holds a line `()` (tests/grader/hostile/empty_tuple_line). The similarity check drops
+    parentheses, found an empty line and raised IndexError in the batch's own process after grading: no class summary,
+    no similarity report, a traceback. Both pages are written, and bob is graded like alice."""
+    from grader.batch import run_batch
+    from grader.course import COURSE_FILE
+
+    klass = tmp_path / "class"
+    klass.mkdir()
+    for student, trick in (("alice", "zeros"), ("bob", "empty_tuple_line")):
+        hostile_submission(tmp_path, trick).rename(klass / student)
+    rows = {row["student"]: row for row in run_batch(klass, tmp_path / "out", course_file=COURSE_FILE,
+                                                      assignment="05_quiz")}
+    assert rows["bob"]["status"] == "graded" and rows["bob"]["score"] == 10, rows
+    assert (tmp_path / "out" / "summary.html").is_file() and (tmp_path / "out" / "similarity.html").is_file()
