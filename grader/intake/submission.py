@@ -11,7 +11,9 @@ forked child bounded in CPU time, wall clock and memory (course.yaml's
 """
 from __future__ import annotations
 
+import codecs
 import hashlib
+import io
 import json
 import os
 import resource
@@ -21,6 +23,7 @@ import signal
 import stat
 import tempfile
 import time
+import tokenize
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -362,10 +365,24 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
         files = read_notebook(path, problems, notes, limits, course, covers)
     else:
         raise IntakeError(f"{_show(path.name)} is not a folder, a .zip or a .ipynb notebook")
+    for module in [m for m in files if _foreign_encoding(files[m])]:
+        problems[module] = (f"{module}.py declares the source encoding {_foreign_encoding(files.pop(module))} on a "
+                            "coding line: Python would run other code than the UTF-8 text the grader reads; remove "
+                            "that line and save the file as UTF-8")
     if not files and not problems:
         raise IntakeError(f"{_show(path.name or path)} holds none of the exercise files "
                           f"({', '.join(m + '.py' for m in course.modules)})")
     return Read(files, problems, notes, None if covers is None else sorted(covers), sources)
+
+
+def _foreign_encoding(data: bytes) -> str | None:
+    """The encoding other than UTF-8 that a PEP 263 coding line in ``data``'s first two lines declares, else None
+    (Python honours that line on import: UTF-7 text, say, is valid UTF-8 that runs as other code)."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:  # an unknown codec, or one that contradicts the BOM
+        return "that Python cannot use"
+    return None if codecs.lookup(encoding).name in ("utf-8", "utf-8-sig") else _show(repr(encoding))
 
 
 def digest(files: dict[str, bytes]) -> str:

@@ -150,3 +150,17 @@ def test_a_line_of_parentheses_alone_stops_no_class_report(tmp_path):
                                                       assignment="05_quiz")}
     assert rows["bob"]["status"] == "graded" and rows["bob"]["score"] == 10, rows
     assert (tmp_path / "out" / "summary.html").is_file() and (tmp_path / "out" / "similarity.html").is_file()
+
+
+def test_code_hidden_behind_a_coding_line_is_refused(tmp_path, course):  # noqa: F811
+    """Files must be UTF-8, and the similarity check reads each file as grading reads it (SECURITY.md, "What is
+    isolated": the files handed in, the similarity check): quiz.py declares `# coding: utf-7`
+    (tests/grader/hostile/utf7_disguise). As UTF-8, which the grader checks, fingerprints and compares, it is two
+    comment lines and `PARAMS = {}`; Python honours the coding line and runs a whole solution hidden in the comment.
+    It scored 10/10 in `grader batch` while the similarity check, comparing it with the very same code in plain text, flagged nothing;
+    now the file is refused with a line naming the coding line."""
+    from grader.intake.submission import read_submission
+
+    read = read_submission(hostile_submission(tmp_path, "utf7_disguise"), course.grading.intake, course)
+    assert "quiz" not in read.files and "softmax" in read.files
+    assert "declares the source encoding 'utf-7' on a coding line" in read.problems["quiz"], read.problems
