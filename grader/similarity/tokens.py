@@ -66,7 +66,8 @@ def logical_lines(text: str) -> tuple[list[_Line], str | None]:
     current: list[tuple[int, str, int]] = []
     depth = start_depth = fstrings = count = 0
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        # newline=None: lines end at \r too, as Python reads source (a file of \r alone is not one comment line)
+        for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline):
             kind = token.type
             if fstrings:  # inside an f-string (3.12+): its parts are one STRING
                 fstrings += (kind == _FSTRING_START) - (kind == _FSTRING_END)

@@ -164,3 +164,25 @@ def test_code_hidden_behind_a_coding_line_is_refused(tmp_path, course):  # noqa:
     read = read_submission(hostile_submission(tmp_path, "utf7_disguise"), course.grading.intake, course)
     assert "quiz" not in read.files and "softmax" in read.files
     assert "declares the source encoding 'utf-7' on a coding line" in read.problems["quiz"], read.problems
+
+
+def test_code_with_carriage_returns_alone_is_compared(tmp_path):
+    """The similarity check reads each file as grading reads it (SECURITY.md, the similarity row of "What is
+    isolated"): bob's quiz.py is alice's, its lines ended by a carriage return alone after a first line `#`. Python
+    ends lines at `\\r`; the similarity tokenizer did not, saw one comment line and compared nothing, so the copy went
+    unflagged while it scored 10/10. The pair is flagged."""
+    import json
+
+    from grader import ROOT
+    from grader.batch import run_batch
+    from grader.course import COURSE_FILE
+
+    code = (ROOT / "solutions" / "quiz.py").read_bytes()
+    for student, text in (("alice", code), ("bob", b"#\r" + code.replace(b"\n", b"\r"))):
+        (tmp_path / "class" / student).mkdir(parents=True)
+        (tmp_path / "class" / student / "quiz.py").write_bytes(text)
+    rows = {row["student"]: row for row in run_batch(tmp_path / "class", tmp_path / "out", course_file=COURSE_FILE,
+                                                      assignment="05_quiz")}
+    assert rows["alice"]["score"] == rows["bob"]["score"] == 10, rows
+    pairs = json.loads((tmp_path / "out" / "similarity.json").read_text(encoding="utf-8"))["pairs"]
+    assert [(p["a"], p["b"]) for p in pairs] == [("alice/05_quiz", "bob/05_quiz")], pairs
