@@ -20,6 +20,7 @@ import builtins
 import io
 import keyword
 import tokenize
+import unicodedata
 from dataclasses import dataclass, field
 
 MAX_SOURCE_CHARS = 100_000  # characters of a file read (about 2,000 lines; a solution here is under 200)
@@ -89,7 +90,9 @@ def logical_lines(text: str) -> tuple[list[_Line], str | None]:
                     fstrings, kind = 1, tokenize.STRING
                 if not current:
                     start_depth = depth
-                current.append((kind, token.string, token.start[0]))
+                # Names as Python reads them (PEP 3131: NFKC), so that 𝐭𝐨𝐫𝐜𝐡 is torch here too
+                text = unicodedata.normalize("NFKC", token.string) if kind == tokenize.NAME else token.string
+                current.append((kind, text, token.start[0]))
     except (tokenize.TokenError, SyntaxError) as error:  # IndentationError is a SyntaxError
         line = getattr(error, "lineno", None) or (error.args[1][0] if len(error.args) > 1 else "?")
         note = f"read up to line {line}: the tokenizer stopped ({type(error).__name__})"

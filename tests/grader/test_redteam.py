@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from test_hostile import (  # noqa: F401  (fixtures used by name)
     AVAILABLE,
+    HOSTILE,
     WHY,
     assert_trick_earns_nothing,
     baseline,
@@ -166,23 +167,39 @@ def test_code_hidden_behind_a_coding_line_is_refused(tmp_path, course):  # noqa:
     assert "declares the source encoding 'utf-7' on a coding line" in read.problems["quiz"], read.problems
 
 
-def test_code_with_carriage_returns_alone_is_compared(tmp_path):
-    """The similarity check reads each file as grading reads it (SECURITY.md, the similarity row of "What is
-    isolated"): bob's quiz.py is alice's, its lines ended by a carriage return alone after a first line `#`. Python
-    ends lines at `\\r`; the similarity tokenizer did not, saw one comment line and compared nothing, so the copy went
-    unflagged while it scored 10/10. The pair is flagged."""
+def flagged_pairs(tmp_path, bob: bytes) -> list[tuple[str, str]]:
+    """The pairs `grader batch` flags in a class of alice (the reference quiz.py) and bob (``bob``), both 10/10."""
     import json
 
     from grader import ROOT
     from grader.batch import run_batch
     from grader.course import COURSE_FILE
 
-    code = (ROOT / "solutions" / "quiz.py").read_bytes()
-    for student, text in (("alice", code), ("bob", b"#\r" + code.replace(b"\n", b"\r"))):
+    for student, text in (("alice", (ROOT / "solutions" / "quiz.py").read_bytes()), ("bob", bob)):
         (tmp_path / "class" / student).mkdir(parents=True)
         (tmp_path / "class" / student / "quiz.py").write_bytes(text)
     rows = {row["student"]: row for row in run_batch(tmp_path / "class", tmp_path / "out", course_file=COURSE_FILE,
                                                       assignment="05_quiz")}
     assert rows["alice"]["score"] == rows["bob"]["score"] == 10, rows
     pairs = json.loads((tmp_path / "out" / "similarity.json").read_text(encoding="utf-8"))["pairs"]
-    assert [(p["a"], p["b"]) for p in pairs] == [("alice/05_quiz", "bob/05_quiz")], pairs
+    return [(pair["a"], pair["b"]) for pair in pairs]
+
+
+def test_code_with_carriage_returns_alone_is_compared(tmp_path):
+    """The similarity check reads each file as grading reads it (SECURITY.md, the similarity row of "What is
+    isolated"): bob's quiz.py is alice's, its lines ended by a carriage return alone after a first line `#`. Python
+    ends lines at `\\r`; the similarity tokenizer did not, saw one comment line and compared nothing, so the copy went
+    unflagged while it scored 10/10. The pair is flagged."""
+    from grader import ROOT
+
+    code = (ROOT / "solutions" / "quiz.py").read_bytes()
+    assert flagged_pairs(tmp_path, b"#\r" + code.replace(b"\n", b"\r")) == [("alice/05_quiz", "bob/05_quiz")]
+
+
+def test_code_with_lookalike_names_is_compared(tmp_path):
+    """The similarity check reads each file as grading reads it (SECURITY.md, the similarity row of "What is
+    isolated"): bob's quiz.py is alice's with every name in mathematical bold letters
+    (tests/grader/hostile/lookalike_names: `import 𝐭𝐨𝐫𝐜𝐡`, `.𝐬𝐨𝐟𝐭𝐦𝐚𝐱`), which Python reads NFKC-normalized as the same
+    names: the very same code, unflagged while it scored 10/10. Names are compared as Python reads them."""
+    assert flagged_pairs(tmp_path, (HOSTILE / "lookalike_names" / "quiz.py").read_bytes()) == [
+        ("alice/05_quiz", "bob/05_quiz")]
