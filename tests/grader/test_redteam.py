@@ -19,6 +19,7 @@ from test_hostile import (  # noqa: F401  (fixtures used by name)
     nothing_left_behind,
     outputs,
     private_tmp,
+    raised_by,
     secret_env,
     zygote,
 )
@@ -203,3 +204,17 @@ def test_code_with_lookalike_names_is_compared(tmp_path):
     names: the very same code, unflagged while it scored 10/10. Names are compared as Python reads them."""
     assert flagged_pairs(tmp_path, (HOSTILE / "lookalike_names" / "quiz.py").read_bytes()) == [
         ("alice/05_quiz", "bob/05_quiz")]
+
+
+def test_a_private_tmpfs_holds_a_bounded_number_of_files(tmp_path, zygote, course):  # noqa: F811
+    """What a worker's two tmpfs may cost the machine is bounded (SECURITY.md, "Real memory": `2 × tmp_mb` and the
+    inodes of at most `tmp_mb × 64` files each): quiz.py creates empty files in /tmp and /dev/shm
+    (tests/grader/hostile/inode_flood). Their `size` counted none of them: at about 1 KiB of kernel memory each, a
+    worker could hold 3 million per tmpfs (6 GiB on a 24 GiB machine) outside every limit; now each stops at its
+    inode limit."""
+    from grader.sandbox.rootfs import TMP_INODES_PER_MB
+
+    limit = course.grading.limits.tmp_mb * TMP_INODES_PER_MB
+    text = raised_by(hostile_submission(tmp_path, "inode_flood", tries=limit + 1000), course, zygote)
+    counts = dict(part.split("=") for part in text.removeprefix("INODES ").split())
+    assert 0 < int(counts["tmp"]) <= limit and 0 < int(counts["shm"]) <= limit, text
