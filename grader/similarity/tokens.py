@@ -61,6 +61,7 @@ def logical_lines(text: str) -> tuple[list[_Line], str | None]:
     """The logical lines of ``text`` (comments and blank lines dropped, f-strings as one STRING), and a note when
     the tokenizer stopped early or a cap cut the file."""
     note = None
+    text = text.removeprefix("\ufeff")  # Python reads source without its UTF-8 byte order mark
     if len(text) > MAX_SOURCE_CHARS:
         text, note = text[:MAX_SOURCE_CHARS], f"only the first {MAX_SOURCE_CHARS:,} characters compared"
     lines: list[_Line] = []

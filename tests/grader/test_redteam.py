@@ -218,3 +218,15 @@ def test_a_private_tmpfs_holds_a_bounded_number_of_files(tmp_path, zygote, cours
     text = raised_by(hostile_submission(tmp_path, "inode_flood", tries=limit + 1000), course, zygote)
     counts = dict(part.split("=") for part in text.removeprefix("INODES ").split())
     assert 0 < int(counts["tmp"]) <= limit and 0 < int(counts["shm"]) <= limit, text
+
+
+def test_code_after_a_byte_order_mark_is_compared(tmp_path):
+    """The similarity check reads each file as grading reads it (SECURITY.md, the similarity row of "What is
+    isolated"): bob's quiz.py is alice's without its docstring line, after a UTF-8 byte order mark. Python drops the
+    mark; the tokenizer kept it in front of `import torch`, which then was no import, so every `torch.` differed and
+    the copy scored 0.73, under the threshold, while it scored 10/10. The pair is flagged."""
+    from grader import ROOT
+
+    code = (ROOT / "solutions" / "quiz.py").read_bytes().split(b"\n", 1)[1]
+    assert code.startswith(b"import torch")
+    assert flagged_pairs(tmp_path, b"\xef\xbb\xbf" + code) == [("alice/05_quiz", "bob/05_quiz")]
