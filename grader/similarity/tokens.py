@@ -67,12 +67,15 @@ def logical_lines(text: str) -> tuple[list[_Line], str | None]:
     lines: list[_Line] = []
     current: list[tuple[int, str, int]] = []
     depth = start_depth = fstrings = count = 0
+    end = None  # where the last token kept ends
     try:
         # newline=None: lines end at \r too, as Python reads source (a file of \r alone is not one comment line)
         for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline):
             kind = token.type
             if fstrings:  # inside an f-string (3.12+): its parts are one STRING
                 fstrings += (kind == _FSTRING_START) - (kind == _FSTRING_END)
+                continue
+            if kind == tokenize.ERRORTOKEN and token.string.isspace():  # spaces before a character it splits off
                 continue
             if kind == tokenize.INDENT:
                 depth += 1
@@ -91,9 +94,15 @@ def logical_lines(text: str) -> tuple[list[_Line], str | None]:
                     fstrings, kind = 1, tokenize.STRING
                 if not current:
                     start_depth = depth
-                # Names as Python reads them (PEP 3131: NFKC), so that 𝐭𝐨𝐫𝐜𝐡 is torch here too
-                text = unicodedata.normalize("NFKC", token.string) if kind == tokenize.NAME else token.string
+                text = token.string
+                # Names as Python reads them (PEP 3131): NFKC-normalized, so that 𝐭𝐨𝐫𝐜𝐡 is torch here too, and whole:
+                # `tokenize` splits off identifier characters outside \w (℘, ·) as error tokens
+                if kind == tokenize.NAME or kind == tokenize.ERRORTOKEN and ("_" + text).isidentifier():
+                    if current and current[-1][0] == tokenize.NAME and end == token.start:
+                        text = current.pop()[1] + text
+                    kind, text = tokenize.NAME, unicodedata.normalize("NFKC", text)
                 current.append((kind, text, token.start[0]))
+                end = token.end
     except (tokenize.TokenError, SyntaxError) as error:  # IndentationError is a SyntaxError
         line = getattr(error, "lineno", None) or (error.args[1][0] if len(error.args) > 1 else "?")
         note = f"read up to line {line}: the tokenizer stopped ({type(error).__name__})"

@@ -230,3 +230,12 @@ def test_code_after_a_byte_order_mark_is_compared(tmp_path):
     code = (ROOT / "solutions" / "quiz.py").read_bytes().split(b"\n", 1)[1]
     assert code.startswith(b"import torch")
     assert flagged_pairs(tmp_path, b"\xef\xbb\xbf" + code) == [("alice/05_quiz", "bob/05_quiz")]
+
+
+def test_code_with_names_the_tokenizer_splits_is_compared(tmp_path):
+    """The similarity check reads each file as grading reads it (SECURITY.md, the similarity row of "What is
+    isolated"): bob's quiz.py is alice's with every local name starting with ℘ (tests/grader/hostile/split_names), an
+    identifier character to Python that the tokenize module splits off as an error token, after one for the space
+    before it: the very same code scored 0.50, unflagged, while it scored 10/10. Names are read whole."""
+    assert flagged_pairs(tmp_path, (HOSTILE / "split_names" / "quiz.py").read_bytes()) == [
+        ("alice/05_quiz", "bob/05_quiz")]
