@@ -239,3 +239,12 @@ def test_code_with_names_the_tokenizer_splits_is_compared(tmp_path):
     before it: the very same code scored 0.50, unflagged, while it scored 10/10. Names are read whole."""
     assert flagged_pairs(tmp_path, (HOSTILE / "split_names" / "quiz.py").read_bytes()) == [
         ("alice/05_quiz", "bob/05_quiz")]
+
+
+def test_uniform_weights_earn_nothing(tmp_path, zygote, course):  # noqa: F811
+    """A trick earns nothing: only right results pay, and a rule any result may follow pays as far as they are right
+    (SECURITY.md, "What comes back": the trick ceiling is 0): context.py returns uniform weights 1/T whatever the
+    scores (tests/grader/hostile/uniform_weights). "Each row of the attention weights is a distribution" was a values
+    check, which any distribution passes: the trick earned 0.92/10. It is a rule now, and the trick earns 0."""
+    results = grade(hostile_submission(tmp_path, "uniform_weights", module="context"), course, zygote, "context")
+    assert_trick_earns_nothing(results, module="context")
