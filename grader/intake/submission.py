@@ -365,10 +365,13 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
         files = read_notebook(path, problems, notes, limits, course, covers)
     else:
         raise IntakeError(f"{_show(path.name)} is not a folder, a .zip or a .ipynb notebook")
-    for module in [m for m in files if _foreign_encoding(files[m])]:
-        problems[module] = (f"{module}.py declares the source encoding {_foreign_encoding(files.pop(module))} on a "
-                            "coding line: Python would run other code than the UTF-8 text the grader reads; remove "
-                            "that line and save the file as UTF-8")
+    for module, data in list(files.items()):
+        declared = _foreign_encoding(data)
+        if declared:
+            del files[module]
+            problems[module] = (f"{module}.py declares the source encoding {declared} on a coding line: Python would "
+                                "run other code than the UTF-8 text the grader reads; remove that line and save the "
+                                "file as UTF-8")
     if not files and not problems:
         raise IntakeError(f"{_show(path.name or path)} holds none of the exercise files "
                           f"({', '.join(m + '.py' for m in course.modules)})")

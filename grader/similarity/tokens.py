@@ -94,14 +94,14 @@ def logical_lines(text: str) -> tuple[list[_Line], str | None]:
                     fstrings, kind = 1, tokenize.STRING
                 if not current:
                     start_depth = depth
-                text = token.string
+                string = token.string
                 # Names as Python reads them (PEP 3131): NFKC-normalized, so that 𝐭𝐨𝐫𝐜𝐡 is torch here too, and whole:
                 # `tokenize` splits off identifier characters outside \w (℘, ·) as error tokens
-                if kind == tokenize.NAME or kind == tokenize.ERRORTOKEN and ("_" + text).isidentifier():
+                if kind == tokenize.NAME or kind == tokenize.ERRORTOKEN and ("_" + string).isidentifier():
                     if current and current[-1][0] == tokenize.NAME and end == token.start:
-                        text = current.pop()[1] + text
-                    kind, text = tokenize.NAME, unicodedata.normalize("NFKC", text)
-                current.append((kind, text, token.start[0]))
+                        string = current.pop()[1] + string
+                    kind, string = tokenize.NAME, unicodedata.normalize("NFKC", string)
+                current.append((kind, string, token.start[0]))
                 end = token.end
     except (tokenize.TokenError, SyntaxError) as error:  # IndentationError is a SyntaxError
         line = getattr(error, "lineno", None) or (error.args[1][0] if len(error.args) > 1 else "?")
