@@ -40,8 +40,11 @@ def exercises_folder(checkout: Path) -> Path:
 
 
 def _relative(path: Path, workspace: Path) -> str:
-    """``path`` from the workspace, as written: the student's links are never followed (a link loop would raise)."""
-    return os.path.relpath(os.path.abspath(path), os.path.abspath(workspace)).replace(os.sep, "/")
+    """``path`` from the workspace: its folders resolved (``os.path.realpath`` never raises, a link loop included), its
+    file name as written (a student's link is the file GitHub shows, and is never followed)."""
+    path = os.path.abspath(path)
+    real = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+    return os.path.relpath(real, os.path.realpath(workspace)).replace(os.sep, "/")
 
 
 def _stub_line(path: Path, target: str) -> int:
