@@ -99,13 +99,16 @@ def discover(source: str | os.PathLike, course: Course) -> list[Entry]:
 
 def _nbgrader_entries(student: str, folder: Path, course: Course) -> list[Entry]:
     """One entry per assignment folder of the course (holding a notebook) in an nbgrader student folder."""
-    if folder.is_symlink() or not folder.is_dir():
-        return []
     entries = []
-    for name in course.assignment_modules():
-        assignment = folder / name
-        if assignment.is_dir() and not assignment.is_symlink() and any(assignment.glob("*.ipynb")):
-            entries.append(Entry(student, assignment_notebook(assignment) or assignment, name))
+    try:
+        if folder.is_symlink() or not folder.is_dir():
+            return []
+        for name in course.assignment_modules():
+            assignment = folder / name
+            if assignment.is_dir() and not assignment.is_symlink() and any(assignment.glob("*.ipynb")):
+                entries.append(Entry(student, assignment_notebook(assignment) or assignment, name))
+    except OSError:  # a folder the grader may not read (a student's mode 000): intake refuses it, saying why
+        return []
     return entries
 
 

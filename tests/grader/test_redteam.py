@@ -248,3 +248,40 @@ def test_uniform_weights_earn_nothing(tmp_path, zygote, course):  # noqa: F811
     check, which any distribution passes: the trick earned 0.92/10. It is a rule now, and the trick earns 0."""
     results = grade(hostile_submission(tmp_path, "uniform_weights", module="context"), course, zygote, "context")
     assert_trick_earns_nothing(results, module="context")
+
+
+def test_an_unreadable_folder_stops_no_batch():
+    """A student cannot stop the grading of anyone else (SECURITY.md, "What must hold" 4 and 5): bob's folder has
+    mode 000 (as unzip restores a zip's permissions), and the grader runs unprivileged. Looking for nbgrader's
+    assignment folders in it raised PermissionError in `discover`, which stopped the whole batch before anyone was
+    graded; bob is listed like alice (and his intake says that his folder cannot be read)."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from grader import ROOT
+    from grader.batch import discover
+    from grader.course import COURSE_FILE, load_course
+
+    loaded = load_course(COURSE_FILE)
+    klass = Path(tempfile.mkdtemp(prefix="redteam-class-", dir="/tmp"))  # where the unprivileged user below reaches it
+    try:
+        os.chmod(klass, 0o755)
+        shutil.copytree(ROOT / "nbgrader" / "source" / "05_quiz", klass / "alice" / "05_quiz")
+        (klass / "bob").mkdir(mode=0)
+        pid = os.fork()
+        if pid == 0:  # the listing as an unprivileged grader (root reads a mode 000 folder all the same)
+            code = 1
+            try:
+                if os.getuid() == 0:
+                    os.setgid(65534)
+                    os.setuid(65534)
+                code = 0 if sorted(entry.student for entry in discover(klass, loaded)) == ["alice", "bob"] else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        os.chmod(klass / "bob", 0o755)
+        shutil.rmtree(klass)
