@@ -312,7 +312,7 @@ def take_handout_notebooks(notebooks: Path, files: dict[str, bytes], problems: d
             continue
         name = course.notebook_name(module)
         notebook = notebooks / name / f"{name}.ipynb"
-        if (notebooks / name).is_symlink() or not os.path.lexists(notebook):
+        if os.path.islink(notebooks / name) or not os.path.lexists(notebook):  # both False where unreadable
             continue
         cells: dict[str, bytes] = {}
         found_notes: list[str] = []

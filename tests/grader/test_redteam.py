@@ -285,3 +285,43 @@ def test_an_unreadable_folder_stops_no_batch():
     finally:
         os.chmod(klass / "bob", 0o755)
         shutil.rmtree(klass)
+
+
+def test_an_unreadable_notebooks_folder_is_no_grader_fault():
+    """Malformed input gets a clear outcome, and a grader fault is never the student's (SECURITY.md, "What must hold"
+    5 and 6): a handout checkout whose exercises/ still holds the stubs and whose notebooks/ has mode 000, read by an
+    unprivileged grader. Looking for a notebook in it raised PermissionError in the reading child, reported as a
+    fault of the grader (graded again on every run, a traceback from `grader grade`); the stubs are graded."""
+    import codecs
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from grader import ROOT
+    from grader.course import COURSE_FILE, load_course
+    from grader.intake.submission import read_submission
+
+    loaded = load_course(COURSE_FILE)
+    codecs.lookup("ascii")  # looked up before the fork: the unprivileged child may not read the interpreter's files
+    checkout = Path(tempfile.mkdtemp(prefix="redteam-checkout-", dir="/tmp"))  # the unprivileged user reaches it
+    try:
+        os.chmod(checkout, 0o755)
+        shutil.copytree(ROOT / "exercises", checkout / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
+        (checkout / "notebooks").mkdir(mode=0)
+        pid = os.fork()
+        if pid == 0:  # read as an unprivileged grader (root reads a mode 000 folder all the same)
+            code = 1
+            try:
+                if os.getuid() == 0:
+                    os.setgid(65534)
+                    os.setuid(65534)
+                read = read_submission(checkout, loaded.grading.intake, loaded)
+                code = 0 if sorted(read.files) == sorted(loaded.modules) else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        os.chmod(checkout / "notebooks", 0o755)
+        shutil.rmtree(checkout)
