@@ -348,7 +348,8 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
     if stat.S_ISDIR(info.st_mode):
         files = _from_folder(path, limits, course.modules, problems, notes)
         notebooks = path / "notebooks"
-        if notebooks.is_dir() and not notebooks.is_symlink():  # a handout checkout: its notebooks count too
+        # os.path's tests are False where the folder may not be searched (Path's raise): a handout checkout's notebooks
+        if os.path.isdir(notebooks) and not os.path.islink(notebooks):
             from grader.intake.notebooks import take_handout_notebooks
 
             sources = take_handout_notebooks(notebooks, files, problems, notes, limits, course)

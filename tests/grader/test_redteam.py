@@ -250,78 +250,88 @@ def test_uniform_weights_earn_nothing(tmp_path, zygote, course):  # noqa: F811
     assert_trick_earns_nothing(results, module="context")
 
 
-def test_an_unreadable_folder_stops_no_batch():
-    """A student cannot stop the grading of anyone else (SECURITY.md, "What must hold" 4 and 5): bob's folder has
-    mode 000 (as unzip restores a zip's permissions), and the grader runs unprivileged. Looking for nbgrader's
-    assignment folders in it raised PermissionError in `discover`, which stopped the whole batch before anyone was
-    graded; bob is listed like alice (and his intake says that his folder cannot be read)."""
+def unprivileged(check) -> bool:
+    """``check()`` in a forked child that runs as an unprivileged user where we are root (root reads a folder of mode
+    000 all the same): whether it returned True (an exception, like False, fails)."""
+    import codecs
+    import os
+
+    codecs.lookup("ascii")  # looked up before the fork: the unprivileged child may not read the interpreter's files
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            if os.getuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            code = 0 if check() else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.fixture
+def public_tmp():
+    """A folder in /tmp that an unprivileged user reaches (pytest's own are private), removed afterwards whatever
+    its modes."""
     import os
     import shutil
     import tempfile
     from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp(prefix="redteam-", dir="/tmp"))
+    os.chmod(folder, 0o755)
+    yield folder
+    for parent, dirs, _ in os.walk(folder):
+        for name in dirs:
+            os.chmod(os.path.join(parent, name), 0o755)
+    shutil.rmtree(folder)
+
+
+def test_an_unreadable_folder_stops_no_batch(public_tmp):
+    """A student cannot stop the grading of anyone else (SECURITY.md, "What must hold" 4 and 5): bob's folder has
+    mode 000 (as unzip restores a zip's permissions), and the grader runs unprivileged. Looking for nbgrader's
+    assignment folders in it raised PermissionError in `discover`, which stopped the whole batch before anyone was
+    graded; bob is listed like alice (and his intake says that his folder cannot be read)."""
+    import shutil
 
     from grader import ROOT
     from grader.batch import discover
     from grader.course import COURSE_FILE, load_course
 
     loaded = load_course(COURSE_FILE)
-    klass = Path(tempfile.mkdtemp(prefix="redteam-class-", dir="/tmp"))  # where the unprivileged user below reaches it
-    try:
-        os.chmod(klass, 0o755)
-        shutil.copytree(ROOT / "nbgrader" / "source" / "05_quiz", klass / "alice" / "05_quiz")
-        (klass / "bob").mkdir(mode=0)
-        pid = os.fork()
-        if pid == 0:  # the listing as an unprivileged grader (root reads a mode 000 folder all the same)
-            code = 1
-            try:
-                if os.getuid() == 0:
-                    os.setgid(65534)
-                    os.setuid(65534)
-                code = 0 if sorted(entry.student for entry in discover(klass, loaded)) == ["alice", "bob"] else 2
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
-    finally:
-        os.chmod(klass / "bob", 0o755)
-        shutil.rmtree(klass)
+    shutil.copytree(ROOT / "nbgrader" / "source" / "05_quiz", public_tmp / "alice" / "05_quiz")
+    (public_tmp / "bob").mkdir(mode=0)
+    assert unprivileged(lambda: sorted(entry.student for entry in discover(public_tmp, loaded)) == ["alice", "bob"])
 
 
-def test_an_unreadable_notebooks_folder_is_no_grader_fault():
+@pytest.mark.parametrize("layout", ["notebooks folder of mode 000", "checkout of mode 444"])
+def test_an_unreadable_folder_is_no_grader_fault(public_tmp, layout):
     """Malformed input gets a clear outcome, and a grader fault is never the student's (SECURITY.md, "What must hold"
-    5 and 6): a handout checkout whose exercises/ still holds the stubs and whose notebooks/ has mode 000, read by an
-    unprivileged grader. Looking for a notebook in it raised PermissionError in the reading child, reported as a
-    fault of the grader (graded again on every run, a traceback from `grader grade`); the stubs are graded."""
-    import codecs
+    5 and 6), read by an unprivileged grader: a handout checkout whose exercises/ holds the stubs and whose notebooks/
+    has mode 000, or a folder of mode 444 (its names listed, its files out of reach). Looking for notebooks raised
+    PermissionError in the reading child, reported as a fault of the grader (graded again on every run, a traceback
+    from `grader grade`); the stubs are taken, or each file is a problem saying it could not be read."""
     import os
     import shutil
-    import tempfile
-    from pathlib import Path
 
     from grader import ROOT
     from grader.course import COURSE_FILE, load_course
     from grader.intake.submission import read_submission
 
     loaded = load_course(COURSE_FILE)
-    codecs.lookup("ascii")  # looked up before the fork: the unprivileged child may not read the interpreter's files
-    checkout = Path(tempfile.mkdtemp(prefix="redteam-checkout-", dir="/tmp"))  # the unprivileged user reaches it
-    try:
-        os.chmod(checkout, 0o755)
+    checkout = public_tmp / "checkout"
+    if layout.startswith("notebooks"):
         shutil.copytree(ROOT / "exercises", checkout / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
         (checkout / "notebooks").mkdir(mode=0)
-        pid = os.fork()
-        if pid == 0:  # read as an unprivileged grader (root reads a mode 000 folder all the same)
-            code = 1
-            try:
-                if os.getuid() == 0:
-                    os.setgid(65534)
-                    os.setuid(65534)
-                read = read_submission(checkout, loaded.grading.intake, loaded)
-                code = 0 if sorted(read.files) == sorted(loaded.modules) else 2
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
-    finally:
-        os.chmod(checkout / "notebooks", 0o755)
-        shutil.rmtree(checkout)
+        taken = sorted(loaded.modules)
+    else:
+        shutil.copytree(ROOT / "solutions", checkout, ignore=shutil.ignore_patterns("__pycache__"))
+        os.chmod(checkout, 0o444)
+        taken = []
+
+    def check():
+        read = read_submission(checkout, loaded.grading.intake, loaded)
+        return sorted(read.files) == taken and all("could not be read" in p for p in read.problems.values())
+    assert unprivileged(check)
