@@ -102,13 +102,16 @@ def discover(source: str | os.PathLike, course: Course) -> list[Entry]:
 
 def _nbgrader_entries(student: str, folder: Path, course: Course) -> list[Entry]:
     """One entry per assignment folder of the course (holding a notebook) in an nbgrader student folder."""
-    if folder.is_symlink() or not folder.is_dir():
-        return []
     entries = []
-    for name in course.assignment_modules():
-        assignment = folder / name
-        if assignment.is_dir() and not assignment.is_symlink() and any(assignment.glob("*.ipynb")):
-            entries.append(Entry(student, assignment_notebook(assignment) or assignment, name))
+    try:
+        if folder.is_symlink() or not folder.is_dir():
+            return []
+        for name in course.assignment_modules():
+            assignment = folder / name
+            if assignment.is_dir() and not assignment.is_symlink() and any(assignment.glob("*.ipynb")):
+                entries.append(Entry(student, assignment_notebook(assignment) or assignment, name))
+    except OSError:  # a folder the grader may not read (a student's mode 000): intake refuses it, saying why
+        return []
     return entries
 
 
@@ -337,7 +340,8 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
             progress.advance(counts)
 
     def submit(executor: Executor, entry: Entry) -> Future:
-        return executor.submit(grade_job, entry.student, str(entry.path.resolve()), str(Path(course_file).resolve()),
+        # The entry's path as written (abspath): resolving it follows the student's links, and a loop would raise.
+        return executor.submit(grade_job, entry.student, os.path.abspath(entry.path), str(Path(course_file).resolve()),
                                device, require_sandbox, None if dask else str(staging.resolve()), entry.assignment)
 
     def fault(entry: Entry, message: str) -> None:

@@ -40,10 +40,11 @@ def exercises_folder(checkout: Path) -> Path:
 
 
 def _relative(path: Path, workspace: Path) -> str:
-    try:
-        return path.resolve().relative_to(workspace.resolve()).as_posix()
-    except ValueError:
-        return os.path.relpath(path.resolve(), workspace.resolve()).replace(os.sep, "/")
+    """``path`` from the workspace: its folders resolved (``os.path.realpath`` never raises, a link loop included), its
+    file name as written (a student's link is the file GitHub shows, and is never followed)."""
+    path = os.path.abspath(path)
+    real = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+    return os.path.relpath(real, os.path.realpath(workspace)).replace(os.sep, "/")
 
 
 def _stub_line(path: Path, target: str) -> int:

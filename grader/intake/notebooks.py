@@ -312,7 +312,7 @@ def take_handout_notebooks(notebooks: Path, files: dict[str, bytes], problems: d
             continue
         name = course.notebook_name(module)
         notebook = notebooks / name / f"{name}.ipynb"
-        if (notebooks / name).is_symlink() or not os.path.lexists(notebook):
+        if os.path.islink(notebooks / name) or not os.path.lexists(notebook):  # both False where unreadable
             continue
         cells: dict[str, bytes] = {}
         found_notes: list[str] = []
@@ -337,5 +337,5 @@ def assignment_notebook(folder: Path) -> Path | None:
     notebook = folder / f"{folder.name}.ipynb"
     if os.path.lexists(notebook):
         return notebook
-    others = sorted(p for p in folder.glob("*.ipynb") if not p.is_symlink() and p.is_file())
+    others = sorted(p for p in folder.glob("*.ipynb") if not os.path.islink(p) and os.path.isfile(p))  # no raise
     return others[0] if len(others) == 1 else None

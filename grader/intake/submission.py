@@ -11,7 +11,9 @@ forked child bounded in CPU time, wall clock and memory (course.yaml's
 """
 from __future__ import annotations
 
+import codecs
 import hashlib
+import io
 import json
 import os
 import re
@@ -22,6 +24,7 @@ import signal
 import stat
 import tempfile
 import time
+import tokenize
 import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -357,7 +360,8 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
     if stat.S_ISDIR(info.st_mode):
         files = _from_folder(path, limits, course.modules, problems, notes)
         notebooks = path / "notebooks"
-        if notebooks.is_dir() and not notebooks.is_symlink():  # a handout checkout: its notebooks count too
+        # os.path's tests are False where the folder may not be searched (Path's raise): a handout checkout's notebooks
+        if os.path.isdir(notebooks) and not os.path.islink(notebooks):
             from grader.intake.notebooks import take_handout_notebooks
 
             sources = take_handout_notebooks(notebooks, files, problems, notes, limits, course)
@@ -374,10 +378,27 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
         files = read_notebook(path, problems, notes, limits, course, covers)
     else:
         raise IntakeError(f"{_show(path.name)} is not a folder, a .zip or a .ipynb notebook")
+    for module, data in list(files.items()):
+        declared = _foreign_encoding(data)
+        if declared:
+            del files[module]
+            problems[module] = (f"{module}.py declares the source encoding {declared} on a coding line: Python would "
+                                "run other code than the UTF-8 text the grader reads; remove that line and save the "
+                                "file as UTF-8")
     if not files and not problems:
         raise IntakeError(f"{_show(path.name or path)} holds none of the exercise files "
                           f"({', '.join(m + '.py' for m in course.modules)})")
     return Read(files, problems, notes, None if covers is None else sorted(covers), sources, stamps[0] if stamps else None)
+
+
+def _foreign_encoding(data: bytes) -> str | None:
+    """The encoding other than UTF-8 that a PEP 263 coding line in ``data``'s first two lines declares, else None
+    (Python honours that line on import: UTF-7 text, say, is valid UTF-8 that runs as other code)."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:  # an unknown codec, or one that contradicts the BOM
+        return "that Python cannot use"
+    return None if codecs.lookup(encoding).name in ("utf-8", "utf-8-sig") else _show(repr(encoding))
 
 
 def digest(files: dict[str, bytes]) -> str:

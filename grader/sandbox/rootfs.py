@@ -28,6 +28,9 @@ except OSError:  # pragma: no cover
 
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 _DEV_NODES = ("null", "zero", "full", "random", "urandom")
+# Files and folders a private tmpfs may hold, per MiB of its size: its `size` bounds the pages of data, not the
+# kernel's memory for each inode (about 1 KiB of an empty file, 3 million of them by default on a 24 GiB machine).
+TMP_INODES_PER_MB = 64
 _MASKED_PROC_FILES = ("/proc/keys", "/proc/key-users")
 _CUDA_DIRS = ("/usr/local/nvidia", "/usr/local/cuda", "/opt/nvidia")
 
@@ -190,7 +193,8 @@ def build_root(plan, sub, limits: Limits, expose_cuda: bool) -> None:
             mount(old + "/dev/null", path, None, MS_BIND)
             _restrict_mount(path, MOUNT_ATTR_RDONLY, recursive=False)
 
-    size = f"size={max(1, int(limits.tmp_mb))}m,mode=1777"
+    tmp_mb = max(1, int(limits.tmp_mb))
+    size = f"size={tmp_mb}m,nr_inodes={tmp_mb * TMP_INODES_PER_MB},mode=1777"
     masks = []
     for op in plan:
         if op[0] == "link":

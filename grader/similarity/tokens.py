@@ -20,6 +20,7 @@ import builtins
 import io
 import keyword
 import tokenize
+import unicodedata
 from dataclasses import dataclass, field
 
 MAX_SOURCE_CHARS = 100_000  # characters of a file read (about 2,000 lines; a solution here is under 200)
@@ -60,16 +61,21 @@ def logical_lines(text: str) -> tuple[list[_Line], str | None]:
     """The logical lines of ``text`` (comments and blank lines dropped, f-strings as one STRING), and a note when
     the tokenizer stopped early or a cap cut the file."""
     note = None
+    text = text.removeprefix("\ufeff")  # Python reads source without its UTF-8 byte order mark
     if len(text) > MAX_SOURCE_CHARS:
         text, note = text[:MAX_SOURCE_CHARS], f"only the first {MAX_SOURCE_CHARS:,} characters compared"
     lines: list[_Line] = []
     current: list[tuple[int, str, int]] = []
     depth = start_depth = fstrings = count = 0
+    end = None  # where the last token kept ends
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        # newline=None: lines end at \r too, as Python reads source (a file of \r alone is not one comment line)
+        for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline):
             kind = token.type
             if fstrings:  # inside an f-string (3.12+): its parts are one STRING
                 fstrings += (kind == _FSTRING_START) - (kind == _FSTRING_END)
+                continue
+            if kind == tokenize.ERRORTOKEN and token.string.isspace():  # spaces before a character it splits off
                 continue
             if kind == tokenize.INDENT:
                 depth += 1
@@ -88,7 +94,15 @@ def logical_lines(text: str) -> tuple[list[_Line], str | None]:
                     fstrings, kind = 1, tokenize.STRING
                 if not current:
                     start_depth = depth
-                current.append((kind, token.string, token.start[0]))
+                string = token.string
+                # Names as Python reads them (PEP 3131): NFKC-normalized, so that 𝐭𝐨𝐫𝐜𝐡 is torch here too, and whole:
+                # `tokenize` splits off identifier characters outside \w (℘, ·) as error tokens
+                if kind == tokenize.NAME or kind == tokenize.ERRORTOKEN and ("_" + string).isidentifier():
+                    if current and current[-1][0] == tokenize.NAME and end == token.start:
+                        string = current.pop()[1] + string
+                    kind, string = tokenize.NAME, unicodedata.normalize("NFKC", string)
+                current.append((kind, string, token.start[0]))
+                end = token.end
     except (tokenize.TokenError, SyntaxError) as error:  # IndentationError is a SyntaxError
         line = getattr(error, "lineno", None) or (error.args[1][0] if len(error.args) > 1 else "?")
         note = f"read up to line {line}: the tokenizer stopped ({type(error).__name__})"
@@ -211,7 +225,7 @@ def normalize(text: str, stub: frozenset[tuple[str, ...]] = frozenset()) -> Norm
             unit = container[1]
         for kept in [*decorators, line]:
             symbols, rows = _symbols(kept.tokens, imported, attributes)
-            if tuple(symbols) in stub:
+            if not symbols or tuple(symbols) in stub:  # a line of parentheses alone (``()``) says nothing
                 continue
             step = kept.depth - previous_depth.setdefault(id(unit), kept.depth)
             unit.symbols += ["{" if step > 0 else "}"] * abs(step) + symbols + [";"]

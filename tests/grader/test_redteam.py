@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from test_hostile import (  # noqa: F401  (fixtures used by name)
     AVAILABLE,
+    HOSTILE,
     WHY,
     assert_trick_earns_nothing,
     baseline,
@@ -18,6 +19,7 @@ from test_hostile import (  # noqa: F401  (fixtures used by name)
     nothing_left_behind,
     outputs,
     private_tmp,
+    raised_by,
     secret_env,
     zygote,
 )
@@ -79,3 +81,264 @@ def test_a_reply_pins_no_more_than_its_own_frame_while_checks_fail(tmp_path):
     pad = 128
     peaks = {trick: grading_peak_mib(hostile_submission(tmp_path, trick)) for trick in ("zeros", "pinned_padding")}
     assert peaks["pinned_padding"] <= peaks["zeros"] + 2 * pad, peaks
+
+
+def test_an_infinite_gradient_is_no_right_gradient(tmp_path, zygote, course):  # noqa: F811
+    """A trick earns nothing: a rule holds only where it is checked (SECURITY.md, "What comes back"): quiz.py with
+    right values and gradients that are 0 but for one +inf entry (tests/grader/hostile/infinite_gradient) used to pass
+    the autograd check, whose two sides were both infinite (inf <= inf); the check fails as it does for zeros alone."""
+    results = grade(hostile_submission(tmp_path, "infinite_gradient"), course, zygote, "quiz")
+    autograd = [t for t in results["tests"] if "quiz" in t["tags"] and t["name"].startswith("quiz: Gradients reach")]
+    assert [t["status"] for t in autograd] == ["failed"], outputs(results)
+    assert results["exercises"]["quiz"]["score"] < results["exercises"]["quiz"]["max_score"]
+
+
+def test_a_link_loop_in_a_checkout_costs_only_its_exercise(tmp_path, zygote, capsys):  # noqa: F811
+    """Nothing handed in crashes the grader: malformed input ends in a one-line message and costs that file's exercise
+    (SECURITY.md, "What must hold" 5): a handout checkout whose exercises/quiz.py is a link to itself used to crash
+    `grader ci` with a traceback (the annotation's path was resolved through the link), in its fallback too, so the
+    commit got no grade at all; it is graded, quiz.py refused as a symbolic link."""
+    import io
+    import shutil
+
+    from grader import ROOT
+    from grader.ci import run_ci
+
+    exercises = tmp_path / "checkout" / "exercises"
+    shutil.copytree(ROOT / "solutions", exercises, ignore=shutil.ignore_patterns("__pycache__"))
+    (exercises / "quiz.py").unlink()
+    (exercises / "quiz.py").symlink_to("quiz.py")
+    out = io.StringIO()
+    status = run_ci(tmp_path / "checkout", env={"GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(tmp_path / "checkout")}, stdout=out,
+                    zygote=zygote, assignment="05_quiz")
+    assert status == 0, capsys.readouterr().err
+    assert "quiz.py is a symbolic link" in out.getvalue() and "Score: 0/10" in out.getvalue(), out.getvalue()
+    assert "::error file=exercises/quiz.py" in out.getvalue(), out.getvalue()
+
+
+def test_a_link_loop_in_one_submission_stops_no_classmate(tmp_path):
+    """A student cannot stop or delay the grading of anyone else; malformed input gets a one-line error (SECURITY.md,
+    "What must hold" 4 and 5): in nbgrader's layout, bob's 05_quiz.ipynb is a link to itself. `grader batch` resolved
+    each submission's path through its links before handing it to a job, and the loop's RuntimeError stopped the
+    whole batch before anyone was graded; now alice is graded and bob's record says why his is not."""
+    import shutil
+
+    from grader import ROOT
+    from grader.batch import run_batch
+    from grader.course import COURSE_FILE
+
+    klass = tmp_path / "submitted"
+    shutil.copytree(ROOT / "nbgrader" / "source" / "05_quiz", klass / "alice" / "05_quiz")
+    (klass / "bob" / "05_quiz").mkdir(parents=True)
+    (klass / "bob" / "05_quiz" / "05_quiz.ipynb").symlink_to("05_quiz.ipynb")
+    rows = {row["student"]: row for row in run_batch(klass, tmp_path / "out", course_file=COURSE_FILE)}
+    assert rows["alice"]["status"] == "graded" and rows["alice"]["score"] == 10, rows
+    assert "symbolic link" in rows["bob"]["status"], rows
+
+
+def test_a_line_of_parentheses_alone_stops_no_class_report(tmp_path):
+    """Nothing handed in crashes the grader (SECURITY.md, "What must hold" 5; the similarity row of "What is
+    isolated"): bob's quiz.py holds a line `()` (tests/grader/hostile/empty_tuple_line). The similarity check drops
+    parentheses, found an empty line and raised IndexError in the batch's own process after grading: no class summary,
+    no similarity report, a traceback. Both pages are written, and bob is graded like alice."""
+    from grader.batch import run_batch
+    from grader.course import COURSE_FILE
+
+    klass = tmp_path / "class"
+    klass.mkdir()
+    for student, trick in (("alice", "zeros"), ("bob", "empty_tuple_line")):
+        hostile_submission(tmp_path, trick).rename(klass / student)
+    rows = {row["student"]: row for row in run_batch(klass, tmp_path / "out", course_file=COURSE_FILE,
+                                                      assignment="05_quiz")}
+    assert rows["bob"]["status"] == "graded" and rows["bob"]["score"] == 10, rows
+    assert (tmp_path / "out" / "summary.html").is_file() and (tmp_path / "out" / "similarity.html").is_file()
+
+
+def test_code_hidden_behind_a_coding_line_is_refused(tmp_path, course):  # noqa: F811
+    """Files must be UTF-8, and the similarity check reads each file as grading reads it (SECURITY.md, "What is
+    isolated": the files handed in, the similarity check): quiz.py declares `# coding: utf-7`
+    (tests/grader/hostile/utf7_disguise). As UTF-8, which the grader checks, fingerprints and compares, it is two
+    comment lines and `PARAMS = {}`; Python honours the coding line and runs a whole solution hidden in the comment.
+    It scored 10/10 in `grader batch` while the similarity check, comparing it with the very same code in plain text, flagged nothing;
+    now the file is refused with a line naming the coding line."""
+    from grader.intake.submission import read_submission
+
+    read = read_submission(hostile_submission(tmp_path, "utf7_disguise"), course.grading.intake, course)
+    assert "quiz" not in read.files and "softmax" in read.files
+    assert "declares the source encoding 'utf-7' on a coding line" in read.problems["quiz"], read.problems
+
+
+def flagged_pairs(tmp_path, bob: bytes) -> list[tuple[str, str]]:
+    """The pairs `grader batch` flags in a class of alice (the reference quiz.py) and bob (``bob``), both 10/10."""
+    import json
+
+    from grader import ROOT
+    from grader.batch import run_batch
+    from grader.course import COURSE_FILE
+
+    for student, text in (("alice", (ROOT / "solutions" / "quiz.py").read_bytes()), ("bob", bob)):
+        (tmp_path / "class" / student).mkdir(parents=True)
+        (tmp_path / "class" / student / "quiz.py").write_bytes(text)
+    rows = {row["student"]: row for row in run_batch(tmp_path / "class", tmp_path / "out", course_file=COURSE_FILE,
+                                                      assignment="05_quiz")}
+    assert rows["alice"]["score"] == rows["bob"]["score"] == 10, rows
+    pairs = json.loads((tmp_path / "out" / "similarity.json").read_text(encoding="utf-8"))["pairs"]
+    return [(pair["a"], pair["b"]) for pair in pairs]
+
+
+def test_code_with_carriage_returns_alone_is_compared(tmp_path):
+    """The similarity check reads each file as grading reads it (SECURITY.md, the similarity row of "What is
+    isolated"): bob's quiz.py is alice's, its lines ended by a carriage return alone after a first line `#`. Python
+    ends lines at `\\r`; the similarity tokenizer did not, saw one comment line and compared nothing, so the copy went
+    unflagged while it scored 10/10. The pair is flagged."""
+    from grader import ROOT
+
+    code = (ROOT / "solutions" / "quiz.py").read_bytes()
+    assert flagged_pairs(tmp_path, b"#\r" + code.replace(b"\n", b"\r")) == [("alice/05_quiz", "bob/05_quiz")]
+
+
+def test_code_with_lookalike_names_is_compared(tmp_path):
+    """The similarity check reads each file as grading reads it (SECURITY.md, the similarity row of "What is
+    isolated"): bob's quiz.py is alice's with every name in mathematical bold letters
+    (tests/grader/hostile/lookalike_names: `import 𝐭𝐨𝐫𝐜𝐡`, `.𝐬𝐨𝐟𝐭𝐦𝐚𝐱`), which Python reads NFKC-normalized as the same
+    names: the very same code, unflagged while it scored 10/10. Names are compared as Python reads them."""
+    assert flagged_pairs(tmp_path, (HOSTILE / "lookalike_names" / "quiz.py").read_bytes()) == [
+        ("alice/05_quiz", "bob/05_quiz")]
+
+
+def test_a_private_tmpfs_holds_a_bounded_number_of_files(tmp_path, zygote, course):  # noqa: F811
+    """What a worker's two tmpfs may cost the machine is bounded (SECURITY.md, "Real memory": `2 × tmp_mb` and the
+    inodes of at most `tmp_mb × 64` files each): quiz.py creates empty files in /tmp and /dev/shm
+    (tests/grader/hostile/inode_flood). Their `size` counted none of them: at about 1 KiB of kernel memory each, a
+    worker could hold 3 million per tmpfs (6 GiB on a 24 GiB machine) outside every limit; now each stops at its
+    inode limit."""
+    from grader.sandbox.rootfs import TMP_INODES_PER_MB
+
+    limit = course.grading.limits.tmp_mb * TMP_INODES_PER_MB
+    text = raised_by(hostile_submission(tmp_path, "inode_flood", tries=limit + 1000), course, zygote)
+    counts = dict(part.split("=") for part in text.removeprefix("INODES ").split())
+    assert 0 < int(counts["tmp"]) <= limit and 0 < int(counts["shm"]) <= limit, text
+
+
+def test_code_after_a_byte_order_mark_is_compared(tmp_path):
+    """The similarity check reads each file as grading reads it (SECURITY.md, the similarity row of "What is
+    isolated"): bob's quiz.py is alice's without its docstring line, after a UTF-8 byte order mark. Python drops the
+    mark; the tokenizer kept it in front of `import torch`, which then was no import, so every `torch.` differed and
+    the copy scored 0.73, under the threshold, while it scored 10/10. The pair is flagged."""
+    from grader import ROOT
+
+    code = (ROOT / "solutions" / "quiz.py").read_bytes().split(b"\n", 1)[1]
+    assert code.startswith(b"import torch")
+    assert flagged_pairs(tmp_path, b"\xef\xbb\xbf" + code) == [("alice/05_quiz", "bob/05_quiz")]
+
+
+def test_code_with_names_the_tokenizer_splits_is_compared(tmp_path):
+    """The similarity check reads each file as grading reads it (SECURITY.md, the similarity row of "What is
+    isolated"): bob's quiz.py is alice's with every local name starting with ℘ (tests/grader/hostile/split_names), an
+    identifier character to Python that the tokenize module splits off as an error token, after one for the space
+    before it: the very same code scored 0.50, unflagged, while it scored 10/10. Names are read whole."""
+    assert flagged_pairs(tmp_path, (HOSTILE / "split_names" / "quiz.py").read_bytes()) == [
+        ("alice/05_quiz", "bob/05_quiz")]
+
+
+def test_uniform_weights_earn_nothing(tmp_path, zygote, course):  # noqa: F811
+    """A trick earns nothing: only right results pay, and a rule any result may follow pays as far as they are right
+    (SECURITY.md, "What comes back": the trick ceiling is 0): context.py returns uniform weights 1/T whatever the
+    scores (tests/grader/hostile/uniform_weights). "Each row of the attention weights is a distribution" was a values
+    check, which any distribution passes: the trick earned 0.92/10. It is a rule now, and the trick earns 0."""
+    results = grade(hostile_submission(tmp_path, "uniform_weights", module="context"), course, zygote, "context")
+    assert_trick_earns_nothing(results, module="context")
+
+
+def unprivileged(check) -> bool:
+    """``check()`` in a forked child that runs as an unprivileged user where we are root (root reads a folder of mode
+    000 all the same): whether it returned True (an exception, like False, fails)."""
+    import codecs
+    import os
+
+    codecs.lookup("ascii")  # looked up before the fork: the unprivileged child may not read the interpreter's files
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            if os.getuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            code = 0 if check() else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.fixture
+def public_tmp():
+    """A folder in /tmp that an unprivileged user reaches (pytest's own are private), removed afterwards whatever
+    its modes."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp(prefix="redteam-", dir="/tmp"))
+    os.chmod(folder, 0o755)
+    yield folder
+    for parent, dirs, _ in os.walk(folder):
+        for name in dirs:
+            os.chmod(os.path.join(parent, name), 0o755)
+    shutil.rmtree(folder)
+
+
+def test_an_unreadable_folder_stops_no_batch(public_tmp):
+    """A student cannot stop the grading of anyone else (SECURITY.md, "What must hold" 4 and 5): bob's folder has
+    mode 000 (as unzip restores a zip's permissions), and the grader runs unprivileged. Looking for nbgrader's
+    assignment folders in it raised PermissionError in `discover`, which stopped the whole batch before anyone was
+    graded; bob is listed like alice (and his intake says that his folder cannot be read)."""
+    import shutil
+
+    from grader import ROOT
+    from grader.batch import discover
+    from grader.course import COURSE_FILE, load_course
+
+    loaded = load_course(COURSE_FILE)
+    shutil.copytree(ROOT / "nbgrader" / "source" / "05_quiz", public_tmp / "alice" / "05_quiz")
+    (public_tmp / "bob").mkdir(mode=0)
+    assert unprivileged(lambda: sorted(entry.student for entry in discover(public_tmp, loaded)) == ["alice", "bob"])
+
+
+@pytest.mark.parametrize("layout", ["notebooks folder of mode 000", "checkout of mode 444", "assignment of mode 444"])
+def test_an_unreadable_folder_is_no_grader_fault(public_tmp, layout):
+    """Malformed input gets a clear outcome, and a grader fault is never the student's (SECURITY.md, "What must hold"
+    5 and 6), read by an unprivileged grader: a handout checkout whose exercises/ holds the stubs and whose notebooks/
+    has mode 000, a checkout of mode 444 (its names listed, its files out of reach), an nbgrader assignment folder of
+    mode 444. Looking for notebooks raised
+    PermissionError in the reading child, reported as a fault of the grader (graded again on every run, a traceback
+    from `grader grade`); the stubs are taken, or the files out of reach are problems saying why."""
+    import os
+    import shutil
+
+    from grader import ROOT
+    from grader.course import COURSE_FILE, load_course
+    from grader.intake.submission import read_submission
+
+    loaded = load_course(COURSE_FILE)
+    checkout = public_tmp / "checkout"
+    if layout.startswith("notebooks"):
+        shutil.copytree(ROOT / "exercises", checkout / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
+        (checkout / "notebooks").mkdir(mode=0)
+        taken = sorted(loaded.modules)
+    elif layout.startswith("checkout"):
+        shutil.copytree(ROOT / "solutions", checkout, ignore=shutil.ignore_patterns("__pycache__"))
+        os.chmod(checkout, 0o444)
+        taken = []
+    else:  # nbgrader's layout, its notebook renamed: listed, out of reach
+        shutil.copy(ROOT / "nbgrader" / "source" / "05_quiz" / "05_quiz.ipynb", public_tmp / "mine.ipynb")
+        (checkout / "05_quiz").mkdir(parents=True)
+        shutil.move(public_tmp / "mine.ipynb", checkout / "05_quiz" / "mine.ipynb")
+        os.chmod(checkout / "05_quiz", 0o444)
+        taken = []
+
+    def check():
+        read = read_submission(checkout, loaded.grading.intake, loaded)
+        return sorted(read.files) == taken  # an IntakeFault, raised, fails
+    assert unprivileged(check)

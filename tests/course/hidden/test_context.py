@@ -42,6 +42,7 @@ def test_context_vectors_values(student, course, device, case):
     _check(student, course, "context_vectors", case.randn(*case.batch, case.T, case.d, dtype=torch.float32, device=device))
 
 
+@pytest.mark.rule
 @pytest.mark.weight(1)
 def test_rows_sum_to_one(student, course, device):
     """Each row of the attention weights is a distribution over the sequence: positive, summing to 1."""
