@@ -10,6 +10,10 @@ from grader import __version__
 from grader.course import COURSE_FILE
 from grader.similarity.compare import THRESHOLD
 
+# `grader grade`'s exit status when grading failed through no fault of the submission (a grader fault): 2 means the
+# submission itself cannot be graded (final: 0 points and why), 3 that it must be graded again.
+GRADER_FAULT_STATUS = 3
+
 
 def _load(args):
     """The course of ``--course``, or None after printing why it cannot be loaded."""
@@ -88,13 +92,17 @@ def _grade(args) -> int:
     try:
         outcome = grade_submission(args.submission, course, device=device, require_sandbox=args.require_sandbox)
         write_json(outcome.results, args.out)
-    except (IntakeError, GraderFault) as error:
+    except IntakeError as error:
         console.print(Text.assemble("grader: cannot grade ", terminal(args.submission), ": ", terminal(str(error))))
         return 2
+    except GraderFault as error:  # the grader's own failure, never the submission's score: grade it again
+        console.print(Text.assemble("grader: grader fault while grading ", terminal(args.submission), ": ",
+                                    terminal(str(error)), " (not the submission's fault: grade it again)"))
+        return GRADER_FAULT_STATUS
     except OSError as error:
         console.print(Text.assemble("grader: cannot write ", terminal(args.out), ": ",
                                     terminal(error.strerror or str(error))))
-        return 2
+        return GRADER_FAULT_STATUS
     print_summary(outcome.grade, Console())
     return 0
 

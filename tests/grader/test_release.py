@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 import yaml
 
-from grader import ROOT
+from grader import ROOT, cli
 from grader.authoring.release import (
     WORKFLOW,
     ReleaseError,
@@ -32,9 +32,11 @@ from grader.authoring.release import (
     secret_lines,
 )
 from grader.authoring.stubs import render_exercises
+from grader.cli import GRADER_FAULT_STATUS
 from grader.course import course
 from grader.reports.classroom import CLASSROOM_SCHEMA
 from grader.reports.results import GRADESCOPE_SCHEMA
+from grader.sandbox.problems import GraderFault
 
 MODULES = course().modules  # the exercises of course.yaml, in order
 REPOSITORY = "course-org/attention-grader"
@@ -418,8 +420,9 @@ def test_gradescope_zip(tmp_path):
             assert check.returncode == 0, check.stdout
 
 
-def test_run_autograder_reports_an_ungradable_submission(tmp_path):
-    """Gradescope's layout in a folder (AUTOGRADER): an empty submission gives results.json with 0 points and why."""
+def run_autograder(tmp_path, grader_shim: str) -> tuple[subprocess.CompletedProcess, Path]:
+    """Gradescope's layout in a folder (AUTOGRADER) with an empty submission, run with ``grader`` as the shell script
+    ``grader_shim``: the run and the autograder's root."""
     path = gradescope_zip(tmp_path / "autograder.zip")
     root = tmp_path / "autograder"
     with zipfile.ZipFile(path) as archive:
@@ -427,12 +430,42 @@ def test_run_autograder_reports_an_ungradable_submission(tmp_path):
     (root / "submission").mkdir()
     shims = tmp_path / "bin"
     shims.mkdir()
-    (shims / "grader").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m grader "$@"\n')
+    (shims / "grader").write_text(grader_shim)
     (shims / "grader").chmod(0o755)
     env = {**os.environ, "AUTOGRADER": str(root), "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
     run = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
                          timeout=300)
+    return run, root
+
+
+def test_run_autograder_reports_an_ungradable_submission(tmp_path):
+    """Gradescope's layout in a folder (AUTOGRADER): an empty submission gives results.json with 0 points and why."""
+    run, root = run_autograder(tmp_path, f'#!/bin/sh\nexec "{sys.executable}" -m grader "$@"\n')
     assert run.returncode == 0, run.stderr
     results = json.loads((root / "results" / "results.json").read_text())
     jsonschema.validate(results, GRADESCOPE_SCHEMA)
     assert results["score"] == 0 and results["tests"] == [] and "holds none of the exercise files" in results["output"]
+
+
+def test_run_autograder_never_records_a_grader_fault_as_a_score(tmp_path):
+    """A grader fault (exit status 3) is tried once more and then leaves no results.json: no score is recorded."""
+    calls = tmp_path / "calls"
+    shim = (f'#!/bin/sh\necho "grader: grader fault while grading: the worker could not start" >&2\n'
+            f'echo call >> "{calls}"\nexit {GRADER_FAULT_STATUS}\n')
+    run, root = run_autograder(tmp_path, shim)
+    assert run.returncode == 1 and "no score is recorded" in run.stderr
+    assert calls.read_text().count("call") == 2
+    assert not (root / "results" / "results.json").exists()
+
+
+def test_grade_exits_3_on_a_grader_fault(tmp_path, monkeypatch, capsys):
+    """`grader grade` tells a grader fault (3: grade again) from a submission that cannot be graded (2)."""
+    import grader.grade
+
+    def fault(*args, **kwargs):
+        raise GraderFault("the worker could not start")
+
+    monkeypatch.setattr(grader.grade, "grade_submission", fault)
+    assert cli.main(["grade", str(ROOT / "solutions"), "--out", str(tmp_path / "r.json")]) == GRADER_FAULT_STATUS
+    assert "grader fault" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
