@@ -142,10 +142,13 @@ class Decoder:
     raises WireError (never another exception, never runs code of the peer's choosing).
     """
 
-    def __init__(self, blob: bytes | bytearray, handle=None, device=None):
+    def __init__(self, blob: bytes | bytearray, handle=None, device=None, devices: tuple[str, ...] | None = None):
         # Tensors share the blob's memory (ranges never overlap), so it must be writable: read_frame gives a bytearray.
         self.blob = blob if isinstance(blob, bytearray) else bytearray(blob)
         self.handle, self.device = handle, device
+        # The device types a tensor may claim (None: any): a reply claiming CUDA while grading on the CPU would
+        # start CUDA in the grading process.
+        self.devices = devices
         self.ranges: list[tuple[int, int]] = []  # the blob's byte ranges taken by tensors so far, sorted
 
     def claim(self, offset: int, nbytes: int) -> None:
@@ -171,6 +174,8 @@ class Decoder:
             raise WireError(f"bad tensor description {str(data)[:80]}")
         if type(device) is not str or not DEVICE.fullmatch(device):
             raise WireError(f"a tensor on an unknown device {str(device)[:40]!r}")
+        if self.devices is not None and device.partition(":")[0] not in self.devices:
+            raise WireError(f"a tensor on {device}, a device this grading does not use")
         if where is None:
             return _meta(shape, dtype)
         if type(where) is not list or len(where) != 2 or not all(_int(n) for n in where):

@@ -153,6 +153,15 @@ def test_tensors_sharing_bytes_are_refused():
         wire.Decoder(blob)([tensor, half])
 
 
+def test_a_tensor_on_a_device_the_grading_does_not_use_is_refused():
+    """A reply claiming a CUDA tensor while grading on the CPU is refused before any device is touched."""
+    blob = bytearray(16)
+    cuda = {"$t": [0, 16], "dtype": "float32", "shape": [4], "device": "cuda:0"}
+    with pytest.raises(wire.WireError, match="does not use"):
+        wire.Decoder(blob, devices=("cpu", "meta"))(cuda)
+    assert wire.Decoder(blob, devices=("cpu", "meta"))({**cuda, "device": "cpu"}).shape == (4,)
+
+
 def test_a_decoded_tensor_shares_the_frame_only_where_it_covers_most_of_it():
     """A tensor covering at least half of the reply's blob is a view of it (no copy); a smaller one is copied, so that
     bytes no tensor claims (padding) are never kept alive by a tensor the grading process holds on to."""
