@@ -183,12 +183,6 @@ class Dispatch(TorchDispatchMode):
         super().__init__()
         self.names, self.seen, self.count = names, set(), 0
 
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        """False: torch would otherwise wrap ``__torch_dispatch__`` in ``torch._dynamo.disable``, whose first call
-        imports torch._dynamo (0.9 s of a zygote's start) for a compiler that grading never uses."""
-        return False
-
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.count += 1
         name = func.overloadpacket.__name__
