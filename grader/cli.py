@@ -6,9 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from grader import __version__
-from grader.course import COURSE_FILE
-from grader.similarity.compare import THRESHOLD
+from grader import COURSE_FILE, __version__, course_root
 
 
 def _load(args):
@@ -67,23 +65,24 @@ def _notebooks(args) -> int:
 def _grade(args) -> int:
     """Grade one submission. Its zygote starts first, so that its import of torch runs while this process imports
     torch, pytest and the suites: a cold grade waits for one import of torch, not for two in a row."""
-    from rich.console import Console
-    from rich.text import Text
-
-    from grader.course import CourseError, load_course
     from grader.sandbox.zygote import GraderFault, Zygote
-    from grader.text import terminal
 
-    console = Console(stderr=True, soft_wrap=True)
+    zygote = Zygote(hide=(course_root(args.course),))  # the course's folder, hidden from the sandbox
     try:
-        course = load_course(args.course)
-        if args.assignment:
-            course = course.assignment(args.assignment)
-    except CourseError as error:
-        console.print(Text.assemble("grader: ", terminal(str(error))))
-        return 2
-    zygote = Zygote(hide=(course.root,))
-    try:
+        from rich.console import Console
+        from rich.text import Text
+
+        from grader.course import CourseError, load_course
+        from grader.text import terminal
+
+        console = Console(stderr=True, soft_wrap=True)
+        try:
+            course = load_course(args.course)
+            if args.assignment:
+                course = course.assignment(args.assignment)
+        except CourseError as error:
+            console.print(Text.assemble("grader: ", terminal(str(error))))
+            return 2
         from grader.grade import DeviceError, grade_submission, resolve_device
         from grader.intake import IntakeError
         from grader.reports.files import write_json
@@ -176,6 +175,7 @@ def _batch(args) -> int:
 def _similarity(args) -> int:
     from grader.batch import BatchError, discover, entry_course, read_entry
     from grader.course import CourseError, load_course
+    from grader.similarity.compare import THRESHOLD
     from grader.similarity.report import class_report
 
     try:
@@ -186,7 +186,7 @@ def _similarity(args) -> int:
         return 2
     reads = {e.key: read_entry(e, entry_course(course, e)) for e in entries}
     sources = {key: read.files for key, read in reads.items() if read is not None}  # the unreadable are left out
-    report = class_report(sources, course, Path(args.out), args.threshold)
+    report = class_report(sources, course, Path(args.out), THRESHOLD if args.threshold is None else args.threshold)
     flagged = sum(len(pairs) for pairs in report.pairs.values())
     print(f"{flagged} similar pair(s) among {len(entries)} submissions -> {Path(args.out) / 'similarity.html'}")
     return 0
@@ -262,8 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     similarity.add_argument("submissions", help="a folder of submissions or a text file listing paths (as for batch)")
     similarity.add_argument("--out", required=True, help="output folder (receives similarity.html and similarity.json)")
     similarity.add_argument("--course", default=str(COURSE_FILE), help="course.yaml (its intake limits)")
-    similarity.add_argument("--threshold", type=float, default=THRESHOLD,
-                            help="score (0..1) from which a pair is flagged (default: %(default)s)")
+    similarity.add_argument("--threshold", type=float, help="score (0..1) from which a pair is flagged (default: "
+                            "grader.similarity.compare.THRESHOLD, calibrated in docs/similarity.md)")
     similarity.set_defaults(run=_similarity)
 
     release = commands.add_parser("release", help="build the students' handout (and, with --gradescope, the autograder zip)")
