@@ -31,7 +31,7 @@ import nbformat
 
 from grader import ROOT
 from grader.authoring.stubs import BEGIN, END
-from grader.course import MODULES, course
+from grader.course import course
 
 sys.path[:0] = [str(ROOT / "tests" / "grader" / "corpus"), str(ROOT / "tests" / "grader")]
 from variants import VARIANTS  # noqa: E402
@@ -41,11 +41,11 @@ def synthetic_class(target: Path, count: int, seed: int = 0) -> None:
     """``count`` submissions: 35% the references, 35% one correct variant, 25% one bug, 5% one hostile module."""
     rng = random.Random(seed)
     variants = {kind: [v for v in VARIANTS if v.kind == kind] for kind in ("correct", "buggy")}
-    hostile = sorted(p for p in (ROOT / "tests" / "grader" / "hostile").glob("*/*.py") if p.stem in MODULES)
+    hostile = sorted(p for p in (ROOT / "tests" / "grader" / "hostile").glob("*/*.py") if p.stem in course().modules)
     for n in range(count):
         folder = target / f"student{n:04d}"
         folder.mkdir(parents=True)
-        for module in MODULES:
+        for module in course().modules:
             shutil.copy(ROOT / "solutions" / f"{module}.py", folder / f"{module}.py")
         draw = rng.random()
         if draw >= 0.95 and hostile:
