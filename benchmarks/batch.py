@@ -68,7 +68,7 @@ def machine_cpu() -> tuple[float, float] | None:
 
 MEASURE = """
 import json, resource, sys, time
-from pathlib import Path
+from grader.batch import run_batch
 from grader.course import COURSE_FILE
 source, out, jobs, dask = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] or None
 started = time.monotonic()
