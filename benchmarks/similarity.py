@@ -16,7 +16,7 @@ import sys
 import time
 
 from grader import ROOT
-from grader.course import MODULES
+from grader.course import course
 from grader.similarity import compare_class
 from grader.similarity.report import render
 
@@ -48,8 +48,8 @@ def _edited(source: str, rng: random.Random, salt: str) -> str:
 def synthetic_class(students: int, copies: int, seed: int = 0) -> tuple[dict[str, dict[str, str]], set]:
     rng = random.Random(seed)
     choices = {m: [(ROOT / "solutions" / f"{m}.py").read_text(encoding="utf-8")]
-               + [v.source() for v in VARIANTS if v.module == m] for m in MODULES}
-    klass = {f"s{n:04d}": {m: _edited(rng.choice(choices[m]), rng, f"v{n}") for m in MODULES} for n in range(students)}
+               + [v.source() for v in VARIANTS if v.module == m] for m in course().modules}
+    klass = {f"s{n:04d}": {m: _edited(rng.choice(choices[m]), rng, f"v{n}") for m in course().modules} for n in range(students)}
     planted = set()
     drawn = rng.sample(sorted(klass), 2 * copies)  # copiers and originals apart: nobody copies a copy
     for copier, original in zip(drawn[:copies], drawn[copies:]):

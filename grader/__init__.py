@@ -9,3 +9,9 @@ from pathlib import Path
 __version__ = "0.1.0"
 
 ROOT = Path(__file__).resolve().parent.parent
+COURSE_FILE = ROOT / "course.yaml"  # the project's own course
+
+
+def course_root(course_file: str | Path) -> Path:
+    """The folder a course.yaml's paths are relative to (``Course.root``); known without reading the file."""
+    return Path(course_file).resolve().parent

@@ -1,5 +1,5 @@
 """`python -m grader`: the command line (grader.cli)."""
-from grader.cli import main
+from grader.cli import script
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    script()

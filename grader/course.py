@@ -27,10 +27,9 @@ from pydantic import (
     model_validator,
 )
 
-from grader import ROOT
+from grader import COURSE_FILE, ROOT, course_root
 from grader.sandbox.limits import Limits
 
-COURSE_FILE = ROOT / "course.yaml"
 DTYPES = ("float64", "float32", "float16", "bfloat16")
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 MODULE_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -296,7 +295,7 @@ def load_course(path: str | Path = COURSE_FILE) -> Course:
         loaded = Course.model_validate(data)
     except ValidationError as error:
         raise CourseError(_describe(error, path)) from None
-    loaded._root = path.resolve().parent
+    loaded._root = course_root(path)
     return loaded
 
 

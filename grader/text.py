@@ -42,7 +42,8 @@ def clean(value, limit: int = MAX_MESSAGE) -> str:
     text = _SURROGATE.sub("\ufffd", text)
     text = _ESCAPE_SEQUENCE.sub("", text)
     text = _LINE_BREAK.sub(" ", text)
-    text = "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf") and not _noncharacter(c))
+    if not (text.isascii() and text.isprintable()):  # printable ASCII (most text) has nothing left to drop
+        text = "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf") and not _noncharacter(c))
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 

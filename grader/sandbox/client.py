@@ -1,24 +1,19 @@
 """The grading process's side of the worker: start workers, send calls, turn replies into values or errors.
 
-``Zygote`` is a fresh interpreter with torch imported that forks sandboxed workers (grader.sandbox.worker, which
-this side never imports); ``WorkerSession`` grades one submission with one worker at a time, restarted after a
+``Zygote`` (grader.sandbox.zygote) is a fresh interpreter with torch imported that forks sandboxed workers
+(grader.sandbox.worker, which this side never imports); ``WorkerSession`` grades one submission with one worker at a time, restarted after a
 crash or a time-out. The suites see the session through the proxies of ``proxy``; what goes wrong is told in the
 words of ``problems``.
 """
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import signal
 import socket
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 
-from grader import ROOT
 from grader.course import course as project_course
 from grader.sandbox import wire
 from grader.sandbox.lifeline import describe_status
@@ -35,6 +30,7 @@ from grader.sandbox.problems import (
     student_error,
 )
 from grader.sandbox.proxy import CallResult, RemoteObject, target_label
+from grader.sandbox.zygote import Zygote
 from grader.text import clean
 
 MAX_REPLY_BYTES = wire.MAX_REPLY_BYTES
@@ -43,86 +39,6 @@ EXIT_GRACE_SECONDS = 2.0  # a worker that closed its socket gets this long to ex
 CRASHES_PER_FUNCTION = 3  # a function that crashed the worker this often is not called again
 OUT_OF_MEMORY = ("MemoryError", "OutOfMemoryError")  # a function that raised one of these is not called again
 CHECK = "during this check"
-
-
-class Zygote:
-    """A fresh interpreter with torch imported, forking sandboxed workers on request.
-
-    One zygote serves one grading process, one request at a time (it is not thread-safe).
-    Should it die, the next ``spawn`` starts a new one.
-    """
-
-    def __init__(self, namespaces: bool = True, hide: tuple[str, ...] = ()):
-        """``namespaces=False`` never builds the namespace sandbox (workers get rlimits only, as on a machine
-        without namespaces): for testing that degraded path, never for grading students. ``hide``: folders the
-        sandbox hides besides the grader's repository (the root of a course kept elsewhere)."""
-        self.namespaces, self.hide = namespaces, tuple(str(path) for path in hide)
-        self._launch()
-
-    def _launch(self):
-        self.spawned = 0
-        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.log = tempfile.TemporaryFile()
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "PYTHONPATH": str(ROOT),
-               "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
-        env.update({k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "GRADER_SANDBOX_UID", "GRADER_SANDBOX_GID", "GRADER_CGROUP")
-                    if k in os.environ})
-        flags = ([] if self.namespaces else ["--no-namespaces"]) + [arg for path in self.hide for arg in ("--hide", path)]
-        self.process = subprocess.Popen([sys.executable, "-m", "grader.sandbox.lifeline", str(os.getpid()), str(theirs.fileno()), *flags],
-                                        pass_fds=[theirs.fileno()], env=env, cwd="/", stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=self.log)
-        theirs.close()
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def _ask(self, request: dict, fds=()) -> dict:
-        try:
-            socket.send_fds(self.control, [json.dumps(request).encode()], list(fds))
-            reply = self.control.recv(65536)
-        except OSError:
-            reply = b""
-        if not reply:
-            self.log.seek(0)
-            raise GraderFault(f"the worker zygote stopped: {self.log.read()[-2000:].decode(errors='replace')}")
-        return json.loads(reply)
-
-    def spawn(self, submission: str, limits: Limits, device: str, require_sandbox: bool) -> tuple[int, socket.socket]:
-        if not self.alive():  # it died (it never runs student code): start a new one
-            self.close()
-            self._launch()
-        ours, theirs = socket.socketpair()
-        try:
-            pid = self._ask({"op": "spawn", "submission": str(submission), "limits": limits.model_dump(), "device": device,
-                             "require_sandbox": require_sandbox}, [theirs.fileno()])["pid"]
-        finally:
-            theirs.close()
-        self.spawned += 1
-        return pid, ours
-
-    def reap(self, pid: int) -> int | None:
-        """Wait for a worker that was killed; its wait status (None when the zygote is gone)."""
-        try:
-            return self._ask({"op": "reap", "pid": pid})["status"]
-        except GraderFault:
-            return None
-
-    def wait(self, pid: int, timeout: float) -> int | None:
-        """The wait status of a worker that exits within ``timeout`` seconds, else None (it is then still running)."""
-        try:
-            return self._ask({"op": "wait", "pid": pid, "timeout": timeout})["status"]
-        except GraderFault:
-            return None
-
-    def close(self):
-        """Stop the zygote (and with it any worker still running: they die with their parent)."""
-        self.control.close()
-        try:  # it exits when it sees the control socket closed; one that never spawned may still be warming up
-            self.process.wait(timeout=10 if self.spawned else 0.5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.log.close()
 
 
 class WorkerSession:

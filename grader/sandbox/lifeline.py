@@ -52,3 +52,6 @@ if __name__ == "__main__":
         sandbox._probe_result = (False, "namespaces turned off for this zygote (Zygote(namespaces=False))")
     rootfs.HIDDEN_TREES.extend(path for flag, path in itertools.pairwise(sys.argv[3:]) if flag == "--hide")
     worker.zygote_main(int(sys.argv[2]))
+    sys.stderr.flush()
+    os._exit(0)  # its workers are reaped and their cgroups removed: tearing down torch's interpreter would only
+    # keep the grading process waiting in Zygote.close

@@ -13,14 +13,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from grader.sandbox import wire
+from grader.sandbox.zygote import GraderFault as GraderFault  # defined beside the zygote, which imports no torch
 from grader.text import MAX_NAME, clean
 
 STUB_PHRASE = "not implemented yet"  # how feedback says that a stub of the handout is still a stub
-
-
-class GraderFault(RuntimeError):
-    """The grader itself could not do its job (the zygote died, a required sandbox is unavailable):
-    not the submission's fault. Recorded in ``WorkerSession.fault``; the submission must not be scored."""
 
 
 class SubmissionProblem(Exception):

@@ -34,6 +34,9 @@ DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
 
 
+_DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
+
+
 class WireError(RuntimeError):
     """A frame that is malformed, too large, or names something we do not decode."""
 
@@ -65,19 +68,21 @@ class Encoder:
         self.max_bytes = max_bytes
 
     def tensor(self, t: torch.Tensor) -> dict:
-        with torch._C.DisableTorchFunctionSubclass():
-            plain = t.detach()
-            meta = {"$t": None, "dtype": str(plain.dtype).removeprefix("torch."), "shape": list(plain.shape),
-                    "device": plain.device.type}
-            if plain.device.type != "meta":
-                nbytes = plain.numel() * plain.element_size()
-                if self.max_bytes is not None and self.size + nbytes > self.max_bytes:
-                    raise WireError(f"the result holds {(self.size + nbytes) / 2**20:.0f} MiB of tensor data, over the "
-                                    f"{self.max_bytes / 2**20:.0f} MiB limit of a reply")
-                data = plain.to("cpu").contiguous()
-                meta["$t"] = [self.size, nbytes]
-                self.chunks.append(ctypes.string_at(data.data_ptr(), nbytes) if nbytes else b"")
-                self.size += nbytes
+        if type(t) is not torch.Tensor:  # a subclass's own __torch_function__ must not run here
+            with torch._C.DisableTorchFunctionSubclass():
+                return self.tensor(t.detach())
+        device = t.device.type
+        name = _DTYPE_NAMES.get(t.dtype) or str(t.dtype).removeprefix("torch.")  # an unknown one: refused by the decoder
+        meta = {"$t": None, "dtype": name, "shape": list(t.shape), "device": device}
+        if device != "meta":
+            nbytes = t.numel() * t.element_size()
+            if self.max_bytes is not None and self.size + nbytes > self.max_bytes:
+                raise WireError(f"the result holds {(self.size + nbytes) / 2**20:.0f} MiB of tensor data, over the "
+                                f"{self.max_bytes / 2**20:.0f} MiB limit of a reply")
+            data = t if device == "cpu" and t.is_contiguous() else t.detach().to("cpu").contiguous()
+            meta["$t"] = [self.size, nbytes]
+            self.chunks.append(ctypes.string_at(data.data_ptr(), nbytes) if nbytes else b"")
+            self.size += nbytes
         return meta
 
     def __call__(self, value):

@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from cluster import dask_cluster
 
 from grader import ROOT
 from grader.batch import BatchError, _course, discover, run_batch
@@ -268,3 +269,21 @@ def test_nbgrader_notebooks_are_graded_as_their_own_assignments(tmp_path):
     recorder = Recorder()
     run_batch(submitted, out, course_file=COURSE_FILE, jobs=1, progress=recorder)
     assert recorder.counts == {"graded": 0, "errored": 0, "up to date": 3}, "a rerun regrades nothing"
+
+
+def _outcomes(rows):
+    """Everything a record says about the submission, without timings."""
+    return {r["student"]: (r["score"], r.get("status"), r["output"],
+                           [(t["name"], t["status"], t["score"], t.get("output")) for t in r["tests"]]) for r in rows}
+
+
+def test_a_dask_cluster_of_separate_processes_grades_exactly_like_the_local_pool(klass, tmp_path):
+    """`dask scheduler` and two `dask worker --nworkers 1 --nthreads 1` started as processes of their own (as on a
+    university cluster or Kubernetes) give the same records, test by test, as the local pool."""
+    local = run_batch(klass, tmp_path / "local", course_file=COURSE_FILE, jobs=2)
+    with dask_cluster(hosts=2, processes=1) as address:
+        remote = run_batch(klass, tmp_path / "cluster", course_file=COURSE_FILE, jobs=2, dask=address)
+    assert _outcomes(remote) == _outcomes(local)
+    scores = {r["student"]: (r["score"], r["max_score"], r.get("status")) for r in remote}
+    assert scores["good"][0] == scores["good"][1] and scores["good"][2] == "graded"  # not a class of errors
+    assert 0 < scores["buggy"][0] < scores["buggy"][1]

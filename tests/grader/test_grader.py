@@ -565,6 +565,50 @@ def test_property_tests_replay_the_same_cases_in_every_process():
     assert lines[3] == "True False"  # each replay makes the same tensors; the case object itself draws on
 
 
+KEPT_CASES = """
+import sys
+sys.path[:0] = [{root!r}, {hidden!r}]
+import strategies
+drawn = []
+draw = strategies._draw
+strategies._draw = lambda *args: drawn.append(args[1]) or draw(*args)
+import test_causal, test_dictionary, test_softmax
+for test in (test_softmax.test_values, test_causal.test_no_peeking, test_dictionary.test_lookup_values):
+    print(test.__name__, repr(test.cases(7)))
+print("drawn by hypothesis:", len(drawn), strategies.cases_file(7).name)
+"""
+
+
+def test_drawn_cases_are_kept_in_a_validated_file_that_a_new_process_reads_instead_of_drawing(tmp_path):
+    """The property tests' cases are drawn once per version of the suites: a new process reads them from the cases
+    file; a file holding anything but drawn values is ignored (the cases are drawn again and the file rewritten);
+    a change to any file of the suites names another file."""
+    hidden = tmp_path / "hidden"
+    shutil.copytree(ROOT / "tests" / "course" / "hidden", hidden, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def run() -> tuple[list[str], str]:
+        script = KEPT_CASES.format(root=str(ROOT), hidden=str(hidden))
+        lines = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.splitlines()
+        return lines[:3], lines[3]
+
+    first, drawn = run()
+    assert drawn.startswith("drawn by hypothesis: 3 ")
+    kept = hidden / "__pycache__" / drawn.split()[-1]
+    assert len(json.loads(kept.read_text())) == 3
+    assert run() == (first, drawn.replace(": 3 ", ": 0 "))  # the same cases, none drawn
+
+    data = json.loads(kept.read_text())
+    name = next(iter(data))
+    data[name][0] = {"case": {"case": [{"dict": [["T", 3]]}, {"tuple": []}, "0; import os", 1.0, {"dict": []}]}}
+    kept.write_text(json.dumps(data))
+    assert run() == (first, drawn)  # an invalid file: drawn again, the same cases
+    assert run() == (first, drawn.replace(": 3 ", ": 0 "))  # and the file was rewritten
+    with open(hidden / "test_softmax.py", "a") as suite:
+        suite.write("\n# a change to the suites\n")
+    again, redrawn = run()
+    assert again == first and redrawn.startswith("drawn by hypothesis: 3 ") and redrawn != drawn
+
+
 def test_without_namespaces_grading_still_works_with_a_warning_and_require_sandbox_refuses(private_tmp, course):
     """Where no namespace sandbox can be built (forced here with Zygote(namespaces=False)), workers get rlimits
     only: the submission is still graded, with a warning in the output; with require_sandbox=True the grader

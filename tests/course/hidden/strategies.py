@@ -16,14 +16,28 @@ hypothesis does without shrinking (failures are reported by shape class, never
 by value, so a minimal example would buy nothing but time). Replaying skips
 hypothesis' engine for each submission, its costliest part here. Cases are
 drawn up front, never inside the test (no ``st.data()``), so a replay is exact.
+
+The drawn cases are also kept in a file, ``__pycache__/cases-<key>.json`` beside
+the suites (like Python's own bytecode cache), so that a new grading process
+(a cold ``grader grade``, each job of a batch) reads them instead of running
+hypothesis: the key hashes every file of the suites, hypothesis' version and
+the course's seed, so a change to any of them draws afresh. The file is JSON
+with a tag for each type a case holds, decoded strictly (anything else in it
+and it is ignored, then rewritten); it holds nothing but what hypothesis drew.
 """
 from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import inspect
+import json
+import os
+import tempfile
 import zlib
+from pathlib import Path
 
+import hypothesis
 import torch
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
@@ -51,23 +65,121 @@ def examples(n: int):
 
 
 def drawn(test, n: int, course_seed: int) -> list[dict]:
-    """The ``n`` cases (keyword arguments) hypothesis draws for ``test`` under ``course_seed``; drawn once per process."""
+    """The ``n`` cases (keyword arguments) hypothesis draws for ``test`` under ``course_seed``; drawn once per course
+    version: kept in this process, and in the cases file (see above) for the next one."""
     name = f"{test.__module__}.{test.__qualname__}"
     key = (name, n, course_seed)
     if key not in _drawn:
-        cases, inner = [], test.hypothesis.inner_test
-        fixtures = list(inspect.signature(test).parameters)
-        test.hypothesis.inner_test = lambda **kwargs: cases.append({k: v for k, v in kwargs.items() if k not in fixtures})
-        try:
-            run = settings(max_examples=n, phases=[Phase.explicit, Phase.generate], deadline=None, database=None,
-                           derandomize=False, print_blob=False, suppress_health_check=list(HealthCheck))(test)
-            seed(zlib.crc32(name.encode()) ^ course_seed)(run)(**dict.fromkeys(fixtures))
-        finally:
-            test.hypothesis.inner_test = inner
-        if any(isinstance(v, st.DataObject) for case in cases for v in case.values()):
-            raise TypeError(f"{name} draws inside the test (st.data()): draw in its strategy, so cases can be replayed")
+        stored = _stored(course_seed)
+        cases = stored.get(f"{name}/{n}")
+        if cases is None:
+            cases = _draw(test, name, n, course_seed)
+            _store(course_seed, f"{name}/{n}", cases)
         _drawn[key] = cases
     return _drawn[key]
+
+
+def _draw(test, name: str, n: int, course_seed: int) -> list[dict]:
+    cases, inner = [], test.hypothesis.inner_test
+    fixtures = list(inspect.signature(test).parameters)
+    test.hypothesis.inner_test = lambda **kwargs: cases.append({k: v for k, v in kwargs.items() if k not in fixtures})
+    try:
+        run = settings(max_examples=n, phases=[Phase.explicit, Phase.generate], deadline=None, database=None,
+                       derandomize=False, print_blob=False, suppress_health_check=list(HealthCheck))(test)
+        seed(zlib.crc32(name.encode()) ^ course_seed)(run)(**dict.fromkeys(fixtures))
+    finally:
+        test.hypothesis.inner_test = inner
+    if any(isinstance(v, st.DataObject) for case in cases for v in case.values()):
+        raise TypeError(f"{name} draws inside the test (st.data()): draw in its strategy, so cases can be replayed")
+    return cases
+
+
+# -- the cases file
+
+_files: dict[int, dict[str, list[dict]]] = {}  # course seed -> the cases read from (and written to) its file
+
+
+def cases_file(course_seed: int) -> Path:
+    """Where the cases drawn under ``course_seed`` are kept: named after a hash of the suites' files (this folder's
+    .py and .ini), hypothesis' version and the seed."""
+    folder = Path(__file__).resolve().parent
+    digest = hashlib.sha256(f"{hypothesis.__version__}\0{course_seed}".encode())
+    for path in sorted(p for p in folder.iterdir() if p.suffix in (".py", ".ini") and p.is_file()):
+        digest.update(f"\0{path.name}\0".encode() + path.read_bytes())
+    return folder / "__pycache__" / f"cases-{digest.hexdigest()[:24]}.json"
+
+
+def _stored(course_seed: int) -> dict[str, list[dict]]:
+    """The cases file's tests (name/n -> cases), read once per process; empty when it is missing or invalid."""
+    if course_seed not in _files:
+        try:
+            data = json.loads(cases_file(course_seed).read_text(encoding="utf-8"))
+            _files[course_seed] = {str(name): [_decode_kwargs(case) for case in cases] for name, cases in data.items()}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            _files[course_seed] = {}
+    return _files[course_seed]
+
+
+def _store(course_seed: int, name: str, cases: list[dict]) -> None:
+    """Add a test's cases to the file (written whole, atomically); left out if they do not survive the round trip
+    exactly, or the folder is read-only (they are drawn again next time)."""
+    try:
+        encoded = [{k: _encode(v) for k, v in case.items()} for case in cases]
+        if repr([_decode_kwargs(case) for case in encoded]) != repr(cases):
+            return
+    except (TypeError, ValueError):
+        return
+    stored = _stored(course_seed)
+    stored[name] = cases
+    path = cases_file(course_seed)
+    text = json.dumps({test: [{k: _encode(v) for k, v in case.items()} for case in kept] for test, kept in stored.items()})
+    try:
+        path.parent.mkdir(exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False, encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(out.name, 0o644)
+        os.replace(out.name, path)
+    except OSError:
+        return
+
+
+def _encode(value):
+    """A drawn value as JSON: plain scalars as they are, everything else under a tag naming its type."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return {type(value).__name__: [_encode(v) for v in value]}
+    if isinstance(value, dict):
+        return {"dict": [[_encode(k), _encode(v)] for k, v in value.items()]}
+    if isinstance(value, Case):
+        return {"case": [_encode(value.sizes), _encode(value.batch), value.seed, value.scale, _encode(value.extra)]}
+    raise TypeError(f"cannot keep a drawn {type(value).__name__} in the cases file")
+
+
+def _decode(data):
+    """The inverse of ``_encode``; ValueError for anything ``_encode`` does not write."""
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
+    if not (isinstance(data, dict) and len(data) == 1):
+        raise ValueError("not a drawn value")
+    (tag, body), = data.items()
+    if tag in ("list", "tuple") and isinstance(body, list):
+        return (list if tag == "list" else tuple)(_decode(v) for v in body)
+    if tag == "dict" and isinstance(body, list) and all(isinstance(pair, list) and len(pair) == 2 for pair in body):
+        return {_decode(k): _decode(v) for k, v in body}
+    if tag == "case" and isinstance(body, list) and len(body) == 5:
+        sizes, batch, case_seed, scale, extra = _decode(body[0]), _decode(body[1]), body[2], body[3], _decode(body[4])
+        if not (isinstance(sizes, dict) and isinstance(batch, tuple) and isinstance(extra, dict)
+                and type(case_seed) is int and type(scale) is float and all(isinstance(k, str) for k in (*sizes, *extra))):
+            raise ValueError("not a drawn case")
+        return Case(sizes, batch, case_seed, scale, **extra)
+    raise ValueError("not a drawn value")
+
+
+def _decode_kwargs(case) -> dict:
+    if not isinstance(case, dict):
+        raise ValueError("not a drawn case")
+    return {str(k): _decode(v) for k, v in case.items()}
 
 
 class Case:

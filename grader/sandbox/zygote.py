@@ -1,0 +1,105 @@
+"""The grading process's handle on its zygote: start it, ask it to fork, wait for and reap workers.
+
+``Zygote`` is a fresh interpreter (grader.sandbox.lifeline, then grader.sandbox.worker) that imports torch once and
+forks the sandboxed workers. This module imports neither torch nor pydantic, so a grading process can start its
+zygote before importing torch itself, and both imports run at once (``grader grade``'s cold start).
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from typing import TYPE_CHECKING
+
+from grader import ROOT
+
+if TYPE_CHECKING:
+    from grader.sandbox.limits import Limits
+
+
+class GraderFault(RuntimeError):
+    """The grader itself could not do its job (the zygote died, a required sandbox is unavailable):
+    not the submission's fault. Recorded in ``WorkerSession.fault``; the submission must not be scored."""
+
+
+class Zygote:
+    """A fresh interpreter with torch imported, forking sandboxed workers on request.
+
+    One zygote serves one grading process, one request at a time (it is not thread-safe).
+    Should it die, the next ``spawn`` starts a new one.
+    """
+
+    def __init__(self, namespaces: bool = True, hide: tuple[str, ...] = ()):
+        """``namespaces=False`` never builds the namespace sandbox (workers get rlimits only, as on a machine
+        without namespaces): for testing that degraded path, never for grading students. ``hide``: folders the
+        sandbox hides besides the grader's repository (the root of a course kept elsewhere)."""
+        self.namespaces, self.hide = namespaces, tuple(str(path) for path in hide)
+        self._launch()
+
+    def _launch(self):
+        self.spawned = 0
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.log = tempfile.TemporaryFile()
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "PYTHONPATH": str(ROOT),
+               "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+        env.update({k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "GRADER_SANDBOX_UID", "GRADER_SANDBOX_GID", "GRADER_CGROUP")
+                    if k in os.environ})
+        flags = ([] if self.namespaces else ["--no-namespaces"]) + [arg for path in self.hide for arg in ("--hide", path)]
+        self.process = subprocess.Popen([sys.executable, "-m", "grader.sandbox.lifeline", str(os.getpid()), str(theirs.fileno()), *flags],
+                                        pass_fds=[theirs.fileno()], env=env, cwd="/", stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=self.log)
+        theirs.close()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def _ask(self, request: dict, fds=()) -> dict:
+        try:
+            socket.send_fds(self.control, [json.dumps(request).encode()], list(fds))
+            reply = self.control.recv(65536)
+        except OSError:
+            reply = b""
+        if not reply:
+            self.log.seek(0)
+            raise GraderFault(f"the worker zygote stopped: {self.log.read()[-2000:].decode(errors='replace')}")
+        return json.loads(reply)
+
+    def spawn(self, submission: str, limits: Limits, device: str, require_sandbox: bool) -> tuple[int, socket.socket]:
+        if not self.alive():  # it died (it never runs student code): start a new one
+            self.close()
+            self._launch()
+        ours, theirs = socket.socketpair()
+        try:
+            pid = self._ask({"op": "spawn", "submission": str(submission), "limits": limits.model_dump(), "device": device,
+                             "require_sandbox": require_sandbox}, [theirs.fileno()])["pid"]
+        finally:
+            theirs.close()
+        self.spawned += 1
+        return pid, ours
+
+    def reap(self, pid: int) -> int | None:
+        """Wait for a worker that was killed; its wait status (None when the zygote is gone)."""
+        try:
+            return self._ask({"op": "reap", "pid": pid})["status"]
+        except GraderFault:
+            return None
+
+    def wait(self, pid: int, timeout: float) -> int | None:
+        """The wait status of a worker that exits within ``timeout`` seconds, else None (it is then still running)."""
+        try:
+            return self._ask({"op": "wait", "pid": pid, "timeout": timeout})["status"]
+        except GraderFault:
+            return None
+
+    def close(self):
+        """Stop the zygote (and with it any worker still running: they die with their parent)."""
+        self.control.close()
+        try:  # it exits when it sees the control socket closed; one that never spawned may still be warming up
+            self.process.wait(timeout=10 if self.spawned else 0.5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
