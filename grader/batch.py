@@ -48,7 +48,8 @@ from grader.similarity.report import class_report, summary_rows
 from grader.text import MAX_NAME, clean
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
-MATERIAL = ("solutions", "tests/course/hidden")  # besides course.yaml, in the course root
+# besides course.yaml, in the course root; the hidden suites take their hints from tests/course/public/misconceptions.py
+MATERIAL = ("solutions", "tests/course/hidden", "tests/course/public")
 MAX_ID_BYTES = 200  # a student id is part of file names (at most 255 bytes on most file systems)
 GRADER_FAULT = "grader error"
 PROCESS_DIED = (f"{GRADER_FAULT}: could not be graded: the grading process died while grading this submission alone; "

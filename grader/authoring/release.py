@@ -52,7 +52,7 @@ PYTHON = "3.11"
 # What goes into the Gradescope zip besides setup.sh and run_autograder: the grader (from its repository) and the
 # course (its suites, its references and course.yaml, from the course root).
 GRADER_SOURCES = ("grader", "pyproject.toml", "README.md")
-COURSE_SOURCES = ("solutions", "tests/course/hidden", "course.yaml")
+COURSE_SOURCES = ("solutions", "tests/course/hidden", "tests/course/public/misconceptions.py", "course.yaml")
 STUB_TARGET = re.compile(r'raise NotImplementedError\("(?P<target>\w+\.[\w.]+): fill in this stub')
 
 HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[^\n]*\n.*?^[ \t]*### END HIDDEN TESTS[^\n]*(\n|\Z)", re.S | re.M)

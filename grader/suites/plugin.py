@@ -39,7 +39,12 @@ UNUSED_BUILTIN_PLUGINS = ("cacheprovider", "warnings", "logging", "capture", "fa
 
 
 class CheckFailed(AssertionError):
-    """A property of the submission does not hold; the message is written for the student."""
+    """A property of the submission does not hold; the message is written for the student. ``misconception``: the id
+    of the known mistake the message names (one whose result on the same input reproduces the student's), if any."""
+
+    def __init__(self, message: str, misconception: str = ""):
+        super().__init__(message)
+        self.misconception = misconception
 
 
 def feedback(error: BaseException | None) -> str:
@@ -133,6 +138,8 @@ class GradingPlugin:
         metadata = dict(self._about[item.nodeid])
         if call.excinfo is not None:
             metadata[f"feedback_{call.when}"] = feedback(call.excinfo.value)
+            if isinstance(call.excinfo.value, CheckFailed) and call.excinfo.value.misconception:
+                metadata["misconception"] = call.excinfo.value.misconception
         return metadata
 
     def pytest_json_modifyreport(self, json_report):

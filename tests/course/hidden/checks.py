@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -34,6 +33,31 @@ from grader.sandbox.problems import StudentError
 from grader.sandbox.proxy import CallResult, RemoteObject, load_params_step
 from grader.sandbox.seed import seed_torch
 from grader.suites.plugin import CheckFailed
+from tests.course.public.misconceptions import (  # noqa: F401 (the suites use them as C.*)
+    Hint,
+    Hints,
+    alphas_hints,
+    as64,
+    attention_hints,
+    causal_hints,
+    causal_mask_hints,
+    context_vector_hints,
+    context_weight_hints,
+    decoder_hints,
+    dictionary_hints,
+    dot_hints,
+    lookup_hints,
+    matching,
+    multihead_hints,
+    one_hot_hints,
+    pairwise_hints,
+    phrase,
+    project_hints,
+    raising_alike,
+    score_hints,
+    self_attention_hints,
+    softmax_hints,
+)
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 DEFERRED = ("not judged yet: this rule is checked once the values are right on the same inputs (the values checks "
@@ -128,43 +152,57 @@ def _hint(text: str | None) -> str:
     return f" Hint: {text}" + ("" if text.rstrip().endswith((".", "?", "!", ")")) else ".")
 
 
-KNOWN_ERRORS = [  # (part of torch's message, what it means for the student)
-    ("Mismatch in shape: grad_output", "the result has the wrong shape (see the values checks)"),
+def _expected(text: str | None) -> str:
+    """' Expected: ...': what the check wants, said where no known mistake matches (not a diagnosis)."""
+    if not text:
+        return ""
+    return f" Expected: {text}" + ("" if text.rstrip().endswith((".", "?", "!", ")")) else ".")
+
+
+def diagnosed(message: str, hint: Hint | None) -> CheckFailed:
+    """The CheckFailed saying ``message``, and the mistake ``hint`` (if any) that reproduces the result, by its id."""
+    return CheckFailed(message + phrase(hint), misconception=hint.id if hint else "")
+
+
+MEANINGS = [  # (part of torch's message, what it says happened, in the student's words)
+    ("Mismatch in shape: grad_output", "the result's shape differs from the expected one (see the values checks)"),
     ("leaf Variable that requires grad is being used in an in-place operation",
-     "your code changes an input in place (x -= ..., x /= ..., x.sub_()); compute new tensors instead"),
-    ("cannot be called on meta tensors", "meta tensors have shapes but no values: avoid .item() and Python ifs on values"),
-    ("must match the size of tensor", "two tensors that should line up do not: compare their shapes dim by dim, and "
-                                      "reduce with keepdim=True where a result must broadcast back"),
-    ("shapes cannot be multiplied", "the inner sizes of a matrix product differ: check which operand needs a transpose "
-                                    "(nn.Linear stores its weight as (d_out, d_in): call the layer itself)"),
+     "an input that requires grad was changed in place"),
+    ("cannot be called on meta tensors", "an operation needed the values of a meta tensor, which has none"),
 ]
 
 
-def attempt(thunk: Callable, what: str, on: str, hint: str | None = None):
-    """Run ``thunk`` (a call into the student's code); their exception becomes a CheckFailed that names the input class."""
+def attempt(thunk: Callable, what: str, on: str, hints: Hints = (), note: str = ""):
+    """Run ``thunk`` (a call into the student's code); their exception becomes a CheckFailed that names the input class,
+    and the mistake among ``hints`` that raises the same error on the same input (``note``: what to know about the
+    input, said after the error)."""
     try:
         return thunk()
     except StudentError as error:
-        raise failed(error, what, on, hint) from None
+        raise failed(error, what, on, hints, note) from None
 
 
-def failed(error: StudentError, what: str, on: str, hint: str | None = None) -> CheckFailed:
-    """The CheckFailed for the student's exception ``error`` raised by ``what`` on inputs of class ``on``."""
-    if error.info.get("type") == "NotImplementedError":
-        hint = None  # a stub: the message says what to do
-    elif hint is None:
-        hint = next((h for pattern, h in KNOWN_ERRORS if pattern in error.info.get("message", "")), None)
-    message = f"{what} failed on {on}: {error}"
-    return CheckFailed(message.rstrip(".") + "." + _hint(hint))
+def failed(error: StudentError, what: str, on: str, hints: Hints = (), note: str = "") -> CheckFailed:
+    """The CheckFailed for the student's exception ``error`` raised by ``what`` on inputs of class ``on``: a mistake
+    of ``hints`` that raises the same error is named; otherwise what torch's message means, where it is known."""
+    message = f"{what} failed on {on}: {error}".rstrip(".") + "."
+    kind, text = error.info.get("type", ""), error.info.get("message", "")
+    if kind == "NotImplementedError":
+        return CheckFailed(message)  # a stub: the message says what to do
+    found = raising_alike(kind, text, hints)
+    if found is None:
+        meaning = next((m for pattern, m in MEANINGS if pattern in text), None)
+        message += f" This error means: {meaning}." if meaning else ""
+    return diagnosed(message + (f" Note: {note}." if note else ""), found)
 
 
-def run_all(session, calls: list, what: str | Sequence[str], on: str, hint: str | None = None) -> list[CallResult]:
+def run_all(session, calls: list, what: str | Sequence[str], on: str, hints: Hints = ()) -> list[CallResult]:
     """Several calls into the student's code in one round trip (``Session.run_many``); their exception fails the
     check, naming the call that raised (``what``, or ``what[i]`` for the i-th call) and the input class."""
     try:
         return session.run_many(calls)
     except StudentError as error:
-        raise failed(error, what if isinstance(what, str) else what[error.step], on, hint) from None
+        raise failed(error, what if isinstance(what, str) else what[error.step], on, hints) from None
 
 
 def expect_raises(exception: type, thunk: Callable, what: str, when: str, hint: str, need_message: bool = True):
@@ -197,47 +235,6 @@ def tolerance(course, dtype, magnitude: float = 0.0) -> tuple[float, float]:
     return max(tol.rtol, widened), max(tol.atol, widened)
 
 
-@dataclass
-class Hint:
-    """A known mistake: if the student's result equals ``alternative()``, ``message`` says what went wrong."""
-    message: str
-    alternative: Callable[[], torch.Tensor]
-
-
-def _as64(t: torch.Tensor) -> torch.Tensor:
-    return t.detach().to("cpu", torch.float64)
-
-
-def _same(got: torch.Tensor, alt, rtol: float, atol: float) -> bool:
-    if not isinstance(alt, torch.Tensor) or alt.device.type == "meta" or tuple(alt.shape) != tuple(got.shape):
-        return False
-    a, b = _as64(got), _as64(alt)
-    both_nan = torch.isnan(a) & torch.isnan(b)
-    return bool((torch.isclose(a, b, rtol=rtol, atol=atol) | both_nan | (a == b)).all())
-
-
-def _matching_hint(got, hints: Iterable[Hint] | Callable[[], Iterable[Hint]], rtol: float, atol: float) -> str | None:
-    for hint in hints() if callable(hints) else hints:
-        try:
-            alternative = hint.alternative()
-        except Exception:  # a mistake that cannot even be computed on this input is not the one made
-            continue
-        if _same(got, alternative, rtol, atol):
-            return hint.message
-    return None
-
-
-def _diagnosis(got, diagnose: Iterable[Callable]) -> str | None:
-    for check in diagnose:
-        try:
-            message = check(got)
-        except Exception:
-            message = None
-        if message:
-            return message
-    return None
-
-
 def expect_tensor(got, what: str, on: str, like: torch.Tensor | None = None) -> torch.Tensor:
     """``got`` itself if it is a tensor; otherwise the check fails, saying what kind of value came back."""
     if isinstance(got, torch.Tensor):
@@ -267,11 +264,12 @@ def expect_tensors(got, count: int, what: str, on: str, expected: str) -> tuple[
 
 
 def close(got, want: torch.Tensor, *, what: str, on: str, course=None, rtol: float | None = None, atol: float | None = None,
-          hints: Iterable[Hint] | Callable[[], Iterable[Hint]] = (), diagnose: Iterable[Callable] = (), nonfinite: str | None = None,
-          generic: str | None = None, check_dtype: bool = True, dtype_note: str | None = None):
+          hints: Hints = (), generic: str | None = None, check_dtype: bool = True, dtype_note: str | None = None):
     """The student's ``got`` must be a tensor like ``want`` (shape, dtype, device) with close values.
 
-    ``hints`` may be a function returning them, for hints that cost something to prepare: it runs on a failure only.
+    A failure names the mistake of ``hints`` whose result on the same input is ``got`` (a diagnosis); where none
+    is, it says what is expected (``generic``). ``hints`` may be a function returning them, for hints that cost
+    something to prepare: it runs on a failure only.
     """
     got = expect_tensor(got, what, on, want)
     if not want.is_floating_point():
@@ -279,14 +277,9 @@ def close(got, want: torch.Tensor, *, what: str, on: str, course=None, rtol: flo
     elif rtol is None or atol is None:
         rtol, atol = tolerance(course, want.dtype)
     if tuple(got.shape) != tuple(want.shape):
-        found = _matching_hint(got, hints, rtol, atol) if want.device.type != "meta" else None
-        if found is None and sorted(got.shape) == sorted(want.shape):
-            found = ("the right sizes in the wrong order: a transpose is missing or in the wrong place (with batch dims, "
-                     "x.T reverses every dim: use x.transpose(-2, -1) or x.mT)")
-        if found is None and got.dim() != want.dim():
-            found = "a reduction lost or kept a dim (keepdim?), or a batch dim was dropped or added"
-        raise CheckFailed(f"{what}: the result's shape has {shape_fact(got.shape, want.shape)} on {on}; expected "
-                          f"{shape(want)}.{_hint(found)}")
+        found = matching(got, hints, rtol, atol) if want.device.type != "meta" else None
+        raise diagnosed(f"{what}: the result's shape has {shape_fact(got.shape, want.shape)} on {on}; expected "
+                        f"{shape(want)}.", found)
     if check_dtype and got.dtype != want.dtype:
         note = dtype_note or f"the input's dtype. {DTYPE_HINT.rstrip('.')}"
         raise CheckFailed(f"{what}: {dtype_name(got.dtype)} result on {on}; expected {dtype_name(want.dtype)}, {note}.")
@@ -296,38 +289,33 @@ def close(got, want: torch.Tensor, *, what: str, on: str, course=None, rtol: flo
                           f"and register fixed tensors of a module as buffers so that they follow .to(device).")
     if want.device.type == "meta":
         return got
-    a, b = _as64(got), _as64(want)
+    a, b = as64(got), as64(want)
     finite = torch.isfinite(b)
-    broken = finite & ~torch.isfinite(a)
-    if broken.any():
-        found = _matching_hint(got, hints, rtol, atol) or nonfinite or _diagnosis(got, diagnose) or generic
-        raise CheckFailed(f"{what}: NaN or inf on {on} where the result is finite.{_hint(found)}")
-    ok = torch.isclose(a, b, rtol=rtol, atol=atol) | (a == b)
-    if bool(ok.all()):
+    if bool((finite & ~torch.isfinite(a)).any()):
+        problem = f"{what}: NaN or inf on {on} where the result is finite."
+    elif bool((torch.isclose(a, b, rtol=rtol, atol=atol) | (a == b)).all()):
         return got
-    difference = (a - b).abs().where(finite, torch.zeros((), dtype=torch.float64))
-    found = _matching_hint(got, hints, rtol, atol) or _diagnosis(got, diagnose) or generic
-    raise CheckFailed(f"{what}: wrong values on {on}: off by {error_scale(float(difference.max()))} at worst."
-                      f"{_hint(found)}")
+    else:
+        difference = (a - b).abs().where(finite, torch.zeros((), dtype=torch.float64))
+        problem = f"{what}: wrong values on {on}: off by {error_scale(float(difference.max()))} at worst."
+    found = matching(got, hints, rtol, atol, want)
+    raise diagnosed(problem + ("" if found else _expected(generic)), found)
 
 
-def rows_sum_to_one(dim: int = -1, what: str = "weights"):
-    """A diagnosis: the result's entries along ``dim`` should sum to 1."""
-    def check(got: torch.Tensor) -> str | None:
-        a = _as64(got)
-        if a.dim() == 0:
-            return None
-        sums = a.sum(dim)
-        if torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
-            return None
-        for other in range(a.dim()):
-            if other != dim % a.dim():
-                s = a.sum(other)
-                if torch.allclose(s, torch.ones_like(s), atol=1e-4):
-                    return (f"your {what} sum to 1 along dim {other - a.dim()}, not along dim {dim}: "
-                            f"normalize over the right dimension (the softmax's dim, and the sum's, with keepdim=True).")
-        return f"your {what} do not sum to 1 along dim {dim}: divide exp(...) by its sum over that same dim (keepdim=True)."
-    return check
+def rows_sum_to_one(got: torch.Tensor, dim: int = -1, what: str = "weights") -> str | None:
+    """What the result's sums along ``dim`` show, if they are not all 1: a fact, not a cause."""
+    a = as64(got)
+    if a.dim() == 0:
+        return None
+    sums = a.sum(dim)
+    if torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+        return None
+    for other in range(a.dim()):
+        if other != dim % a.dim():
+            s = a.sum(other)
+            if torch.allclose(s, torch.ones_like(s), atol=1e-4):
+                return f"your {what} sum to 1 along dim {other - a.dim()}, not along dim {dim}."
+    return f"your {what} do not sum to 1 along dim {dim}."
 
 
 # ---------------------------------------------------------------- gradients, in-place changes, operator counts, built-ins
@@ -375,208 +363,6 @@ def own_implementation(result: CallResult, what: str, instead: str):
         names = ", ".join(result.called)
         raise CheckFailed(f"{what} calls the built-in {names}, which does the whole job of this exercise, so this part "
                           f"earns no credit.{_hint(instead)}")
-
-
-# ---------------------------------------------------------------- misconceptions, per exercise
-# Each returns Hint objects: what a known mistake would have produced on the same (float64) input.
-
-def _sm(z, dim=-1):
-    return torch.softmax(z, dim)
-
-
-def softmax_hints(x: torch.Tensor, dim: int, t: float) -> list[Hint]:
-    rank = x.dim()
-    hints = []
-    if dim % rank != rank - 1:
-        hints.append(Hint("you normalize along the last dim whatever `dim` says: reduce along `dim` "
-                          "(amax(dim, keepdim=True), sum(dim, keepdim=True)).", lambda: _sm(x / t, -1)))
-    for other in range(rank):
-        if other != dim % rank and other != rank - 1:
-            hints.append(Hint(f"your weights sum to 1 along dim {other}, not along `dim`: use `dim` in every reduction.",
-                              lambda other=other: _sm(x / t, other)))
-    if t != 1:
-        hints.append(Hint("the temperature multiplies the scores: divide by it, exp(x / t), so that a low temperature sharpens.",
-                          lambda: _sm(x * t, dim)))
-        hints.append(Hint("the temperature is ignored: divide the scores by it before exp.", lambda: _sm(x, dim)))
-    return hints
-
-
-STABLE_SOFTMAX = ("exp overflows for large scores (inf / inf = NaN): subtract each row's max along the softmax dim "
-                  "(x.amax(dim, keepdim=True)) before exp; softmax does not change when a row moves by a constant.")
-ROW_MAX = ("each row needs its own max: a max over the whole tensor (x.max()) leaves rows of small scores "
-           "underflowing to 0 / 0; use x.amax(dim, keepdim=True).")
-NEG_INF = ("-inf scores (masked positions) must get weight exactly 0 while the row has a finite entry: subtract the row "
-           "max (which is finite) and exp(-inf) = 0; avoid operations like -inf - (-inf) or 0 * inf.")
-
-
-def score_hints(queries, keys) -> list[Hint]:
-    return [
-        Hint("keys @ queries^T gives (..., Tk, Tq): the result is queries @ keys^T, one row per query.",
-             lambda: keys @ queries.transpose(-2, -1)),
-        Hint("attention_scores has no scaling: plain queries @ keys^T (sqrt(d) comes in exercise 4).",
-             lambda: queries @ keys.transpose(-2, -1) / math.sqrt(keys.shape[-1])),
-        Hint("queries^T keys compares features, not tokens: queries @ keys.transpose(-2, -1).",
-             lambda: queries.transpose(-2, -1) @ keys),
-    ]
-
-
-def pairwise_hints(x) -> list[Hint]:
-    return [Hint("x^T x compares features, not tokens: pairwise scores are x @ x^T, shape (..., T, T).",
-                 lambda: x.transpose(-2, -1) @ x),
-            Hint("no scaling here: x @ x^T.", lambda: x @ x.transpose(-2, -1) / math.sqrt(x.shape[-1]))]
-
-
-def context_weight_hints(x) -> list[Hint]:
-    scores = x @ x.transpose(-2, -1)
-    return [Hint("your weights' columns sum to 1, not the rows: is the softmax over the last dimension (dim=-1)?",
-                 lambda: _sm(scores, -2)),
-            Hint("your softmax runs over dim 0 (the batch here): use dim=-1, the keys.", lambda: _sm(scores, 0)),
-            Hint("attention_weights has no scaling: softmax(x x^T); the sqrt(d) scaling comes with queries and keys.",
-                 lambda: _sm(scores / math.sqrt(x.shape[-1])))]
-
-
-def context_vector_hints(x) -> list[Hint]:
-    weights = _sm(x @ x.transpose(-2, -1))
-    return [Hint("your weights' columns sum to 1, not the rows: is the softmax over the last dimension (dim=-1)?",
-                 lambda: _sm(x @ x.transpose(-2, -1), -2) @ x),
-            Hint("your softmax runs over dim 0 (the batch here): use dim=-1, the keys.",
-                 lambda: _sm(x @ x.transpose(-2, -1), 0) @ x),
-            Hint("you multiply by the transposed weights: the context vectors are weights @ x (row i mixes tokens for token i).",
-                 lambda: weights.transpose(-2, -1) @ x),
-            Hint("the context vectors use the unscaled weights softmax(x x^T): no sqrt(d) here.",
-                 lambda: _sm(x @ x.transpose(-2, -1) / math.sqrt(x.shape[-1])) @ x),
-            Hint("you return the weights' input, not the mix: context_vectors is attention_weights(x) @ x.", lambda: x)]
-
-
-def attention_hints(q, k, v, mask=None, scale_name="sqrt(d_k)", scale: float | None = None) -> list[Hint]:
-    """Mistakes of softmax(Q K^T / scale, masked) V."""
-    d_k, d_v = k.shape[-1], v.shape[-1]
-    scale = math.sqrt(d_k) if scale is None else scale
-    raw = q @ k.transpose(-2, -1)
-
-    def attend(scores, how="-inf", mask_=mask, dim=-1):
-        if mask_ is not None and how == "-inf":
-            scores = scores.masked_fill(~mask_, float("-inf"))
-        if mask_ is not None and how == "zero":
-            scores = scores.masked_fill(~mask_, 0.0)
-        weights = _sm(scores, dim)
-        if mask_ is not None and how == "after":
-            weights = weights * mask_
-        return weights @ v
-
-    hints = [Hint(f"you divide the scores by d_k; divide by {scale_name}.", lambda: attend(raw / d_k)),
-             Hint(f"the scores are not scaled: divide Q K^T by {scale_name} before the softmax.", lambda: attend(raw)),
-             Hint(f"you scale by sqrt of the value width d_v; scale by {scale_name}.", lambda: attend(raw / math.sqrt(d_v))),
-             Hint("the softmax runs over the queries (dim -2); it must run over the keys, the last dim.",
-                  lambda: attend(raw / scale, dim=-2))]
-    if mask is not None:
-        hints += [Hint("the mask is applied after the softmax: set masked scores to -inf *before* the softmax, so that "
-                       "each row still sums to 1.", lambda: attend(raw / scale, "after")),
-                  Hint("masked scores are set to 0, but exp(0) = 1 still gives them weight: use float('-inf').",
-                       lambda: attend(raw / scale, "zero")),
-                  Hint("the mask is inverted: True means 'may attend' (PyTorch's convention), so fill where the mask "
-                       "is False (masked_fill(~mask, -inf)).", lambda: attend(raw / scale, "-inf", ~mask)),
-                  Hint("the mask is ignored: masked_fill(~mask, float('-inf')) before the softmax.",
-                       lambda: attend(raw / scale, "none"))]
-    return hints
-
-
-def causal_hints(q, k, v, d_in: int, out_proj: Callable | None = None) -> list[Hint]:
-    """Mistakes of causal attention on projected q, k, v (..., T, d) (heads already split where relevant)."""
-    T, d = q.shape[-2], k.shape[-1]
-    tril = torch.ones(T, T, dtype=torch.bool).tril()
-    raw = q @ k.transpose(-2, -1)
-    finish = out_proj or (lambda context: context)
-
-    def attend(scores, allowed=tril, how="-inf"):
-        if allowed is not None and how == "-inf":
-            scores = scores.masked_fill(~allowed, float("-inf"))
-        if allowed is not None and how == "zero":
-            scores = scores.masked_fill(~allowed, 0.0)
-        weights = _sm(scores)
-        if allowed is not None and how == "after":
-            weights = weights * allowed
-        return finish(weights @ v)
-
-    s = raw / math.sqrt(d)
-    return [Hint("no mask: a position sees later ones; set the scores above the diagonal to -inf before the softmax.",
-                 lambda: attend(s, None)),
-            Hint("the mask keeps the wrong triangle: True (may attend) must be on and below the diagonal, "
-                 "torch.tril, so position i sees j <= i.", lambda: attend(s, ~tril | torch.eye(T, dtype=torch.bool))),
-            Hint("the mask keeps the wrong triangle: position i may attend to j <= i (tril, True on and below "
-                 "the diagonal).", lambda: attend(s, tril.T)),
-            Hint("the mask is applied after the softmax: fill masked scores with -inf *before* it, so rows still sum to 1.",
-                 lambda: attend(s, tril, "after")),
-            Hint("masked scores are set to 0, and exp(0) = 1 still gives the future weight: fill with float('-inf').",
-                 lambda: attend(s, tril, "zero")),
-            Hint("you scale by sqrt(d_in), the input width; scale by sqrt of the key width.",
-                 lambda: attend(raw / math.sqrt(d_in))),
-            Hint("you divide the scores by the key width itself; divide by its square root.", lambda: attend(raw / d)),
-            Hint("the scores are not scaled: divide Q K^T by sqrt(key width).", lambda: attend(raw))]
-
-
-def multihead_hints(ref, x) -> list[Hint]:
-    """Mistakes of multi-head attention, computed with the reference module's own layers."""
-    B, T, _ = x.shape
-    h, hd = ref.num_heads, ref.head_dim
-    d_out = h * hd
-    tril = torch.ones(T, T, dtype=torch.bool).tril()
-    q, k, v = ref.W_query(x), ref.W_key(x), ref.W_value(x)
-
-    def split(t, transpose=True):
-        return t.view(B, T, h, hd).transpose(1, 2) if transpose else t.reshape(B, h, T, hd)
-
-    def run(scale=None, split_t=True, merge_t=True, proj=True, allowed=tril, how="-inf"):
-        scale = math.sqrt(hd) if scale is None else scale
-        qs, ks, vs = split(q, split_t), split(k, split_t), split(v, split_t)
-        s = qs @ ks.transpose(-2, -1) / scale
-        if allowed is not None and how == "-inf":
-            s = s.masked_fill(~allowed, float("-inf"))
-        if how == "zero":
-            s = s.masked_fill(~allowed, 0.0)
-        w = _sm(s)
-        if how == "after":
-            w = w * allowed
-        context = w @ vs
-        context = context.transpose(1, 2).reshape(B, T, d_out) if merge_t else context.reshape(B, T, d_out)
-        return ref.out_proj(context) if proj else context
-
-    return [Hint("out_proj is not applied: the merged heads go through self.out_proj (nn.Linear(d_out, d_out)).",
-                 lambda: run(proj=False)),
-            Hint("you scale by sqrt(d_out); each head scales by sqrt(head_dim) = sqrt(d_out // num_heads).",
-                 lambda: run(scale=math.sqrt(d_out))),
-            Hint("the heads are split without a transpose: view(B, T, num_heads, head_dim) then transpose(1, 2); a "
-                 "direct view(B, num_heads, T, head_dim) mixes tokens across heads.", lambda: run(split_t=False)),
-            Hint("the heads are merged in the wrong order: transpose(1, 2) back to (B, T, num_heads, head_dim) "
-                 "first, then reshape to (B, T, d_out).", lambda: run(merge_t=False)),
-            Hint("no causal mask: set the scores above the diagonal to -inf before the softmax.", lambda: run(allowed=None)),
-            Hint("the mask keeps the wrong triangle: True (may attend) on and below the diagonal (tril).",
-                 lambda: run(allowed=tril.T)),
-            Hint("the mask is applied after the softmax: fill with -inf before it.", lambda: run(how="after")),
-            Hint("masked scores are set to 0, and exp(0) = 1: fill with float('-inf').", lambda: run(how="zero"))]
-
-
-def decoder_hints(s, H) -> list[Hint]:
-    scores = (H * s.unsqueeze(-2)).sum(-1)
-    alphas = _sm(scores)
-    return [Hint("the result is not normalized: turn the scores into weights with a softmax over the n states first.",
-                 lambda: (scores.unsqueeze(-1) * H).sum(-2)),
-            Hint("the softmax runs over the wrong dim: the weights belong to the n encoder states (dim -1 of the scores).",
-                 lambda: (_sm(scores, 0).unsqueeze(-1) * H).sum(-2)),
-            Hint("the weights are applied per feature: alpha_i multiplies the whole state h_i and the sum runs over "
-                 "the n states (dim -2 of H).", lambda: (alphas.unsqueeze(-1) * H).sum(-1)),
-            Hint("you return the weights, not the weighted sum of the states.", lambda: alphas)]
-
-
-def dictionary_hints(Q, K, V, t) -> list[Hint]:
-    raw = Q @ K.transpose(-2, -1)
-    return [Hint("the temperature multiplies the scores: divide by it (a low temperature must sharpen).",
-                 lambda: _sm(raw * t) @ V),
-            Hint("no sqrt(d_k) scaling in this exercise: softmax(Q K^T / temperature) V.",
-                 lambda: _sm(raw / t / math.sqrt(K.shape[-1])) @ V),
-            Hint("the temperature is ignored: divide the scores by it before the softmax.", lambda: _sm(raw) @ V),
-            Hint("the softmax runs over the queries: it must run over the keys (the last dim of Q K^T).",
-                 lambda: _sm(raw / t, -2) @ V)]
 
 
 # ---------------------------------------------------------------- references

@@ -12,7 +12,6 @@ from solutions import causal as ref
 pytestmark = pytest.mark.causal
 
 WHAT = "CausalAttention(x)"
-SLICE_HINT = "the mask buffer is (context_length, context_length): slice it to [:T, :T] for a sequence of T tokens"
 
 
 def _reference(case, device, dropout=0.0):
@@ -30,18 +29,19 @@ def _on(x, context_length):
     return f"{C.describe(x=x)}, context_length {'= T' if context_length == x.shape[-2] else '> T'}"
 
 
-def _hints(reference, x):
-    wide = C.wide(reference) if x.dtype != torch.float64 else reference
-    x = x.double()
-    q, k, v = wide.W_query(x), wide.W_key(x), wide.W_value(x)
-    return C.causal_hints(q, k, v, x.shape[-1])
+def _hints(reference, x, in_dtype=False):
+    """The mistakes of causal attention with the reference's weights on x: in float64 (for values), or in x's dtype
+    (``in_dtype``, for errors and overflow)."""
+    module = reference if in_dtype or x.dtype == torch.float64 else C.wide(reference)
+    x = x if in_dtype else x.double()
+    q, k, v = module.W_query(x), module.W_key(x), module.W_value(x)
+    return C.causal_hints(q, k, v, x.shape[-1], context_length=module.mask.shape[-1])
 
 
 def _check(student, course, module, reference, x, context_length, what=WHAT):
     on = _on(x, context_length)
-    got = C.attempt(lambda: module(x), what, on, SLICE_HINT if context_length > x.shape[-2] else None)
+    got = C.attempt(lambda: module(x), what, on, lambda: _hints(reference, x, in_dtype=True))
     C.close(got, C.module_reference(reference.eval(), x), what=what, on=on, course=course, hints=lambda: _hints(reference, x),
-            nonfinite="a row became NaN: fill the masked scores with -inf before a (stable) softmax, and keep the diagonal.",
             generic="scores Q K^T / sqrt(d_out), -inf above the diagonal, softmax over the last dim, dropout, @ V.")
 
 
@@ -63,15 +63,9 @@ def test_causal_mask(student, course, T):
                             f"(True = may attend). Hint: create it with dtype=torch.bool or compare (== 1).")
     got = got.cpu()
     if not torch.equal(got, want):
-        if torch.equal(got, want & ~torch.eye(T, dtype=torch.bool)):
-            hint = "the diagonal is missing: each position may attend to itself (tril, not tril(-1))."
-        elif torch.equal(got, want.T):
-            hint = "you keep the upper triangle (the future): use tril, so position i may attend to j <= i."
-        elif torch.equal(got, ~want):
-            hint = "True marks the positions to hide; here True means 'may attend' (PyTorch's convention): invert it."
-        else:
-            hint = "True on and below the diagonal: torch.ones(T, T, dtype=torch.bool).tril()."
-        raise C.CheckFailed(f"causal_mask(T) is wrong for {on}. Hint: {hint}")
+        found = C.matching(got, C.causal_mask_hints(T), 0.0, 0.0)
+        expected = "" if found else " Expected: True on and below the diagonal, torch.ones(T, T, dtype=torch.bool).tril()."
+        raise C.diagnosed(f"causal_mask(T) is wrong for {on}.{expected}", found)
 
 
 @pytest.mark.rule

@@ -71,7 +71,8 @@ def test_float64_kept(student, course, device, exercise, contract):
                 check_values(student, course, subject, checked)
             except CheckFailed:
                 if values_right(student, course, exercise, subject, device):
-                    raise CheckFailed(f"{subject.what}: {C.LESS_PRECISE} ({on}).") from None
+                    raise CheckFailed(f"{subject.what}: {C.LESS_PRECISE} ({on}).",
+                                      misconception="float64.less_precise") from None
                 raise
         judged(student, course, exercise, subject, device, check)
 
@@ -92,7 +93,7 @@ def test_device_kept(student, course, device, exercise, contract):
                                 "module to its device")
             else:
                 call, where = subject.remote(student, exercise), hint
-            got = C.attempt(lambda: call(*meta), subject.what, on, where)
+            got = C.attempt(lambda: call(*meta), subject.what, on, note=where)
             C.kept_on(got, "meta", what=subject.what, on=on)
         judged(student, course, exercise, subject, device, check)
 

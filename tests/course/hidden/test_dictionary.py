@@ -26,10 +26,7 @@ def test_one_hot_values(student, course, drawn):
     got = C.attempt(lambda: student.dictionary.one_hot(index, n), "one_hot(index, n)", on)
     C.close(got, ref.one_hot(index, n), what="one_hot(index, n)", on=on, course=course,
             dtype_note="the default dtype (torch.zeros(n) without a dtype argument)",
-            hints=[C.Hint("the 1 is off by one: put it at position index itself (positions start at 0).",
-                          lambda: ref.one_hot(index - 1, n) if index else torch.zeros(n)),
-                   C.Hint("the 1 is off by one: put it at position index itself (positions start at 0).",
-                          lambda: ref.one_hot(index + 1, n))])
+            hints=C.one_hot_hints(index, n, ref.one_hot))
 
 
 @pytest.mark.rule
@@ -45,10 +42,10 @@ def test_one_hot_error(student):
 
 def _check(student, course, Q, K, V, t, rtol=None, atol=None):
     on = f"{C.describe(Q=Q, K=K, V=V)}, {C.temperature_class(t)}"
-    got = C.attempt(lambda: student.dictionary.attention(Q, K, V, t), ATTENTION, on,
-                    "with batch dims, .T reverses every dim: use K.transpose(-2, -1)" if Q.dim() > 2 else None)
+    hints = C.dictionary_hints(Q, K, V, t)
+    got = C.attempt(lambda: student.dictionary.attention(Q, K, V, t), ATTENTION, on, hints)
     C.close(got, C.in_float64(ref.attention, Q, K, V, t), what=ATTENTION, on=on, course=course, rtol=rtol, atol=atol,
-            hints=C.dictionary_hints(Q.double(), K.double(), V.double(), t), nonfinite=C.STABLE_SOFTMAX,
+            hints=hints,
             generic="softmax(Q K^T / temperature) over the keys, then @ V; no sqrt(d_k) here.")
 
 
@@ -82,7 +79,7 @@ def test_attention_default_temperature(student, course, device):
     on = C.describe(Q=Q, K=K, V=V)
     got = C.attempt(lambda: student.dictionary.attention(Q, K, V), "attention(Q, K, V)", on)
     C.close(got, C.in_float64(ref.attention, Q, K, V), what="attention(Q, K, V) (default temperature)", on=on,
-            course=course, hints=C.dictionary_hints(Q.double(), K.double(), V.double(), 1.0))
+            course=course, hints=C.dictionary_hints(Q, K, V, 1.0))
 
 
 @pytest.mark.rule
@@ -114,17 +111,8 @@ def test_lookup_values(student, course, drawn, t):
     table, key = drawn
     on = _table_on(table, key, t)
     got = C.attempt(lambda: student.dictionary.lookup(table, key, t), "lookup(table, key, temperature)", on)
-    keys = list(table)
-    ranked = sorted(keys, key=repr)
-    stored = torch.tensor(table[key], dtype=torch.float32)
-    hints = [C.Hint("the values are stacked in one order and the keys in another: use the dict's own order "
-                    "(list(table)) for both, and keys.index(key) for the query.",
-                    lambda: ref.lookup({k: table[k] for k in ranked}, ranked[keys.index(key)], t)),
-             C.Hint("the temperature multiplies the scores: divide by it (a low temperature must return the stored value).",
-                    lambda: ref.lookup(table, key, 1 / t)),
-             C.Hint("you return the stored value itself: lookup blends the values by attention, so a temperature of 1 "
-                    "gives a mix.", lambda: stored)]
-    C.close(got, ref.lookup(table, key, t), what="lookup(table, key, temperature)", on=on, course=course, hints=hints,
+    C.close(got, ref.lookup(table, key, t), what="lookup(table, key, temperature)", on=on, course=course,
+            hints=C.lookup_hints(table, key, t, ref.lookup),
             dtype_note="as the contract says: stack the values with dtype=torch.float32 (a table of ints would give int64)",
             generic="K = one-hot vectors of the keys in dict order, V = the values stacked, q = one_hot of the key's "
                     "position; return attention(q, K, V, temperature) as a float32 vector.")

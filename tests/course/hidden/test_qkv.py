@@ -1,5 +1,4 @@
 """Hidden suite, exercise 4: projections, scaled dot-product attention, SelfAttention, SelfAttentionLinear."""
-import math
 
 import checks as C
 import pytest
@@ -14,7 +13,6 @@ from solutions import qkv as ref
 pytestmark = pytest.mark.qkv
 
 SDPA = "scaled_dot_product_attention(queries, keys, values)"
-TRANSPOSE_HINT = "with batch dims, .T reverses every dim: transpose only the last two, keys.transpose(-2, -1)"
 PROJECT = "project(x, W_query, W_key, W_value)"
 OUTPUTS = ("queries", "keys", "values")
 
@@ -35,11 +33,7 @@ def _check_project(student, course, x, Wq, Wk, Wv):
     want = C.in_float64(ref.project, x, Wq, Wk, Wv)
     weights = {"W_query": Wq, "W_key": Wk, "W_value": Wv}
     for name, g, w, own in zip(OUTPUTS, got, want, weights):
-        hints = [C.Hint(f"your {name} are computed with {other}; use {own}.", lambda W=W: x @ W)
-                 for other, W in weights.items() if other != own]
-        hints.append(C.Hint(f"x @ {own} is (..., T, d_in) @ (d_in, width): no transpose of {own} here.",
-                            lambda W=weights[own]: x @ W.transpose(-2, -1)))
-        C.close(g, w, what=f"the {name} of {PROJECT}", on=on, course=course, hints=hints,
+        C.close(g, w, what=f"the {name} of {PROJECT}", on=on, course=course, hints=C.project_hints(x, weights, own, name),
                 generic=f"the {name} are x @ {own}, one row per token.")
 
 
@@ -73,13 +67,11 @@ def _check_sdpa(student, course, q, k, v, mask=None, rtol=None, atol=None):
     named = dict(queries=q, keys=k, values=v) | ({"mask": mask} if mask is not None else {})
     on = C.describe(**named)
     args = (q, k, v) if mask is None else (q, k, v, mask)
-    got = C.attempt(lambda: student.qkv.scaled_dot_product_attention(*args), SDPA, on,
-                    TRANSPOSE_HINT if q.dim() > 2 else None)
+    hints = C.attention_hints(q.double(), k.double(), v.double(), mask)
+    got = C.attempt(lambda: student.qkv.scaled_dot_product_attention(*args), SDPA, on, hints)
     want = C.in_float64(ref.scaled_dot_product_attention, *args)
     C.close(got, want, what=SDPA + (" with a mask" if mask is not None else ""), on=on, course=course, rtol=rtol, atol=atol,
-            hints=C.attention_hints(q.double(), k.double(), v.double(), mask),
-            nonfinite="a row of scores became NaN: mask with masked_fill(~mask, float('-inf')) before a stable softmax.",
-            generic="softmax(queries @ keys^T / sqrt(d_k)) over the keys, then @ values.")
+            hints=hints, generic="softmax(queries @ keys^T / sqrt(d_k)) over the keys, then @ values.")
 
 
 @pytest.mark.weight(3)
@@ -166,19 +158,18 @@ def _module_hints(reference, x, linear: bool):
         q, k, v = reference.W_query(x), reference.W_key(x), reference.W_value(x)
     else:
         q, k, v = x @ reference.W_query, x @ reference.W_key, x @ reference.W_value
-    d_in = x.shape[-1]
-    hints = C.attention_hints(q, k, v, scale_name="sqrt(d_out)")
-    hints.append(C.Hint("you scale by sqrt(d_in), the input width; scale by sqrt(d_out), the key width.",
-                        lambda: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_in), -1) @ v))
-    return hints
+    return C.self_attention_hints(q, k, v, x.shape[-1])
 
 
 def _check_module(course, module, reference, x):
     """The student's ``module`` (holding the ``reference``'s parameters) gives the reference's result on ``x``."""
     what, on = f"{type(reference).__name__}(x)", C.describe(x=x)
-    got = C.attempt(lambda: module(x), what, on)
-    C.close(got, C.module_reference(reference, x), what=what, on=on, course=course,
-            hints=lambda: _module_hints(C.wide(reference), x.double(), isinstance(reference, ref.SelfAttentionLinear)),
+
+    def hints():
+        return _module_hints(C.wide(reference), x.double(), isinstance(reference, ref.SelfAttentionLinear))
+
+    got = C.attempt(lambda: module(x), what, on, hints)
+    C.close(got, C.module_reference(reference, x), what=what, on=on, course=course, hints=hints,
             generic="project x to queries, keys and values, then softmax(Q K^T / sqrt(d_out)) V.")
 
 
@@ -222,8 +213,7 @@ def test_copy_linear_weights(student, course, device, case):
     dst.to.build(device=device)
     on = f"d_in={case.d_in}, d_out={case.d_out}"
     returned = C.attempt(lambda: student.qkv.copy_linear_weights.run((src, dst), handles=True).value,
-                         "copy_linear_weights(src, dst)", on,
-                         "copy into the parameters under torch.no_grad() (or replace them with new nn.Parameter objects)")
+                         "copy_linear_weights(src, dst)", on)
     if getattr(returned, "id", None) != dst.id:
         raise C.CheckFailed(f"copy_linear_weights(src, dst) should return dst itself ({on}); it returned "
                             f"{'None' if returned is None else 'something else'}.")

@@ -12,8 +12,6 @@ pytestmark = pytest.mark.quiz
 
 WHAT = "decoder_attention(s, H)"
 QUIZ_V = (0.4387, 0.4855)  # published with the quiz (the docstring's example)
-BATCH_HINT = ("with batch dims, H @ s multiplies the wrong dims: score each state with (H * s.unsqueeze(-2)).sum(-1) "
-              "or H @ s.unsqueeze(-1)")
 
 
 def _inputs(case, device, dtype=torch.float32):
@@ -24,9 +22,9 @@ def _inputs(case, device, dtype=torch.float32):
 
 def _check(student, course, s, H, rtol=None, atol=None):
     on = C.describe(s=s, H=H)
-    got = C.attempt(lambda: student.quiz.decoder_attention(s, H), WHAT, on, BATCH_HINT if s.dim() > 1 else None)
+    got = C.attempt(lambda: student.quiz.decoder_attention(s, H), WHAT, on, C.decoder_hints(s, H))
     C.close(got, C.in_float64(ref.decoder_attention, s, H), what=WHAT, on=on, course=course, rtol=rtol, atol=atol,
-            hints=C.decoder_hints(s.double(), H.double()), nonfinite=C.STABLE_SOFTMAX,
+            hints=C.decoder_hints(s, H),
             generic="scores H s (one per state), alphas = softmax over the n states, v = sum_i alpha_i h_i.")
 
 
@@ -64,7 +62,7 @@ def test_return_weights(student, course, device, case):
     s, H = _inputs(case, device)
     on = C.describe(s=s, H=H)
     got = C.attempt(lambda: student.quiz.decoder_attention(s, H, return_weights=True), WHAT + " with return_weights=True",
-                    on, BATCH_HINT if s.dim() > 1 else None)
+                    on, C.decoder_hints(s, H))
     got = C.expect_tensors(got, 2, "decoder_attention(s, H, return_weights=True)", on, "the pair (v, alphas)")
     v_want, alphas_want = C.in_float64(ref.decoder_attention, s, H, return_weights=True)
     swapped = "the pair is (v, alphas), in that order"
@@ -72,11 +70,9 @@ def test_return_weights(student, course, device, case):
             and tuple(got[0].shape) == tuple(alphas_want.shape) and tuple(got[1].shape) == tuple(v_want.shape)):
         raise C.CheckFailed(f"decoder_attention(..., return_weights=True) returned (alphas, v) on {on}. Hint: {swapped}.")
     C.close(got[1], alphas_want, what="the alphas of decoder_attention", on=on, course=course,
-            hints=[C.Hint("the alphas are the raw scores: apply the softmax over the n states.",
-                          lambda: (H * s.unsqueeze(-2)).sum(-1))],
-            diagnose=[C.rows_sum_to_one(-1, "alphas")], nonfinite=C.STABLE_SOFTMAX)
+            hints=C.alphas_hints(s, H))
     C.close(got[0], v_want, what="the v of decoder_attention", on=on, course=course,
-            hints=C.decoder_hints(s.double(), H.double()))
+            hints=C.decoder_hints(s, H))
 
 
 @pytest.mark.weight(1)

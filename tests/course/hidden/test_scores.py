@@ -10,13 +10,6 @@ from solutions import scores as ref
 
 pytestmark = pytest.mark.scores
 
-TRANSPOSE_HINT = "with batch dims, x.T reverses every dim: transpose only the last two, x.transpose(-2, -1) (or x.mT)"
-
-
-def _on_error_hint(x: torch.Tensor) -> str | None:
-    return TRANSPOSE_HINT if x.dim() > 2 else None
-
-
 @pytest.mark.weight(3)
 @S.examples(8)
 @given(case=S.vectors())
@@ -26,7 +19,7 @@ def test_dot_values(student, course, device, case):
     on = C.describe(a=a, b=b)
     got = C.attempt(lambda: student.scores.dot(a, b), "dot(a, b)", on)
     C.close(got, C.in_float64(ref.dot, a, b), what="dot(a, b)", on=on, course=course,
-            hints=[C.Hint("you return the element-wise products: sum them to one number.", lambda: a * b)],
+            hints=C.dot_hints(a, b),
             generic="multiply element by element and sum: (a * b).sum().")
 
 
@@ -37,7 +30,7 @@ def test_pairwise_scores_values(student, course, device, case):
     """pairwise_scores(x) is x @ x^T for (..., T, d) inputs with 0, 1 or 2 batch dims."""
     x = case.randn(*case.batch, case.T, case.d, dtype=torch.float32, device=device)
     on = C.describe(x=x)
-    got = C.attempt(lambda: student.scores.pairwise_scores(x), "pairwise_scores(x)", on, _on_error_hint(x))
+    got = C.attempt(lambda: student.scores.pairwise_scores(x), "pairwise_scores(x)", on, C.pairwise_hints(x))
     C.close(got, C.in_float64(ref.pairwise_scores, x), what="pairwise_scores(x)", on=on, course=course,
             hints=C.pairwise_hints(x), generic="entry [i, j] is the dot product of token i with token j: x @ x^T.")
 
@@ -51,7 +44,7 @@ def test_attention_scores_values(student, course, device, case):
     k = case.randn(*case.batch, case.Tk, case.d, dtype=torch.float32, device=device)
     on = C.describe(queries=q, keys=k)
     got = C.attempt(lambda: student.scores.attention_scores(q, k), "attention_scores(queries, keys)", on,
-                    _on_error_hint(q))
+                    C.score_hints(q, k))
     C.close(got, C.in_float64(ref.attention_scores, q, k), what="attention_scores(queries, keys)", on=on,
             course=course, hints=C.score_hints(q, k), generic="row i holds query i against every key: queries @ keys^T.")
 
@@ -68,7 +61,7 @@ def test_attention_scores_broadcasts_leading_dims(student, course, device, lead_
     k = torch.randn(*lead_k, 7, 6, generator=g).to(device)
     on = C.describe(queries=q, keys=k)
     got = C.attempt(lambda: student.scores.attention_scores(q, k), "attention_scores(queries, keys)", on,
-                    "transpose only the last two dims of keys (transpose(-2, -1)) and let @ broadcast the leading dims")
+                    C.score_hints(q, k))
     C.close(got, C.in_float64(ref.attention_scores, q, k), what="attention_scores(queries, keys)", on=on,
             course=course, hints=C.score_hints(q, k))
 
