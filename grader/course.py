@@ -107,7 +107,6 @@ class Course(Strict):
     assignments: list[Assignment] = []
     grading: Grading
     banned: dict[str, list[str]] = {}
-    imports: list[str] = ["torch", "math"]  # the modules an exercise file may import (besides earlier exercises)
     visibility: dict[str, Literal[VISIBILITIES]] = {"default": "visible"}
 
     _root: Path = PrivateAttr(default=ROOT)

@@ -1,5 +1,5 @@
-"""The syllabus's import rule: an exercise file imports only the allowed modules (course.yaml ``imports``: torch and
-math), and may import an earlier exercise of its package with a relative import (``from .<earlier> import <name>``).
+"""The syllabus's import rule: an exercise file imports only torch and math (``ALLOWED``, and their submodules), and
+may import an earlier exercise of its package with a relative import (``from .<earlier> import <name>``).
 
 Read from the source, never run: the sandboxed worker lists a submission's imports (``imports_of``) and the hidden
 suite judges them (``forbidden``). This file depends on the standard library only: the handout's public checks use
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+ALLOWED = ("torch", "math")  # the syllabus's list
 MAX_IMPORTS = 100  # imports reported per file
 MAX_NAME = 60  # characters of a module's name shown back
 
@@ -28,7 +29,7 @@ def imports_of(source: str) -> list[tuple[str, int]]:
     return sorted(found, key=lambda item: item[1])[:MAX_IMPORTS]
 
 
-def allowed_import(name: str, module: str, modules: list[str] | tuple[str, ...], allowed) -> bool:
+def allowed_import(name: str, module: str, modules: list[str] | tuple[str, ...], allowed=ALLOWED) -> bool:
     """Whether ``module``'s file may import ``name``: an allowed module or one of its submodules, or ``.other`` where
     ``other`` is an exercise before ``module`` in the course (``modules``, in order)."""
     if name.startswith("."):
@@ -37,7 +38,7 @@ def allowed_import(name: str, module: str, modules: list[str] | tuple[str, ...],
     return name.split(".")[0] in allowed
 
 
-def forbidden(imports, module: str, modules, allowed) -> list[tuple[str, int]]:
+def forbidden(imports, module: str, modules, allowed=ALLOWED) -> list[tuple[str, int]]:
     """The imports (from ``imports_of``) that break the rule, each (name, line): the name is shown only when it is a
     plain dotted name of at most MAX_NAME characters (else "a module")."""
     bad = []
@@ -49,7 +50,7 @@ def forbidden(imports, module: str, modules, allowed) -> list[tuple[str, int]]:
     return bad
 
 
-def rule(allowed) -> str:
+def rule(allowed=ALLOWED) -> str:
     """The rule in words, for feedback and the public checks."""
     return (f"an exercise file imports only {' and '.join(allowed)}, and earlier exercises of the course with a "
             f"relative import (from .<earlier exercise> import <name>)")

@@ -225,7 +225,7 @@ def test_imports_allowed(student, course, exercise, contract):
     if not isinstance(imports, list) or not all(isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
                                                 and isinstance(item[1], int) for item in imports):
         raise CheckFailed(f"the imports of {exercise}.py could not be read back from the worker.")
-    bad = forbidden(imports, exercise, course.course_modules, course.imports)
+    bad = forbidden(imports, exercise, course.course_modules)
     if bad:
         shown = ", ".join(f"{name} (line {line})" for name, line in bad[:3])
-        raise CheckFailed(f"{exercise}.py imports {shown}: {rule(course.imports)}.")
+        raise CheckFailed(f"{exercise}.py imports {shown}: {rule()}.")
