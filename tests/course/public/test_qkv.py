@@ -1,6 +1,7 @@
 """Exercise 4: query, key and value projections (``exercises/qkv.py``)."""
 import pytest
 import torch
+from checking import test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 from torch import nn
 
 pytestmark = pytest.mark.qkv

@@ -1,0 +1,74 @@
+"""How a public check compares a result and fails: the grader's diagnosis on public inputs.
+
+``close(got, want, hints=...)`` fails with what the grader would say about the same mistake: the kind or shape of a
+wrong result, NaN or inf where the result is finite, the size of the error in the grader's buckets
+(``misconceptions.error_scale``), and the hint of a known mistake only when that mistake, computed on the same
+input, reproduces the result (``misconceptions.matching``). ``test_imports_allowed`` checks the grader's import
+rule (``import_rule``: the grader's own module) on each exercise file. The conftest prints a failure as its
+property (the test's docstring), its error size and its hint, and a table per exercise at the end.
+"""
+from __future__ import annotations
+
+import import_rule
+import misconceptions as M
+import torch
+
+
+class Failure(AssertionError):
+    """A check's failure as the grader words it: ``problem``, the ``error`` size (a bucket, or ""), the ``hint``."""
+
+    def __init__(self, problem: str, error: str = "", hint: M.Hint | None = None):
+        super().__init__(problem + M.phrase(hint))
+        self.problem, self.error, self.hint = problem, error, hint
+
+
+def shape(t: torch.Tensor) -> str:
+    return "(" + ", ".join(str(n) for n in t.shape) + ("," if t.dim() == 1 else "") + ")"
+
+
+def close(got, want, atol: float = 1e-5, rtol: float = 1e-4, hints: M.Hints = ()) -> None:
+    """``got`` must be a tensor of ``want``'s shape (and dtype, where ``want`` is a tensor) whose values are within
+    ``atol + rtol * |want|``; ``hints``: the known mistakes on the same input (``misconceptions.*_hints``)."""
+    __tracebackhide__ = True
+    if not isinstance(got, torch.Tensor):
+        raise Failure(f"returned {type(got).__name__}, not a tensor (no .item(), .tolist() or Python numbers)")
+    want = want.detach() if isinstance(want, torch.Tensor) else torch.as_tensor(want, dtype=got.dtype)
+    got = got.detach().cpu()
+    want = want.cpu()
+    if tuple(got.shape) != tuple(want.shape):
+        raise Failure(f"the result's shape has {M.shape_fact(got.shape, want.shape)}: {shape(got)}, expected "
+                      f"{shape(want)}", hint=M.matching(got, hints, rtol, atol, want))
+    if got.dtype != want.dtype:
+        raise Failure(f"{str(got.dtype).removeprefix('torch.')} result; expected "
+                      f"{str(want.dtype).removeprefix('torch.')}, the input's dtype")
+    a, b = M.as64(got), M.as64(want)
+    if bool((torch.isfinite(b) & ~torch.isfinite(a)).any()):
+        raise Failure("NaN or inf where the result is finite", hint=M.matching(got, hints, rtol, atol, want))
+    ok = torch.isclose(a, b, rtol=rtol, atol=atol) | (a == b)
+    if not bool(ok.all()):
+        error = M.error_scale(float((a - b).abs().where(torch.isfinite(b), torch.zeros((), dtype=torch.float64)).max()))
+        raise Failure(f"wrong values: off by {error} at worst", error, M.matching(got, hints, rtol, atol, want))
+
+
+def exercise_order(titles: dict[str, str]) -> list[str]:
+    """The exercises in the course's order: by the number in each title ("Exercise 2: ..."), then by name."""
+    def number(module: str) -> tuple[int, str]:
+        words = titles[module].split(":")[0].split()
+        return (int(words[-1]) if words and words[-1].isdigit() else 10 ** 6, module)
+    return sorted(titles, key=number)
+
+
+def test_imports_allowed(impl, request):
+    """The file imports only torch and math, and earlier exercises with a relative import (the grader's rule)."""
+    module = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    path = impl.path / f"{module}.py"
+    if not path.is_file():
+        return  # the file's own checks say it is missing
+    try:
+        imports = import_rule.imports_of(path.read_text(encoding="utf-8"))
+    except SyntaxError:
+        return  # the file's own checks say it does not compile
+    bad = import_rule.forbidden(imports, module, exercise_order(impl.titles))
+    if bad:
+        shown = ", ".join(f"{name} (line {line})" for name, line in bad[:3])
+        raise Failure(f"{module}.py imports {shown}: {import_rule.rule()}; the grader's rule check fails too")
