@@ -3,7 +3,8 @@
 ``close(got, want, hints=...)`` fails with what the grader would say about the same mistake: the kind or shape of a
 wrong result, NaN or inf where the result is finite, the size of the error in the grader's buckets
 (``misconceptions.error_scale``), and the hint of a known mistake only when that mistake, computed on the same
-input, reproduces the result (``misconceptions.matching``). ``test_imports_allowed`` checks the grader's import
+input, reproduces the result (``misconceptions.matching``); ``attempt(call, hints)`` names the mistake that raises
+the error the student's code raised. ``test_imports_allowed`` checks the grader's import
 rule (``import_rule``: the grader's own module) on each exercise file. The conftest prints a failure as its
 property (the test's docstring), its error size and its hint, and a table per exercise at the end.
 """
@@ -15,11 +16,11 @@ import torch
 
 
 class Failure(AssertionError):
-    """A check's failure as the grader words it: ``problem``, the ``error`` size (a bucket, or ""), the ``hint``."""
+    """A check's failure as the grader words it: ``problem`` (with the size of the error, if any) and the ``hint``."""
 
-    def __init__(self, problem: str, error: str = "", hint: M.Hint | None = None):
+    def __init__(self, problem: str, hint: M.Hint | None = None):
         super().__init__(problem + M.phrase(hint))
-        self.problem, self.error, self.hint = problem, error, hint
+        self.problem, self.hint = problem, hint
 
 
 def shape(t: torch.Tensor) -> str:
@@ -47,7 +48,21 @@ def close(got, want, atol: float = 1e-5, rtol: float = 1e-4, hints: M.Hints = ()
     ok = torch.isclose(a, b, rtol=rtol, atol=atol) | (a == b)
     if not bool(ok.all()):
         error = M.error_scale(float((a - b).abs().where(torch.isfinite(b), torch.zeros((), dtype=torch.float64)).max()))
-        raise Failure(f"wrong values: off by {error} at worst", error, M.matching(got, hints, rtol, atol, want))
+        raise Failure(f"wrong values: off by {error} at worst", M.matching(got, hints, rtol, atol, want))
+
+
+def attempt(thunk, hints: M.Hints = ()):
+    """``thunk()`` (a call of the student's code); an error it raises that a known mistake raises too on the same
+    input (``misconceptions.raising_alike``) fails the check with that mistake's hint."""
+    __tracebackhide__ = True
+    try:
+        return thunk()
+    except (RuntimeError, ValueError, TypeError, IndexError) as error:
+        hint = M.raising_alike(type(error).__name__, str(error), hints)
+        if hint is None:
+            raise
+        first = (str(error).strip().splitlines() or [""])[0][:200]
+        raise Failure(f"raised {type(error).__name__}: {first}", hint=hint) from None
 
 
 def exercise_order(titles: dict[str, str]) -> list[str]:

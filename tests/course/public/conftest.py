@@ -180,6 +180,8 @@ def pytest_runtest_makereport(item, call):
     results = item.config.stash[RESULTS].setdefault(module, [])
     if report.when == "call" or report.failed:
         doc = (item.function.__doc__ or item.name).strip().splitlines()[0]
+        if hasattr(item, "callspec"):
+            doc += f" [{item.callspec.id}]"
         results[:] = [r for r in results if r.test != item.nodeid]
         results.append(Result(item.nodeid, doc, None if report.passed or report.skipped else
                               _explain(call.excinfo, ROOT / item.config.getoption("--impl"))))
@@ -199,7 +201,7 @@ class Result:
 
 def _explain(excinfo, package: Path) -> dict:
     """What a failure says: ``stub`` (the unfilled stub's name), ``line`` (a one-line problem with the file),
-    or ``problem``, ``error`` (its size) and ``hint``."""
+    or ``problem`` (with the size of the error) and ``hint``."""
     error = excinfo.value if excinfo is not None else None
     if error is None:
         return {"problem": "failed in its set-up"}
@@ -210,7 +212,7 @@ def _explain(excinfo, package: Path) -> dict:
     if short is not None:
         return {"line": short.message}
     if isinstance(error, Failure):
-        return {"problem": error.problem, "error": error.error, "hint": error.hint.message if error.hint else ""}
+        return {"problem": error.problem, "hint": error.hint.message if error.hint else ""}
     frames = _frames_in(error.__traceback__, package)
     where = f" ({_display(frames[-1][0])}, line {frames[-1][1]})" if frames else ""
     first = (str(error).strip().splitlines() or [""])[0][:300]
@@ -231,11 +233,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for module in (m for m in exercise_order(MODULES) if m in results):
         checks = results[module]
         failed = [r for r in checks if r.failure]
-        write(f"{module:<{width}}  {len(checks) - len(failed):>3}/{len(checks):<3} passed")
         stubs = sorted({r.failure["stub"] for r in failed if "stub" in r.failure})
-        if stubs and len(stubs) == len({r.failure.get("stub") for r in failed}):
-            write(f"    {', '.join(stubs)}: not implemented yet: fill in the stub in exercises/{module}.py")
+        if stubs and all("stub" in r.failure for r in failed):
+            write(f"{module:<{width}}  not implemented yet: fill in the stub in exercises/{module}.py ({', '.join(stubs)})")
             continue
+        write(f"{module:<{width}}  {len(checks) - len(failed):>3}/{len(checks):<3} passed")
         lines = []
         for result in failed:
             if "line" in result.failure:
@@ -249,8 +251,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             else:
                 f = result.failure
                 write(f"  - {result.doc}")
-                write(f"      {f['problem']}." + (f" Error size: {f['error']}." if f.get("error") else "")
-                      + (f" Hint: {f['hint']}" if f.get("hint") else ""))
+                write(f"      {f['problem']}." + (f" Hint: {f['hint']}" if f.get("hint") else ""))
 
 
 # ---------------------------------------------------------------------------
