@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 import shutil
 import subprocess
@@ -165,3 +166,52 @@ def test_every_public_test_has_a_one_line_docstring():
                     missing.append(f"{path.name}::{node.name}")
     assert not missing, missing
     assert {path.stem.removeprefix("test_") for path in PUBLIC.glob("test_*.py")} == set(MODULES)
+
+
+CLASSIC_BUGS = {  # a corpus variant (tests/grader/corpus/variants.py) -> the misconception both must name
+    "buggy/softmax/no_max_subtraction": "softmax.no_max",
+    "buggy/softmax/last_dim_only": "softmax.last_dim_only",
+    "buggy/softmax/global_max": "softmax.global_max",
+    "buggy/qkv/scale_by_d_k": "attention.scale_by_d",
+    "buggy/scores/pairwise_dot_T": "scores.batched_T",
+    "buggy/qkv/mask_inverted": "attention.mask_inverted",
+}
+
+
+def hint_catalog() -> dict[str, str]:
+    """Misconception id -> its text, from the shared module's hint lists on small inputs."""
+    import torch
+
+    from tests.course.public import misconceptions as M
+    x, mask = torch.randn(2, 3, 4), torch.ones(3, 3, dtype=torch.bool).tril()
+    hints = M.softmax_hints(x, 0, 2.0) + M.attention_hints(x, x, x, mask=mask) + M.pairwise_hints(x)
+    return {hint.id: hint.message for hint in hints}
+
+
+def hints_in(text: str) -> set[str]:
+    """The hints a text shows ('Hint: ...' to the end of its line), without their final period."""
+    return {match.rstrip(".") for match in re.findall(r"Hint: (.+)", text)}
+
+
+@pytest.mark.parametrize("variant", sorted(CLASSIC_BUGS))
+def test_public_checks_give_the_graders_hint_on_the_classic_bugs(tmp_path, variant):
+    """On each classic bug, the public checks print the misconception's hint, and every hint they print is one the
+    grader gives the same code."""
+    sys.path.insert(0, str(ROOT / "tests" / "grader" / "corpus"))
+    from variants import VARIANTS
+    found = next(v for v in VARIANTS if v.id == variant)
+    copy = tmp_path / "handout"
+    shutil.copytree(ROOT / "solutions", copy / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "exercises" / f"{found.module}.py").write_text(found.source(), encoding="utf-8")
+    shutil.copytree(PUBLIC, copy / "tests" / "public", ignore=shutil.ignore_patterns("__pycache__"))
+    process, _ = run_public(tmp_path, "-m", found.module, root=copy)
+    public = hints_in(process.stdout)
+    graded = subprocess.run([sys.executable, "-m", "grader", "grade", str(copy), "--out", str(tmp_path / "results.json")],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert graded.returncode == 0, graded.stderr[-2000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    grader = set().union(*(hints_in(test.get("output", "")) for test in results["tests"]))
+    expected = hint_catalog()[CLASSIC_BUGS[variant]].rstrip(".")
+    assert expected in public, process.stdout[-3000:]
+    assert expected in grader, sorted(grader)
+    assert public <= grader, sorted(public - grader)
