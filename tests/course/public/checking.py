@@ -5,14 +5,20 @@ wrong result, NaN or inf where the result is finite, the size of the error in th
 (``misconceptions.error_scale``), and the hint of a known mistake only when that mistake, computed on the same
 input, reproduces the result (``misconceptions.matching``); ``attempt(call, hints)`` names the mistake that raises
 the error the student's code raised. ``test_imports_allowed`` checks the grader's import
-rule (``import_rule``: the grader's own module) on each exercise file. The conftest prints a failure as its
+rule (``import_rule``: the grader's own module) on each exercise file. ``run_in_notebook`` runs them on a notebook's
+code (the notebooks' "public checks" cell). The conftest prints a failure as its
 property (the test's docstring), its error size and its hint, and a table per exercise at the end.
 """
 from __future__ import annotations
 
+import types
+from pathlib import Path
+
 import import_rule
 import misconceptions as M
 import torch
+
+NOTEBOOK: dict[str, types.ModuleType] = {}  # module -> the names a notebook's solution cell defined (run_in_notebook)
 
 
 class Failure(AssertionError):
@@ -86,3 +92,18 @@ def test_imports_allowed(impl, request):
     if bad:
         shown = ", ".join(f"{name} (line {line})" for name, line in bad[:3])
         raise Failure(f"{module}.py imports {shown}: {import_rule.rule()}; the grader's rule check fails too")
+
+
+def run_in_notebook(module: str, namespace: dict) -> int:
+    """Run the public checks of ``module`` on the code a notebook defined (``namespace``: its ``globals()``), with the
+    same report as ``python -m pytest tests/public -m <module>``; the import rule is checked on the file only."""
+    import pytest
+
+    NOTEBOOK[module] = types.ModuleType(module)
+    NOTEBOOK[module].__dict__.update(namespace)
+    try:
+        folder = Path(__file__).resolve().parent
+        return pytest.main([str(folder), "-m", module, "-k", "not imports_allowed", "-p", "no:cacheprovider", "-q",
+                            "--rootdir", str(folder), "-W", "ignore::pytest.PytestAssertRewriteWarning"])
+    finally:
+        NOTEBOOK.pop(module, None)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from checking import Failure, exercise_order
+from checking import NOTEBOOK, Failure, exercise_order
 from checking import close as _close
 
 # The folder holding exercises/: the handout's root, or the course repository's.
@@ -79,6 +79,8 @@ class Implementation:
     def __getattr__(self, module: str):
         if module not in MODULES:
             raise AttributeError(module)
+        if module in NOTEBOOK:  # run from a notebook: the code of its solution cell
+            return NOTEBOOK[module]
         return importlib.import_module(f"{self.package}.{module}")
 
     def __repr__(self) -> str:
