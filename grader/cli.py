@@ -194,7 +194,7 @@ def _release(args) -> int:
     for note in handout.notes:
         print(f"note: {note}")
     print(f"wrote the handout ({len(handout.files)} files) to {handout.root}; no line of tests/course/hidden or of the "
-          "solution blocks is in it")
+          "solution blocks is in it, nor any of their specific numbers")
     if args.gradescope:
         autograder = gradescope_zip(args.gradescope, device=args.device, course_file=args.course, assignment=args.assignment)
         print(f"wrote the Gradescope autograder to {autograder} "

@@ -342,7 +342,9 @@ def handout_files(course: Course, *, grader_repository: str, grader_ref: str = "
     if released:
         section = ("\n## Notebooks\n\nThe notebooks in `notebooks/` walk through the same exercises with the lecture's "
                    "examples, the public checks and a picture of the attention weights; open them with Jupyter "
-                   "(`jupyter lab`, installed by `requirements.txt`).\n\n" + GRADED_CODE + "\n")
+                   "(`jupyter lab`, installed by `requirements.txt`). Each has a cell that runs the exercise's public "
+                   "checks on the notebook's own code, with the same report as `python -m pytest tests/public`.\n\n"
+                   + GRADED_CODE + "\n")
     else:
         section = ""
         shown = notebooks.relative_to(course.root) if notebooks.is_relative_to(course.root) else notebooks
