@@ -26,6 +26,7 @@ class TestScore:
     max_score: float
     feedback: str = ""
     kind: str = VALUES  # values or rule
+    misconception: str = ""  # the id of the known mistake the feedback names (its result reproduces the student's)
 
 
 @dataclass
@@ -109,7 +110,8 @@ def score(report: dict, course: Course, problems: dict[str, str] | None = None) 
             earned += paid
             feedback = _rule_note(right) if kind == RULE and status == "passed" and right < 1 else _feedback(test)
             scored.append(TestScore(exercise.module, test["nodeid"], test["metadata"].get("doc", ""), weight, status,
-                                    round(paid, 4), round(share, 4), feedback, kind))
+                                    round(paid, 4), round(share, 4), feedback, kind,
+                                    str(test["metadata"].get("misconception", "")) if status == "failed" else ""))
         exercises.append(ExerciseScore(exercise.module, exercise.title, round(earned, 4), exercise.points,
                                        problems.get(exercise.module, ""), scored))
     return Grade(exercises)

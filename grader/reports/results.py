@@ -80,7 +80,8 @@ def results(grade: Grade, *, execution_time: float, device: str, sha256: str,
             tests.append({"name": f"{exercise.module}: {clean(test.doc)}", "score": test.score,
                           "max_score": test.max_score, "status": test.status, "output": clean(test.feedback),
                           "visibility": visibility_of(test, visibility),
-                          "tags": [exercise.module]})
+                          "tags": [exercise.module],
+                          **({"extra_data": {"misconception": clean(test.misconception)}} if test.misconception else {})})
     return {
         "score": grade.score, "max_score": grade.max_score, "execution_time": round(execution_time, 3),
         "output": overview(grade), "visibility": "visible", "tests": tests,

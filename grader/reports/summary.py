@@ -1,7 +1,8 @@
 """summary.html, the instructor's view of a class: where does it struggle?
 
 Rebuilt by batch from the results on disk: per-exercise score distributions (``plots``), the hardest checks by the
-share of students passing them, the misconceptions (the suites' hints, counted per student), a sortable table of the
+share of students passing them, the misconceptions (the known mistakes the suites diagnosed, by id, counted per
+student), a sortable table of the
 students linking their feedback pages, the submissions that could not be graded (with why, and outside every
 statistic), and, when given, the pairs of similar submissions. Exercises are read from the results, whatever
 assignment a batch graded; a check counts only for the students whose exercise could run (a missing file or an
@@ -67,7 +68,8 @@ class HardCheck:
 @dataclass(frozen=True)
 class Misconception:
     exercise: str
-    hint: str
+    id: str  # the known mistake's id ("softmax.no_max")
+    hint: str  # what the feedback said about it
     students: tuple[str, ...]
 
 
@@ -104,17 +106,23 @@ def hardest_checks(rows: Sequence[dict]) -> list[HardCheck]:
 
 
 def misconceptions(rows: Sequence[dict]) -> list[Misconception]:
-    """The hints the suites gave in failure messages, each with the students who got it, the most common first."""
+    """The known mistakes the suites diagnosed (a failure's ``extra_data.misconception``: a mistake whose result
+    reproduced the student's), by id, each with the students who made it and the hint's text, the most common first."""
     students: dict[tuple[str, str], dict[str, None]] = {}
+    texts: dict[tuple[str, str], str] = {}
     for row in rows:
         for test in row["tests"]:
-            match = HINT.search(test.get("output", "")) if test["status"] == "failed" else None
-            if match:
-                module = test["name"].partition(": ")[0]
-                students.setdefault((module, match["hint"].strip().rstrip(".")), {})[row["student"]] = None
+            extra = test.get("extra_data")
+            mistake = extra.get("misconception") if test["status"] == "failed" and isinstance(extra, dict) else None
+            if mistake:
+                key = (test["name"].partition(": ")[0], str(mistake))
+                students.setdefault(key, {})[row["student"]] = None
+                match = HINT.search(test.get("output", ""))
+                texts.setdefault(key, match["hint"].strip().rstrip(".") if match else "")
     order = {module: n for n, module in enumerate(exercise_modules(rows))}
-    found = [Misconception(module, hint, tuple(names)) for (module, hint), names in students.items()]
-    return sorted(found, key=lambda m: (-len(m.students), order.get(m.exercise, 0), m.hint))
+    found = [Misconception(module, mistake, texts[module, mistake], tuple(names))
+             for (module, mistake), names in students.items()]
+    return sorted(found, key=lambda m: (-len(m.students), order.get(m.exercise, 0), m.id))
 
 
 def write_summary(course: Course, out: Path, rows: list[dict], similar: Sequence[Mapping] = ()) -> None:
@@ -208,16 +216,17 @@ def _hardest_section(checks: list[HardCheck]) -> str:
 
 def _misconception_section(found: list[Misconception]) -> str:
     if not found:
-        return "<h2>Misconceptions</h2><p>No failure came with a hint.</p>"
+        return "<h2>Misconceptions</h2><p>No failure was diagnosed as a known mistake.</p>"
     rows = []
     for item in found[:MISCONCEPTIONS_SHOWN]:
         names = ", ".join(html(s, MAX_NAME) for s in item.students[:NAMES_SHOWN])
         if len(item.students) > NAMES_SHOWN:
             names += f" and {len(item.students) - NAMES_SHOWN} more"
         rows.append(f"<tr><td class='num'>{len(item.students)}</td><td>{html(item.exercise, MAX_NAME)}</td>"
-                    f"<td>{html(item.hint)}<br><span class='muted'>{names}</span></td></tr>")
+                    f"<td><code>{html(item.id, MAX_NAME)}</code> {html(item.hint)}<br>"
+                    f"<span class='muted'>{names}</span></td></tr>")
     return ("<h2>Misconceptions</h2><div class='wide'><table id='misconceptions'><thead><tr>"
-            "<th class='num'>students</th><th>exercise</th><th>hint the checks gave</th></tr></thead>"
+            "<th class='num'>students</th><th>exercise</th><th>known mistake (its hint)</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></div>")
 
 

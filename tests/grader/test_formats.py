@@ -34,8 +34,9 @@ SYNTAX = "context.py does not import: SyntaxError: invalid syntax (context.py, l
 STUB = "not implemented yet: qkv.project: fill in this stub (see its docstring)"
 
 
-def _test(module, name, doc, status, score, max_score, feedback="", weight=1.0):
-    return scores.TestScore(module, name, doc, weight, status, score, max_score, feedback)
+def _test(module, name, doc, status, score, max_score, feedback="", weight=1.0, misconception=""):
+    return scores.TestScore(module, name, doc, weight, status, score, max_score, feedback,
+                            misconception=misconception)
 
 
 def make_grade() -> Grade:
@@ -56,7 +57,8 @@ def make_grade() -> Grade:
             exercises.append(ExerciseScore(m, e.title, 0.0, p, "", tests))
         elif m == "causal":
             tests = [_test(m, f"test_causal.py::test_mask[{i}]", "no peeking", "failed" if i else "passed",
-                            0.0 if i else p / 2, p / 2, "a later position changed an earlier output" if i else "")
+                            0.0 if i else p / 2, p / 2, "a later position changed an earlier output" if i else "",
+                            misconception="causal.wrong_triangle" if i else "")
                      for i in (0, 1)]
             exercises.append(ExerciseScore(m, e.title, p / 2, p, "", tests))
         else:
@@ -95,6 +97,9 @@ def test_gradescope_results_follow_gradescope_and_our_schema(grade):
     assert failed == {"name": "softmax: large scores stay finite", "score": 0.0, "max_score": 2.5, "status": "failed",
                       "output": RAISED, "visibility": "visible", "tags": ["softmax"]}
     assert data["exercises"]["softmax"] == {"score": 7.5, "max_score": 10.0}
+    diagnosed = [t for t in data["tests"] if "extra_data" in t]  # the known mistake a failure names, by its id
+    assert [(t["name"], t["extra_data"]) for t in diagnosed] == [("causal: no peeking",
+                                                                  {"misconception": "causal.wrong_triangle"})]
 
 
 def test_visibility_rules(grade):

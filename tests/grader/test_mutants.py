@@ -198,6 +198,17 @@ def test_partial_variant_loses_only_the_small_share(grade, variant):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("variant", VARIANTS, ids=variant_id)
+def test_hints_are_diagnoses(grade, variant):
+    """A hint names only a mistake the variant's bug makes: the misconceptions its feedback names are exactly those
+    it declares (``shows``), each at least once; a correct or partial variant gets none."""
+    named = {t.misconception for t in grade(variant).tests if t.misconception}
+    assert variant.kind == "buggy" or not variant.shows, variant.id
+    assert named <= set(variant.shows), f"{variant.title}: hints that do not describe its bug: {named - set(variant.shows)}"
+    assert named >= set(variant.shows), f"{variant.title}: its mistakes never named: {set(variant.shows) - named}"
+
+
+@pytest.mark.slow
 def test_mutation_score(grade, capsys):
     """Every buggy variant is caught: the mutation score is 100%."""
     buggy = of_kind("buggy")

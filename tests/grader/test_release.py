@@ -435,7 +435,8 @@ def test_gradescope_zip(tmp_path):
         assert f"torch=={pinned('torch')}" in archive.read("setup.sh").decode()
         archive.extractall(tmp_path / "source")
     for required in ("course.yaml", "pyproject.toml", "README.md", "grader/cli.py", "grader/authoring/templates/handout/README.md",
-                     *(f"solutions/{m}.py" for m in MODULES), "tests/course/hidden/pytest.ini"):
+                     *(f"solutions/{m}.py" for m in MODULES), "tests/course/hidden/pytest.ini",
+                     "tests/course/public/misconceptions.py"):  # the hidden suites' hints
         assert required in names, required
     assert not any("__pycache__" in name or name.endswith(".pyc") for name in names)
     for script in ("setup.sh", "run_autograder"):

@@ -10,11 +10,13 @@ from grader.reports.feedback import write_feedback
 from grader.reports.summary import hardest_checks, misconceptions, write_summary
 
 HINT = "you normalize along the last dim whatever `dim` says: reduce along `dim`"
+MISTAKE = "softmax.last_dim_only"
 
 
-def _test(module, what, status, output="", score=1.0):
+def _test(module, what, status, output="", score=1.0, misconception=""):
     return {"name": f"{module}: {what}", "status": status, "output": output,
-            "score": score if status == "passed" else 0.0, "max_score": score}
+            "score": score if status == "passed" else 0.0, "max_score": score,
+            **({"extra_data": {"misconception": misconception}} if misconception else {})}
 
 
 def _row(student, tests, exercises, status="graded"):
@@ -24,16 +26,17 @@ def _row(student, tests, exercises, status="graded"):
 
 
 def _class():
-    """Three graded students (two share a softmax hint; carl's softmax.py is missing, so its CUDA-only check
-    failed), and one who could not be graded."""
+    """Three graded students (two share a diagnosed softmax mistake, ann also got a text that is no diagnosis; carl's
+    softmax.py is missing, so its CUDA-only check failed), and one who could not be graded."""
     ran = {"softmax": {"score": 5.0, "max_score": 10}, "scores": {"score": 10.0, "max_score": 10}}
     wrong = f"softmax(x, dim): wrong values on x (2, 3) float32 on cpu, dim=0. Hint: {HINT}."
-    ann = _row("ann", [_test("softmax", "Equals torch.softmax", "failed", wrong),
-                       _test("softmax", "Equals torch.softmax", "failed", wrong),
+    ann = _row("ann", [_test("softmax", "Equals torch.softmax", "failed", wrong, misconception=MISTAKE),
+                       _test("softmax", "Equals torch.softmax", "failed", wrong, misconception=MISTAKE),
+                       _test("softmax", "Equals torch.softmax", "failed", "NaN. Hint: check every reduction."),
                        _test("softmax", "Temperature <= 0 raises", "passed"), _test("scores", "dot", "passed")], ran)
-    bob = _row("bob", [_test("softmax", "Equals torch.softmax", "failed", wrong),
+    bob = _row("bob", [_test("softmax", "Equals torch.softmax", "failed", wrong, misconception=MISTAKE),
                        _test("softmax", "Temperature <= 0 raises", "passed"),
-                       _test("scores", "dot", "failed", f"wrong. Hint: {HINT}.")], ran)
+                       _test("scores", "dot", "failed", f"wrong. Hint: {HINT}.", misconception=MISTAKE)], ran)
     missing = "softmax.py is not in the submission"
     carl = _row("carl", [_test("softmax", "Equals torch.softmax", "failed", missing),
                          _test("softmax", "float16 inputs (CUDA) keep their dtype", "failed", missing),
@@ -59,10 +62,11 @@ def test_hardest_checks_count_students_whose_exercise_ran():
     assert [c.what for c in hardest_checks(graded)] == ["Equals torch.softmax", "dot"]
 
 
-def test_misconceptions_count_students_per_exercise_and_hint():
-    """One hint given twice to ann counts her once; the same hint in another exercise is another misconception."""
-    found = [(m.exercise, m.hint, m.students) for m in misconceptions(_class()[:3])]
-    assert found == [("softmax", HINT, ("ann", "bob")), ("scores", HINT, ("bob",))]
+def test_misconceptions_count_students_per_exercise_and_id():
+    """Misconceptions are the diagnosed mistakes, by id: one given twice to ann counts her once; the same id in
+    another exercise is another misconception; a "Hint:" that names no mistake (no id) is not counted."""
+    found = [(m.exercise, m.id, m.hint, m.students) for m in misconceptions(_class()[:3])]
+    assert found == [("softmax", MISTAKE, HINT, ("ann", "bob")), ("scores", MISTAKE, HINT, ("bob",))]
 
 
 class Collector(HTMLParser):

@@ -11,10 +11,11 @@ hold in one place:
   magnitude of its error, the known mistake it matches): never a number, a
   name or a text of the student's choosing, which could carry a hidden input
   (``kind``, ``shape_fact``, ``error_scale``);
-- a hint aims at the likely misconception: the student's result is compared
-  with what known mistakes would have produced on the same input (softmax
-  over the wrong dim, scaling by ``d_k``, the mask after the softmax, heads
-  split without a transpose, ...), and the matching mistake is named.
+- a "Hint:" is a diagnosis: a known mistake of tests/course/public/misconceptions.py
+  is named only when it reproduces the student's result (or raises their error)
+  on the same input, and its id goes with the failure
+  (``CheckFailed.misconception``); where none does, a message may say what is
+  expected ("Expected: ..."), never a guessed cause.
 
 Failures are raised as ``grader.suites.plugin.CheckFailed``; ``StudentError`` (the
 student's own exception) is turned into one with the input class added;
@@ -467,9 +468,9 @@ def earlier_outputs_unchanged(call, x: torch.Tensor, changed: torch.Tensor, t: i
     if a.shape != b.shape or a.shape[:2] != x.shape[:2]:
         raise CheckFailed(f"{what} returned a result of another shape on {on}; expected {expected}.")
     if not bool(torch.isfinite(a).all()):
-        raise CheckFailed(f"{what}: NaN or inf on {on}. Hint: every row must keep at least its diagonal entry, and "
+        raise CheckFailed(f"{what}: NaN or inf on {on}. Expected: every row keeps at least its diagonal entry, and "
                           f"masked scores get -inf before a (stable) softmax.")
     moved = ~((a[:, :t] - b[:, :t]).abs() <= 1e-9 + 1e-7 * a[:, :t].abs())
     if bool(moved.any()):
         raise CheckFailed(f"changing the tokens from position {t} on changes an output before position {t} ({on}). "
-                          f"Hint: a later position changes an earlier output: {hint}")
+                          f"To look at: {hint}")

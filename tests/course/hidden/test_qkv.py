@@ -158,7 +158,8 @@ def _module_hints(reference, x, linear: bool):
         q, k, v = reference.W_query(x), reference.W_key(x), reference.W_value(x)
     else:
         q, k, v = x @ reference.W_query, x @ reference.W_key, x @ reference.W_value
-    return C.self_attention_hints(q, k, v, x.shape[-1])
+    weights = tuple(layer.weight for layer in (reference.W_query, reference.W_key, reference.W_value)) if linear else None
+    return C.self_attention_hints(q, k, v, x.shape[-1], x, weights)
 
 
 def _check_module(course, module, reference, x):

@@ -41,10 +41,10 @@ def test_defaults(student, course, device):
     g = torch.Generator().manual_seed(course.seed)
     x = torch.randn(3, 4, 5, generator=g).to(device)
     on = C.describe(x=x)
-    got = C.attempt(lambda: student.softmax.softmax(x), "softmax(x)", on)
+    got = C.attempt(lambda: student.softmax.softmax(x), "softmax(x)", on, C.softmax_hints(x, -1, 1.0))
     C.close(got, C.in_float64(torch.softmax, x, -1), what="softmax(x) (defaults dim=-1, temperature=1.0)", on=on,
             course=course, hints=C.softmax_hints(x, -1, 1.0))
-    got = C.attempt(lambda: student.softmax.softmax(x, 1, 2.0), "softmax(x, 1, 2.0)", on)
+    got = C.attempt(lambda: student.softmax.softmax(x, 1, 2.0), "softmax(x, 1, 2.0)", on, C.softmax_hints(x, 1, 2.0))
     C.close(got, C.in_float64(ref.softmax, x, 1, 2.0), what="softmax(x, 1, 2.0) (positional dim and temperature)",
             on=on + ", dim=1, a temperature above 1", course=course, hints=C.softmax_hints(x, 1, 2.0),
             generic="the signature is softmax(x, dim=-1, temperature=1.0), in that order.")

@@ -4,7 +4,7 @@ a result shows.
 A ``Hint`` is a diagnosis, never a guess: its text is shown only when its ``alternative`` (what the mistake
 computes on the very input the check used) reproduces the student's result (``matching``: the same values within
 the tolerance, NaN or inf where theirs are), or raises the error the student's code raised (``raising_alike``: the
-same exception type and the same message up to its numbers). Mistakes about overflow and NaN are computed in the
+same exception type, the same message with the same sizes). Mistakes about overflow and NaN are computed in the
 input's dtype, the others in float64. Each has a stable ``id`` ("softmax.no_max"): the grader counts
 misconceptions by it.
 
@@ -84,34 +84,44 @@ def _listed(hints: Hints) -> Iterable[Hint]:
     return hints() if callable(hints) else hints
 
 
+def _only(found: list[Hint]) -> Hint | None:
+    """The one mistake found; none where mistakes of different ids fit alike (the input cannot tell them apart)."""
+    return found[0] if found and len({hint.id for hint in found}) == 1 else None
+
+
 def matching(got: torch.Tensor, hints: Hints, rtol: float, atol: float, want: torch.Tensor | None = None) -> Hint | None:
-    """The first mistake whose result on the same input is ``got``; one that would also give ``want`` (the right
-    result) tells nothing and is passed over."""
+    """The mistake whose result on the same input is ``got``. One that would also give ``want`` (the right result)
+    tells nothing and is passed over; where several mistakes fit, none is named."""
+    found = []
     for hint in _listed(hints):
         try:
             alternative = hint.alternative()
         except Exception:  # a mistake that cannot even be computed on this input is not the one made
             continue
         if same(got, alternative, rtol, atol) and not (want is not None and same(want, alternative, rtol, atol)):
-            return hint
-    return None
+            found.append(hint)
+    return _only(found)
 
 
-def _pattern(message: str) -> str:
-    """An error message up to its numbers (sizes, dims)."""
-    return re.sub(r"\d+", "#", message).strip()
+def _pattern(message: str) -> tuple[str, list[str]]:
+    """An error message as its words (numbers replaced by #, spaces collapsed) and its numbers in order of size:
+    the same error on the same input whatever operand came first."""
+    text = " ".join(message.split())
+    return re.sub(r"\d+", "#", text), sorted(re.findall(r"\d+", text), key=lambda n: (len(n), n))
 
 
 def raising_alike(kind: str, message: str, hints: Hints) -> Hint | None:
-    """The first mistake that raises, on the same input, an exception of type ``kind`` with ``message`` (up to its
-    numbers): the error the student's code raised."""
+    """The mistake that raises, on the same input, an exception of type ``kind`` with ``message`` (the same words and
+    the same numbers, in any order): the error the student's code raised. Where several mistakes raise it, none is
+    named."""
+    found = []
     for hint in _listed(hints):
         try:
             hint.alternative()
         except Exception as error:
             if type(error).__name__ == kind and _pattern(str(error)) == _pattern(message):
-                return hint
-    return None
+                found.append(hint)
+    return _only(found)
 
 
 def _sm(z, dim=-1):
@@ -193,7 +203,7 @@ def context_weight_hints(x) -> list[Hint]:
     x64 = x.double()
     scores = x64 @ x64.transpose(-2, -1)
     return [Hint("your weights' columns sum to 1, not the rows: the softmax runs over the last dim (dim=-1).",
-                 lambda: _sm(scores, -2), "context.softmax_columns"),
+                 lambda: _sm(scores, -2), "context.weights_transposed"),
             Hint("your softmax runs over dim 0 (the batch here): use dim=-1, the keys.", lambda: _sm(scores, 0),
                  "context.softmax_dim0"),
             Hint("attention_weights has no scaling: softmax(x x^T); the sqrt(d) scaling comes with queries and keys.",
@@ -205,12 +215,14 @@ def context_weight_hints(x) -> list[Hint]:
 def context_vector_hints(x) -> list[Hint]:
     x64 = x.double()
     scores = x64 @ x64.transpose(-2, -1)
-    return [Hint("your weights' columns sum to 1, not the rows: the softmax runs over the last dim (dim=-1).",
-                 lambda: _sm(scores, -2) @ x64, "context.softmax_columns"),
+    return [Hint("the weights are transposed: their columns sum to 1, not the rows (a softmax over dim -2, or "
+                 "weights.transpose(-2, -1) @ x); the context vectors are softmax(x x^T, dim=-1) @ x.",
+                 lambda: _sm(scores, -2) @ x64, "context.weights_transposed"),
             Hint("your softmax runs over dim 0 (the batch here): use dim=-1, the keys.", lambda: _sm(scores, 0) @ x64,
                  "context.softmax_dim0"),
-            Hint("you multiply by the transposed weights: the context vectors are weights @ x (row i mixes tokens for "
-                 "token i).", lambda: _sm(scores).transpose(-2, -1) @ x64, "context.transposed_weights"),
+            Hint("the weights are transposed: their columns sum to 1, not the rows (a softmax over dim -2, or "
+                 "weights.transpose(-2, -1) @ x); the context vectors are softmax(x x^T, dim=-1) @ x.",
+                 lambda: _sm(scores).transpose(-2, -1) @ x64, "context.weights_transposed"),
             Hint("the context vectors use the unscaled weights softmax(x x^T): no sqrt(d) here.",
                  lambda: _sm(scores / math.sqrt(x.shape[-1])) @ x64, "context.scaled"),
             Hint("you return the weights' input, not the mix: context_vectors is attention_weights(x) @ x.", lambda: x64,
@@ -268,11 +280,20 @@ def attention_hints(q, k, v, mask=None, scale_name="sqrt(d_k)", scale: float | N
     return hints
 
 
-def self_attention_hints(q, k, v, d_in: int) -> list[Hint]:
-    """Mistakes of a SelfAttention forward on its projected q, k, v."""
-    return attention_hints(q, k, v, scale_name="sqrt(d_out)") + [
+def self_attention_hints(q, k, v, d_in: int, x=None, linear_weights=None) -> list[Hint]:
+    """Mistakes of a SelfAttention(Linear) forward on its projected q, k, v; with ``x`` and the three nn.Linear
+    weights (``linear_weights``), also the mistake of multiplying by them as stored."""
+    hints = attention_hints(q, k, v, scale_name="sqrt(d_out)") + [
         Hint("you scale by sqrt(d_in), the input width; scale by sqrt(d_out), the key width.",
              lambda: _sm(q @ k.transpose(-2, -1) / math.sqrt(d_in)) @ v, "qkv.scale_by_d_in")]
+    if linear_weights is not None:
+        def untransposed():
+            q_, k_, v_ = (x @ w for w in linear_weights)
+            return _sm(q_ @ k_.transpose(-2, -1) / math.sqrt(k_.shape[-1])) @ v_
+        hints.append(Hint("x @ layer.weight multiplies by the weight as nn.Linear stores it, (d_out, d_in): call the "
+                          "layer itself, self.W_query(x), which multiplies by weight.T and adds the bias.",
+                          untransposed, "qkv.linear_weight_untransposed"))
+    return hints
 
 
 # ---------------------------------------------------------------- quiz
@@ -377,11 +398,13 @@ def causal_hints(q, k, v, d_in: int, out_proj: Callable | None = None, context_l
     s = raw / math.sqrt(d)
     hints = [Hint("no mask: a position sees later ones; set the scores above the diagonal to -inf before the softmax.",
                   lambda: attend(s, None), "causal.no_mask"),
-             Hint("the mask keeps the wrong triangle: True (may attend) must be on and below the diagonal, "
-                  "torch.tril, so position i sees j <= i.", lambda: attend(s, ~tril | torch.eye(T, dtype=torch.bool, device=q.device)),
-                  "causal.mask_inverted"),
+             Hint("the mask is inverted: True means 'may attend' and must be on and below the diagonal (torch.tril), "
+                  "so position i sees j <= i.", lambda: attend(s, ~tril), "causal.mask_inverted"),
              Hint("the mask keeps the wrong triangle: position i may attend to j <= i (tril, True on and below "
                   "the diagonal).", lambda: attend(s, tril.T), "causal.wrong_triangle"),
+             Hint("the diagonal is masked too (tril(-1)): each position may attend to itself, so the first one has a "
+                  "weight to give.", lambda: attend(s, tril & ~torch.eye(T, dtype=torch.bool, device=q.device)),
+                  "causal.mask_diagonal_missing"),
              Hint("the mask is applied after the softmax: fill masked scores with -inf *before* it, so rows still sum "
                   "to 1.", lambda: attend(s, tril, "after"), "causal.mask_after_softmax"),
              Hint("masked scores are set to 0, and exp(0) = 1 still gives the future weight: fill with float('-inf').",

@@ -20,6 +20,7 @@ class Variant:
     name: str
     title: str  # "Bug: ...", "Correct: ..." or "Partial: ..."
     edits: tuple[tuple[str, str], ...]
+    shows: tuple[str, ...] = ()  # the ids of the known mistakes (misconceptions.py) its feedback names: its bug's own
 
     @property
     def id(self) -> str:
@@ -41,9 +42,10 @@ class Variant:
 VARIANTS: list[Variant] = []
 
 
-def bug(module, name, title, *edits):
-    """One real bug: the exercise must lose points, and no other exercise."""
-    VARIANTS.append(Variant("buggy", module, name, "Bug: " + title, edits))
+def bug(module, name, title, *edits, shows=()):
+    """One real bug: the exercise must lose points, and no other exercise; its feedback names the mistakes ``shows``
+    (ids of tests/course/public/misconceptions.py), each somewhere, and no other."""
+    VARIANTS.append(Variant("buggy", module, name, "Bug: " + title, edits, tuple(shows)))
 
 
 def ok(module, name, title, *edits):
@@ -60,11 +62,11 @@ def part(module, name, title, *edits):
 bug("scores", "dot_item", "dot returns a Python float (.item()), not a 0-d tensor",
     ("return (a * b).sum()  # ()", "return (a * b).sum().item()"))
 bug("scores", "pairwise_dot_T", "pairwise_scores uses x.T, which reverses every dim of a batched tensor",
-    ("return x @ x.transpose(-2, -1)  # (..., T, T)", "return x @ x.T  # (..., T, T)"))
+    ("return x @ x.transpose(-2, -1)  # (..., T, T)", "return x @ x.T  # (..., T, T)"), shows=("scores.batched_T",))
 bug("scores", "attention_scores_swapped", "attention_scores computes keys @ queries^T, shape (..., Tk, Tq)",
-    ("return queries @ keys.transpose(-2, -1)  # (..., Tq, Tk)", "return keys @ queries.transpose(-2, -1)"))
+    ("return queries @ keys.transpose(-2, -1)  # (..., Tq, Tk)", "return keys @ queries.transpose(-2, -1)"), shows=("scores.swapped",))
 bug("scores", "attention_scores_scaled", "attention_scores divides by sqrt(d) although this exercise has no scaling",
-    ("return queries @ keys.transpose(-2, -1)  # (..., Tq, Tk)", "return queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5"))
+    ("return queries @ keys.transpose(-2, -1)  # (..., Tq, Tk)", "return queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5"), shows=("scores.scaled",))
 bug("scores", "dot_no_length_check", "dot does not check the lengths (a RuntimeError instead of ValueError)",
     ("""    if a.dim() != 1 or b.dim() != 1 or a.shape != b.shape:
         raise ValueError(f"dot needs two 1-D tensors of the same length, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
@@ -88,15 +90,15 @@ ok("scores", "einsum", "pairwise_scores and attention_scores with torch.einsum, 
 # ------------------------------------------------------------------ softmax
 SM = "z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0"
 bug("softmax", "last_dim_only", "softmax always normalizes the last dim, whatever `dim` says",
-    (SM, "z = z - z.amax(dim=-1, keepdim=True)"), ("return e / e.sum(dim=dim, keepdim=True)", "return e / e.sum(dim=-1, keepdim=True)"))
+    (SM, "z = z - z.amax(dim=-1, keepdim=True)"), ("return e / e.sum(dim=dim, keepdim=True)", "return e / e.sum(dim=-1, keepdim=True)"), shows=("softmax.last_dim_only",))
 bug("softmax", "no_max_subtraction", "softmax does not subtract the row max (exp overflows for large scores)",
-    ("    " + SM + "\n", ""))
+    ("    " + SM + "\n", ""), shows=("softmax.no_max",))
 bug("softmax", "no_keepdim", "softmax sums without keepdim=True, so the sum broadcasts over the wrong dim",
-    ("return e / e.sum(dim=dim, keepdim=True)", "return e / e.sum(dim=dim)"))
+    ("return e / e.sum(dim=dim, keepdim=True)", "return e / e.sum(dim=dim)"), shows=("softmax.no_keepdim",))
 bug("softmax", "temperature_multiplied", "softmax multiplies by the temperature instead of dividing",
-    ("z = x / temperature", "z = x * temperature"))
+    ("z = x / temperature", "z = x * temperature"), shows=("softmax.temperature_multiplied",))
 bug("softmax", "global_max", "softmax subtracts the max of the whole tensor, not each row's",
-    (SM, "z = z - z.max()"))
+    (SM, "z = z - z.max()"), shows=("softmax.global_max",))
 bug("softmax", "inplace", "softmax divides and shifts the caller's tensor in place (x /= t, x -= max)",
     ("z = x / temperature\n", "x /= temperature\n    z = x\n"), (SM, "z -= z.amax(dim=dim, keepdim=True)"))
 bug("softmax", "no_temperature_check", "softmax accepts a temperature <= 0 (no ValueError)",
@@ -109,6 +111,9 @@ bug("softmax", "float32", "softmax computes in float32 whatever the input dtype"
     ("z = x / temperature", "z = x.float() / temperature"))
 bug("softmax", "clamp_instead_of_max", "softmax clamps the scores to [-80, 80] instead of subtracting the max",
     (SM, "z = z.clamp(-80, 80)"))
+bug("softmax", "float32_cast_back", "softmax computes in float32 and casts the result back to the input's dtype",
+    ("z = x / temperature", "z = x.float() / temperature"),
+    ("return e / e.sum(dim=dim, keepdim=True)", "return (e / e.sum(dim=dim, keepdim=True)).to(x.dtype)"), shows=("float64.less_precise",))
 bug("softmax", "abs_max", "softmax subtracts the row's largest absolute value, which is inf for rows with -inf",
     (SM, "z = z - z.abs().amax(dim=dim, keepdim=True)"))
 part("softmax", "torch_softmax", "softmax calls torch.softmax (a banned built-in); everything else right",
@@ -131,15 +136,15 @@ ok("softmax", "float64_inside", "softmax computed in float64 and cast back to th
 # ------------------------------------------------------------------ context
 AW = "return torch.softmax(x @ x.transpose(-2, -1), dim=-1)  # (..., T, T)"
 bug("context", "softmax_dim0", "attention_weights normalizes over dim 0 (columns), not the last dim",
-    (AW, "return torch.softmax(x @ x.transpose(-2, -1), dim=0)"))
+    (AW, "return torch.softmax(x @ x.transpose(-2, -1), dim=0)"), shows=("context.softmax_dim0",))
 bug("context", "batched_T", "attention_weights uses x.T, which reverses every dim of a batched tensor",
-    (AW, "return torch.softmax(x @ x.T, dim=-1)"))
+    (AW, "return torch.softmax(x @ x.T, dim=-1)"), shows=("context.batched_T",))
 bug("context", "transposed_weights", "context_vectors multiplies by the transposed weights",
-    ("return weights @ x  # (..., T, d)", "return weights.transpose(-2, -1) @ x"))
+    ("return weights @ x  # (..., T, d)", "return weights.transpose(-2, -1) @ x"), shows=("context.weights_transposed",))
 bug("context", "naive_softmax", "attention_weights uses its own softmax without subtracting the max",
-    (AW, "e = (x @ x.transpose(-2, -1)).exp()\n    return e / e.sum(-1, keepdim=True)"))
+    (AW, "e = (x @ x.transpose(-2, -1)).exp()\n    return e / e.sum(-1, keepdim=True)"), shows=("context.no_max",))
 bug("context", "scaled", "attention_weights divides the scores by sqrt(d)",
-    (AW, "return torch.softmax(x @ x.transpose(-2, -1) / x.shape[-1] ** 0.5, dim=-1)"))
+    (AW, "return torch.softmax(x @ x.transpose(-2, -1) / x.shape[-1] ** 0.5, dim=-1)"), shows=("context.scaled",))
 bug("context", "float32_softmax", "attention_weights forces a float32 softmax (dtype=torch.float32)",
     (AW, "return torch.softmax(x @ x.transpose(-2, -1), dim=-1, dtype=torch.float32)"))
 bug("context", "detached_weights", "context_vectors detaches the weights, so no gradient flows through them",
@@ -160,19 +165,19 @@ SC = "scores = queries @ keys.transpose(-2, -1) / math.sqrt(d_k)  # (..., Tq, Tk
 MF = 'scores = scores.masked_fill(~mask, float("-inf"))'
 RET = "return torch.softmax(scores, dim=-1) @ values  # (..., Tq, d_v)"
 bug("qkv", "keys_from_W_query", "project computes the keys with W_query",
-    (PROJ, "return x @ W_query, x @ W_query, x @ W_value"))
+    (PROJ, "return x @ W_query, x @ W_query, x @ W_value"), shows=("qkv.project_wrong_weight",))
 bug("qkv", "scale_by_d_k", "scaled_dot_product_attention divides by d_k instead of sqrt(d_k)",
-    (SC, "scores = queries @ keys.transpose(-2, -1) / d_k"))
+    (SC, "scores = queries @ keys.transpose(-2, -1) / d_k"), shows=("attention.scale_by_d",))
 bug("qkv", "no_scaling", "scaled_dot_product_attention does not scale the scores",
-    (SC, "scores = queries @ keys.transpose(-2, -1)"))
+    (SC, "scores = queries @ keys.transpose(-2, -1)"), shows=("attention.no_scaling",))
 bug("qkv", "mask_after_softmax", "scaled_dot_product_attention zeroes masked weights after the softmax",
-    (MF, "pass"), (RET, "weights = torch.softmax(scores, dim=-1)\n    if mask is not None:\n        weights = weights * mask\n    return weights @ values"))
+    (MF, "pass"), (RET, "weights = torch.softmax(scores, dim=-1)\n    if mask is not None:\n        weights = weights * mask\n    return weights @ values"), shows=("attention.mask_after_softmax",))
 bug("qkv", "mask_with_zero", "scaled_dot_product_attention fills masked scores with 0 instead of -inf",
-    (MF, "scores = scores.masked_fill(~mask, 0.0)"))
+    (MF, "scores = scores.masked_fill(~mask, 0.0)"), shows=("attention.mask_with_zero",))
 bug("qkv", "mask_inverted", "scaled_dot_product_attention treats True as 'hide' (inverted mask)",
-    (MF, 'scores = scores.masked_fill(mask, float("-inf"))'))
+    (MF, 'scores = scores.masked_fill(mask, float("-inf"))'), shows=("attention.mask_inverted",))
 bug("qkv", "keys_T", "scaled_dot_product_attention uses keys.T, wrong for batched keys",
-    (SC, "scores = queries @ keys.T / math.sqrt(d_k)"))
+    (SC, "scores = queries @ keys.T / math.sqrt(d_k)"), shows=("attention.batched_T",))
 bug("qkv", "init_order", "SelfAttention creates W_key before W_query",
     ("""        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
         self.W_key = nn.Parameter(torch.rand(d_in, d_out))
@@ -190,10 +195,16 @@ bug("qkv", "scale_by_d_in", "SelfAttention scales the scores by sqrt(d_in) inste
         return scaled_dot_product_attention(queries, keys, values)  # (..., T, d_out)""",
      """        queries, keys, values = project(x, self.W_query, self.W_key, self.W_value)
         scores = queries @ keys.transpose(-2, -1) / math.sqrt(x.shape[-1])
-        return torch.softmax(scores, dim=-1) @ values"""))
+        return torch.softmax(scores, dim=-1) @ values"""), shows=("qkv.scale_by_d_in",))
+bug("qkv", "self_attention_T", "SelfAttention computes its own attention with keys.T, wrong for batched input",
+    ("""        queries, keys, values = project(x, self.W_query, self.W_key, self.W_value)  # (..., T, d_out) each
+        return scaled_dot_product_attention(queries, keys, values)  # (..., T, d_out)""",
+     """        queries, keys, values = project(x, self.W_query, self.W_key, self.W_value)
+        scores = queries @ keys.T / math.sqrt(keys.shape[-1])
+        return torch.softmax(scores, dim=-1) @ values"""), shows=("attention.batched_T",))
 bug("qkv", "linear_weight_untransposed", "SelfAttentionLinear multiplies by .weight without transposing it",
     ("queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)  # (..., T, d_out) each",
-     "queries, keys, values = x @ self.W_query.weight, x @ self.W_key.weight, x @ self.W_value.weight"))
+     "queries, keys, values = x @ self.W_query.weight, x @ self.W_key.weight, x @ self.W_value.weight"), shows=("qkv.linear_weight_untransposed",))
 bug("qkv", "copy_reshaped", "copy_linear_weights reshapes the nn.Linear weight instead of transposing it",
     ("param.copy_(linear.weight.T)  # (d_in, d_out)", "param.copy_(linear.weight.reshape(param.shape))"))
 bug("qkv", "project_no_width_check", "project does not check that W_query and W_key have the same width",
@@ -226,9 +237,9 @@ ok("qkv", "where_mask", "qkv with torch.where masks, .mT, F.linear and scaling o
 QS = "alphas = torch.softmax(scores, dim=-1)  # (..., n)"
 QV = "v = (alphas.unsqueeze(-1) * H).sum(-2)  # (..., d)"
 bug("quiz", "softmax_dim0", "decoder_attention normalizes the scores over dim 0 (wrong with batch dims)",
-    (QS, "alphas = torch.softmax(scores, dim=0)"))
+    (QS, "alphas = torch.softmax(scores, dim=0)"), shows=("quiz.softmax_dim0",))
 bug("quiz", "no_softmax", "decoder_attention uses the raw scores as weights (no softmax)",
-    (QS, "alphas = scores"))
+    (QS, "alphas = scores"), shows=("quiz.no_softmax",))
 bug("quiz", "swapped_return", "decoder_attention returns (alphas, v) instead of (v, alphas)",
     ("return (v, alphas) if return_weights else v", "return (alphas, v) if return_weights else v"))
 bug("quiz", "answer_float64", "quiz_answer returns a float64 tensor",
@@ -236,9 +247,11 @@ bug("quiz", "answer_float64", "quiz_answer returns a float64 tensor",
     ("H = torch.tensor([[0.5539, 0.7239], [0.4111, 0.3878], [0.2376, 0.1264]])  # (n, d)",
      "H = torch.tensor([[0.5539, 0.7239], [0.4111, 0.3878], [0.2376, 0.1264]], dtype=torch.float64)"))
 bug("quiz", "H_matmul_s", "decoder_attention scores with H @ s, which breaks with batch dims",
-    ("scores = (H * s.unsqueeze(-2)).sum(-1)  # (..., n)", "scores = H @ s"))
+    ("scores = (H * s.unsqueeze(-2)).sum(-1)  # (..., n)", "scores = H @ s"), shows=("quiz.H_matmul_s",))
+bug("quiz", "scaled", "decoder_attention divides the scores by sqrt(d), though decoder attention has no scaling",
+    (QS, "alphas = torch.softmax(scores / s.shape[-1] ** 0.5, dim=-1)"), shows=("quiz.scaled",))
 bug("quiz", "sum_over_features", "decoder_attention sums the weighted states over the features, not the states",
-    (QV, "v = (alphas.unsqueeze(-1) * H).sum(-1)"))
+    (QV, "v = (alphas.unsqueeze(-1) * H).sum(-1)"), shows=("quiz.sum_over_features",))
 bug("quiz", "detached_alphas", "decoder_attention detaches the weights",
     (QS, "alphas = torch.softmax(scores, dim=-1).detach()"))
 part("quiz", "state_loop", "decoder_attention scores and sums the states in a Python loop",
@@ -260,16 +273,16 @@ bug("dictionary", "one_hot_long", "one_hot returns an int64 vector",
      "K = torch.stack([one_hot(i, len(keys)) for i in range(len(keys))]).float()"),
     ("q = one_hot(keys.index(key), len(keys)).unsqueeze(0)  # (1, n)", "q = one_hot(keys.index(key), len(keys)).float().unsqueeze(0)"))
 bug("dictionary", "temperature_multiplied", "attention multiplies the scores by the temperature",
-    (DW, "weights = torch.softmax(Q @ K.transpose(-2, -1) * temperature, dim=-1)"))
+    (DW, "weights = torch.softmax(Q @ K.transpose(-2, -1) * temperature, dim=-1)"), shows=("dictionary.temperature_multiplied",))
 bug("dictionary", "sqrt_scaling", "attention also divides by sqrt(d_k)",
-    (DW, "weights = torch.softmax(Q @ K.transpose(-2, -1) / temperature / K.shape[-1] ** 0.5, dim=-1)"))
+    (DW, "weights = torch.softmax(Q @ K.transpose(-2, -1) / temperature / K.shape[-1] ** 0.5, dim=-1)"), shows=("dictionary.sqrt_scaling",))
 bug("dictionary", "no_temperature_check", "attention accepts a temperature <= 0",
     ("""    if temperature <= 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
 """, ""))
 bug("dictionary", "sorted_values", "lookup stacks the values in sorted key order but queries by dict position",
     ("V = torch.tensor([table[k] for k in keys], dtype=torch.float32)  # (n, dv)",
-     "V = torch.tensor([table[k] for k in sorted(keys, key=repr)], dtype=torch.float32)"))
+     "V = torch.tensor([table[k] for k in sorted(keys, key=repr)], dtype=torch.float32)"), shows=("dictionary.lookup_order",))
 bug("dictionary", "missing_key_valueerror", "lookup raises ValueError (from list.index) for a missing key",
     ("""    if key not in table:
         raise KeyError(key)
@@ -293,22 +306,26 @@ CF = 'scores = scores.masked_fill(~self.mask[:T, :T], float("-inf"))'
 CW = "weights = self.dropout(torch.softmax(scores, dim=-1))  # (B, T, T)"
 CS = "scores = queries @ keys.transpose(-2, -1) / math.sqrt(keys.shape[-1])  # (B, T, T)"
 bug("causal", "mask_after_softmax", "CausalAttention zeroes future weights after the softmax",
-    (CF, "pass"), (CW, "weights = self.dropout(torch.softmax(scores, dim=-1) * self.mask[:T, :T])"))
+    (CF, "pass"), (CW, "weights = self.dropout(torch.softmax(scores, dim=-1) * self.mask[:T, :T])"), shows=("causal.mask_after_softmax",))
 bug("causal", "mask_with_zero", "CausalAttention fills future scores with 0 instead of -inf",
-    (CF, "scores = scores.masked_fill(~self.mask[:T, :T], 0.0)"))
+    (CF, "scores = scores.masked_fill(~self.mask[:T, :T], 0.0)"), shows=("causal.mask_with_zero",))
 bug("causal", "wrong_triangle", "causal_mask keeps the upper triangle (triu)",
-    (CM, "return torch.ones(T, T, dtype=torch.bool, device=device).triu()"))
+    (CM, "return torch.ones(T, T, dtype=torch.bool, device=device).triu()"), shows=("causal.wrong_triangle",))
 bug("causal", "mask_float", "causal_mask returns a float mask (torch.tril(torch.ones(T, T)))",
     (CM, "return torch.tril(torch.ones(T, T, device=device))"),
     (CF, 'scores = scores.masked_fill(self.mask[:T, :T] == 0, float("-inf"))'))
 bug("causal", "mask_not_sliced", "CausalAttention does not slice the mask to the sequence length",
-    (CF, 'scores = scores.masked_fill(~self.mask, float("-inf"))'))
+    (CF, 'scores = scores.masked_fill(~self.mask, float("-inf"))'), shows=("causal.mask_not_sliced",))
 bug("causal", "dropout_always", "CausalAttention applies dropout in eval mode too",
     (CW, "weights = torch.nn.functional.dropout(torch.softmax(scores, dim=-1), self.dropout.p, training=True)"))
 bug("causal", "dropout_on_output", "CausalAttention applies dropout to the output, not to the weights",
     (CW, "weights = torch.softmax(scores, dim=-1)"), ("return weights @ values  # (B, T, d_out)", "return self.dropout(weights @ values)"))
 bug("causal", "scale_by_d_in", "CausalAttention scales by sqrt(d_in) instead of sqrt(d_out)",
-    (CS, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(x.shape[-1])"))
+    (CS, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(x.shape[-1])"), shows=("causal.scale_by_d_in",))
+bug("causal", "scale_by_d_out", "CausalAttention divides the scores by d_out itself, not by its square root",
+    (CS, "scores = queries @ keys.transpose(-2, -1) / keys.shape[-1]"), shows=("causal.scale_by_d",))
+bug("causal", "fill_minus_1e9", "CausalAttention fills future scores with -1e9, which overflows float16",
+    (CF, "scores = scores.masked_fill(~self.mask[:T, :T], -1e9)"), shows=("causal.fill_overflows",))
 bug("causal", "mask_ignores_device", "causal_mask ignores its device argument",
     (CM, "return torch.ones(T, T, dtype=torch.bool).tril()"))
 bug("causal", "mask_not_buffer", "CausalAttention keeps the mask as a plain attribute, not a buffer",
@@ -318,7 +335,7 @@ bug("causal", "no_length_check", "CausalAttention does not raise ValueError for 
             raise ValueError(f"sequence length {T} exceeds context_length {self.mask.shape[0]}")
 """, ""))
 bug("causal", "diagonal_masked", "causal_mask hides the diagonal too (tril(-1)): a token cannot see itself",
-    (CM, "return torch.ones(T, T, dtype=torch.bool, device=device).tril(-1)"))
+    (CM, "return torch.ones(T, T, dtype=torch.bool, device=device).tril(-1)"), shows=("causal.mask_diagonal_missing",))
 bug("causal", "init_order", "CausalAttention creates W_value before W_query and W_key",
     ("""        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
@@ -340,15 +357,15 @@ MS = "scores = queries @ keys.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B
 MM = 'scores = scores.masked_fill(~self.mask[:T, :T], float("-inf"))'
 MW = "weights = self.dropout(torch.softmax(scores, dim=-1))  # (B, heads, T, T)"
 bug("multihead", "split_no_transpose", "MultiHeadAttention splits heads with view(B, heads, T, head_dim), no transpose",
-    (SPLIT, "return t.view(B, self.num_heads, T, self.head_dim)"))
+    (SPLIT, "return t.view(B, self.num_heads, T, self.head_dim)"), shows=("multihead.split_no_transpose",))
 bug("multihead", "merge_no_transpose", "MultiHeadAttention merges heads with reshape alone (no transpose back)",
-    (MERGE, "context = (weights @ values).reshape(B, T, -1)"))
+    (MERGE, "context = (weights @ values).reshape(B, T, -1)"), shows=("multihead.merge_no_transpose",))
 bug("multihead", "no_out_proj", "MultiHeadAttention never applies out_proj",
-    ("return self.out_proj(context)  # (B, T, d_out)", "return context"))
+    ("return self.out_proj(context)  # (B, T, d_out)", "return context"), shows=("multihead.no_out_proj",))
 bug("multihead", "scale_by_d_out", "MultiHeadAttention scales by sqrt(d_out) instead of sqrt(head_dim)",
-    (MS, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(self.num_heads * self.head_dim)"))
+    (MS, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(self.num_heads * self.head_dim)"), shows=("multihead.scale_by_d_out",))
 bug("multihead", "mask_not_sliced", "MultiHeadAttention does not slice the mask to the sequence length",
-    (MM, 'scores = scores.masked_fill(~self.mask, float("-inf"))'))
+    (MM, 'scores = scores.masked_fill(~self.mask, float("-inf"))'), shows=("multihead.mask_not_sliced",))
 bug("multihead", "no_divisibility_check", "MultiHeadAttention floors d_out // num_heads without a ValueError",
     ("""        if num_heads <= 0 or d_out % num_heads:
             raise ValueError(f"d_out ({d_out}) must be divisible by num_heads ({num_heads})")
@@ -356,7 +373,7 @@ bug("multihead", "no_divisibility_check", "MultiHeadAttention floors d_out // nu
 bug("multihead", "dropout_after_out_proj", "MultiHeadAttention applies dropout to the output instead of the weights",
     (MW, "weights = torch.softmax(scores, dim=-1)"), ("return self.out_proj(context)  # (B, T, d_out)", "return self.dropout(self.out_proj(context))"))
 bug("multihead", "wrong_triangle", "MultiHeadAttention's mask keeps the upper triangle (triu)",
-    ('torch.ones(context_length, context_length, dtype=torch.bool).tril()', 'torch.ones(context_length, context_length, dtype=torch.bool).triu()'))
+    ('torch.ones(context_length, context_length, dtype=torch.bool).tril()', 'torch.ones(context_length, context_length, dtype=torch.bool).triu()'), shows=("multihead.wrong_triangle",))
 bug("multihead", "out_proj_first", "MultiHeadAttention creates out_proj before the three projections",
     ("""        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
@@ -366,7 +383,7 @@ bug("multihead", "out_proj_first", "MultiHeadAttention creates out_proj before t
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)"""))
 bug("multihead", "mask_with_zero", "MultiHeadAttention fills future scores with 0 instead of -inf",
-    (MM, "scores = scores.masked_fill(~self.mask[:T, :T], 0.0)"))
+    (MM, "scores = scores.masked_fill(~self.mask[:T, :T], 0.0)"), shows=("multihead.mask_with_zero",))
 part("multihead", "head_loop", "MultiHeadAttention computes the scores of each head in a Python loop",
      (MS, "scores = torch.stack([queries[:, h] @ keys[:, h].transpose(-2, -1) for h in range(self.num_heads)], dim=1) / math.sqrt(self.head_dim)"))
 ok("multihead", "nanogpt_bias", "multihead with a float (1, 1, T, T) tril buffer named bias, compared with 0, and einsum scores",

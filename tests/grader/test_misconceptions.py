@@ -1,0 +1,88 @@
+"""The misconceptions (tests/course/public/misconceptions.py): a hint is named only when its mistake reproduces the
+result, or the error, on the same input; where two mistakes fit alike, none is."""
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tests.course.public import misconceptions as M  # noqa: E402
+
+
+def _error(thunk) -> tuple[str, str]:
+    """(type name, message) of the exception ``thunk`` raises: what the worker reports of a student's error."""
+    try:
+        thunk()
+    except Exception as error:
+        return type(error).__name__, str(error)
+    raise AssertionError("no exception")
+
+
+def _causal(x, fill=float("-inf"), sliced=True, context_length=9):
+    """A causal attention on x (its own queries, keys and values), with the mask buffer sliced or not."""
+    mask = torch.ones(context_length, context_length, dtype=torch.bool).tril()
+    T = x.shape[-2]
+    scores = (x @ x.transpose(-2, -1) / x.shape[-1] ** 0.5).masked_fill(~(mask[:T, :T] if sliced else mask), fill)
+    return torch.softmax(scores, -1) @ x
+
+
+def test_a_softmax_without_max_is_named_in_the_input_dtype():
+    """exp overflows in float32: the student's NaN are the no-max softmax's, computed in float32 too."""
+    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(0)) * 100
+    got = M.naive_softmax(x)
+    assert torch.isnan(got).any()
+    found = M.matching(got, M.softmax_hints(x, -1, 1.0), 1e-4, 1e-5, torch.softmax(x.double(), -1))
+    assert found is not None and found.id == "softmax.no_max"
+
+
+def test_mistakes_the_input_cannot_tell_apart_are_not_named():
+    """Rows of very different magnitude: no max, a global max and the right row max all fail alike (NaN in the same
+    rows), so neither of the two mistakes is named."""
+    scale = torch.tensor([1e-3, 1.0, 30.0, 300.0]).view(4, 1)
+    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(1)) * scale - scale * 10
+    got = M.naive_softmax(x - x.max())
+    hints = M.softmax_hints(x, -1, 1.0)
+    assert {h.id for h in hints if M.matching(got, [h], 1e-4, 1e-5)} == {"softmax.no_max", "softmax.global_max"}
+    assert M.matching(got, hints, 1e-4, 1e-5) is None
+
+
+def test_a_mistake_that_gives_the_right_result_is_passed_over():
+    """At temperature 1, ignoring the temperature changes nothing: it is never the diagnosis of a wrong result."""
+    x = torch.randn(3, 5, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    want = torch.softmax(x, -1)
+    ignored = M.Hint("the temperature is ignored", lambda: torch.softmax(x, -1), "softmax.temperature_ignored")
+    assert M.matching(want + 1e-3, [ignored], 1e-7, 1e-9, want) is None
+    assert M.matching(want, [ignored], 1e-7, 1e-9) is ignored
+
+
+def test_an_error_is_named_by_the_mistake_that_raises_it():
+    """A sequence shorter than context_length: an unsliced mask and a -1e9 fill in float16 both raise a
+    RuntimeError, each is named only for its own error, and code that slices but fills -1e9 is not told to slice."""
+    x = torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(3)).half()
+    hints = M.causal_hints(x, x, x, 4, context_length=9)
+    overflow, unsliced = _error(lambda: _causal(x, fill=-1e9)), _error(lambda: _causal(x, sliced=False))
+    assert overflow[0] == unsliced[0] == "RuntimeError"
+    assert M.raising_alike(*overflow, hints).id == "causal.fill_overflows"
+    assert M.raising_alike(*unsliced, hints).id == "causal.mask_not_sliced"
+    assert M.raising_alike("RuntimeError", "something else went wrong", hints) is None
+    assert M.raising_alike("RuntimeError", unsliced[1].replace("9", "8"), hints) is None  # other sizes: another error
+    assert M.raising_alike("ValueError", overflow[1], hints) is None
+
+
+def test_batched_T_is_named_for_the_error_it_raises():
+    """keys.T (every dim reversed) on batched keys raises; the transpose mistake raises the same error on the same
+    input."""
+    q, k, v = (torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(n)) for n in (4, 5, 6))
+    kind, message = _error(lambda: torch.softmax(q @ M.reversed_dims(k) / 5 ** 0.5, -1) @ v)
+    assert M.raising_alike(kind, message, M.attention_hints(q, k, v)).id == "attention.batched_T"
+
+
+def test_every_mistake_has_an_id_of_its_exercise():
+    """Each hint of every exercise carries a stable id '<exercise or topic>.<mistake>'."""
+    x = torch.randn(2, 3, 4, dtype=torch.float64)
+    hints = [*M.softmax_hints(x, 1, 2.0), *M.pairwise_hints(x), *M.score_hints(x, x), *M.context_weight_hints(x),
+             *M.context_vector_hints(x), *M.attention_hints(x, x, x, torch.ones(3, 3, dtype=torch.bool)),
+             *M.self_attention_hints(x, x, x, 4), *M.decoder_hints(x[:, 0], x), *M.dictionary_hints(x, x, x, 0.5),
+             *M.causal_hints(x, x, x, 4, context_length=5), *M.causal_mask_hints(3)]
+    assert all(h.id.count(".") == 1 and h.id == h.id.strip() and h.message for h in hints)
