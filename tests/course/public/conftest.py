@@ -15,6 +15,7 @@ import ast
 import importlib
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,6 @@ from checking import close as _close
 ROOT = next(folder for folder in Path(__file__).resolve().parents if (folder / "exercises").is_dir())
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-
 
 
 def _exercises(folder: Path) -> dict[str, str]:
@@ -196,11 +196,12 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = short
 
 
+@dataclass
 class Result:
-    """One check's outcome: its test id, its property (docstring) and, if it failed, what to say."""
-
-    def __init__(self, test: str, doc: str, failure: dict | None):
-        self.test, self.doc, self.failure = test, doc, failure
+    """One check's outcome: its test id, its property (docstring) and, if it failed, what to say (``_explain``)."""
+    test: str
+    doc: str
+    failure: dict | None
 
 
 def _explain(excinfo, package: Path) -> dict:
