@@ -209,8 +209,8 @@ def hints_in(text: str) -> set[str]:
 
 @pytest.mark.parametrize("variant", sorted(CLASSIC_BUGS))
 def test_public_checks_give_the_graders_hint_on_the_classic_bugs(tmp_path, variant):
-    """On each classic bug, the public checks print the misconception's hint, and every hint they print is one the
-    grader gives the same code."""
+    """On each classic bug, the grader names the misconception (its id in results.json) and the public checks print
+    its hint, and every hint they print is one the grader gives the same code."""
     sys.path.insert(0, str(ROOT / "tests" / "grader" / "corpus"))
     from variants import VARIANTS
     found = next(v for v in VARIANTS if v.id == variant)
@@ -225,7 +225,9 @@ def test_public_checks_give_the_graders_hint_on_the_classic_bugs(tmp_path, varia
     assert graded.returncode == 0, graded.stderr[-2000:]
     results = json.loads((tmp_path / "results.json").read_text())
     grader = set().union(*(hints_in(test.get("output", "")) for test in results["tests"]))
+    ids = {test.get("extra_data", {}).get("misconception") for test in results["tests"]} - {None}
     expected = hint_catalog()[CLASSIC_BUGS[variant]].rstrip(".")
+    assert CLASSIC_BUGS[variant] in ids, ids
     assert expected in public, process.stdout[-3000:]
     assert expected in grader, sorted(grader)
     assert public <= grader, sorted(public - grader)
