@@ -68,7 +68,7 @@ class HardCheck:
 @dataclass(frozen=True)
 class Misconception:
     exercise: str
-    id: str  # the known mistake's id ("softmax.no_max")
+    id: str  # the known mistake's id (<exercise>.<mistake>)
     hint: str  # what the feedback said about it
     students: tuple[str, ...]
 

@@ -86,3 +86,13 @@ def test_every_mistake_has_an_id_of_its_exercise():
              *M.self_attention_hints(x, x, x, 4), *M.decoder_hints(x[:, 0], x), *M.dictionary_hints(x, x, x, 0.5),
              *M.causal_hints(x, x, x, 4, context_length=5), *M.causal_mask_hints(3)]
     assert all(h.id.count(".") == 1 and h.id == h.id.strip() and h.message for h in hints)
+
+
+def test_zeros_are_no_known_mistake_of_one_hot():
+    """one_hot(0, n) off by one puts the 1 last (v[-1]); a vector of zeros is no such mistake."""
+    def one_hot(index, n):
+        return torch.zeros(n).index_fill(0, torch.tensor(index), 1.0)
+
+    hints = M.one_hot_hints(0, 4, one_hot)
+    assert M.matching(torch.zeros(4), hints, 0.0, 0.0) is None
+    assert M.matching(one_hot(3, 4), hints, 0.0, 0.0).id == "dictionary.one_hot_off_by_one"

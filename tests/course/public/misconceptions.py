@@ -342,7 +342,7 @@ def dictionary_hints(Q, K, V, t) -> list[Hint]:
 def one_hot_hints(index: int, n: int, one_hot: Callable) -> list[Hint]:
     """Mistakes of one_hot(index, n); ``one_hot`` is a right one."""
     off = "the 1 is off by one: put it at position index itself (positions start at 0)."
-    return [Hint(off, lambda: one_hot(index - 1, n) if index else torch.zeros(n), "dictionary.one_hot_off_by_one"),
+    return [Hint(off, lambda: one_hot((index - 1) % n, n), "dictionary.one_hot_off_by_one"),  # v[-1] is the last
             Hint(off, lambda: one_hot(index + 1, n), "dictionary.one_hot_off_by_one")]
 
 
