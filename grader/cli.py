@@ -271,11 +271,32 @@ def _release(args) -> int:
     for note in handout.notes:
         print(f"note: {note}")
     print(f"wrote the handout ({len(handout.files)} files) to {handout.root}; no line of tests/course/hidden or of the "
-          "solution blocks is in it")
+          "solution blocks is in it, nor any of their specific numbers")
     if args.gradescope:
         autograder = gradescope_zip(args.gradescope, device=args.device, course_file=args.course, assignment=args.assignment)
         print(f"wrote the Gradescope autograder to {autograder} "
               "(instructors only: it holds the hidden suites)")
+    return 0
+
+
+def _collect(args) -> int:
+    from grader.collect import CLONE_MB, CLONE_SECONDS, CollectError, collect
+    from grader.course import CourseError
+    from grader.grade import DeviceError, resolve_device
+
+    try:
+        repositories = collect(args.roster, args.out, deadline=args.deadline, course_file=args.course,
+                               seconds=CLONE_SECONDS if args.clone_seconds is None else args.clone_seconds,
+                               megabytes=CLONE_MB if args.clone_mb is None else args.clone_mb, jobs=args.jobs,
+                               device=resolve_device(args.device), assignment=args.assignment)
+    except (CollectError, CourseError, DeviceError) as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    failed = [r for r in repositories if not r.commit]
+    print(f"collected {len(repositories) - len(failed)} of {len(repositories)} repositories -> "
+          f"{Path(args.out) / 'collected.csv'}; grades in {Path(args.out) / 'grades'}")
+    for repository in failed:
+        print(f"  {repository.student}: {repository.status}")
     return 0
 
 
@@ -364,6 +385,20 @@ def build_parser() -> argparse.ArgumentParser:
     release.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to describe in the handout")
     release.add_argument("--assignment", metavar="NAME", help="release only this assignment's exercises (handout and Gradescope zip)")
     release.set_defaults(run=_release)
+
+    collect = commands.add_parser("collect", help="the grade of record: clone each student's repository at the deadline "
+                                                   "and grade them all (collected.csv, submissions/, grades/)")
+    collect.add_argument("roster", help="a text file of clone URLs, one per line: 'URL' or 'STUDENT URL'")
+    collect.add_argument("--deadline", required=True, help="ISO 8601 time with its zone: the last commit at or before "
+                                                           "it is graded (e.g. 2026-12-01T23:59:00+01:00)")
+    collect.add_argument("--out", required=True, help="output folder")
+    collect.add_argument("--jobs", type=int, default=max(1, len(os.sched_getaffinity(0))), help="parallel gradings (default: CPUs)")
+    collect.add_argument("--device", default="cpu", help="cpu, cuda or auto; default: %(default)s")
+    collect.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to grade with")
+    collect.add_argument("--assignment", metavar="NAME", help="grade every repository as this assignment")
+    collect.add_argument("--clone-seconds", type=float, help="time bound of one clone (default: grader.collect.CLONE_SECONDS, 120)")
+    collect.add_argument("--clone-mb", type=int, help="size bound of one repository, in MB (default: grader.collect.CLONE_MB, 200)")
+    collect.set_defaults(run=_collect)
 
     ci = commands.add_parser("ci", help="grade a checkout in GitHub Actions: job summary, annotations, Classroom result, score")
     ci.add_argument("path", nargs="?", default=".", help="the checkout (its exercises/ folder is graded); default: %(default)s")

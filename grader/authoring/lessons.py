@@ -17,7 +17,8 @@ SHARED_FILE = "_shared.md"
 LESSON_SECTIONS = {"lesson": "text", "demo": "code", "task": "text", "checks": "cells",
                    "picture text": "text", "picture": "code"}
 OPTIONAL_SECTIONS = {"demo"}
-SHARED_SECTIONS = {"setup": "code", "how to work": "text", "checks intro": "text", "tests intro": "text"}
+SHARED_SECTIONS = {"setup": "code", "how to work": "text", "checks intro": "text", "public checks": "code",
+                   "tests intro": "text"}
 MARKER = re.compile(r"<!--\s*(?P<name>.*?)\s*-->")
 TEST_MARKER = re.compile(r"test (?P<name>\w+): (?P<points>\d+) points?")
 CODE_BLOCK = re.compile(r"^```python[ \t]*\n(?P<code>.*?)^```[ \t]*$\n?", re.S | re.M)
@@ -50,6 +51,7 @@ class Shared:
     setup: str  # the set-up code cell of every notebook
     how_to_work: str  # markdown under the task; {module} becomes the exercise's module
     checks_intro: str
+    public_checks: str  # the code cell that runs the public checks on the notebook's code; {module} as above
     tests_intro: str
 
 
@@ -124,7 +126,8 @@ def read_lesson(path: Path) -> Lesson:
 def read_shared(path: Path) -> Shared:
     """The set-up cell and the fixed texts every notebook shares."""
     sections, _ = _read_sections(Path(path), SHARED_SECTIONS)
-    return Shared(sections["setup"], sections["how to work"], sections["checks intro"], sections["tests intro"])
+    return Shared(sections["setup"], sections["how to work"], sections["checks intro"], sections["public checks"],
+                  sections["tests intro"])
 
 
 def lesson_files(course: Course) -> dict[str, Path]:

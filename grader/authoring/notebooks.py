@@ -82,6 +82,7 @@ def render_notebook(course: Course, module: str, lesson_file: Path, shared: Shar
         f"{module}_task", locked=True)
     add("code", solution, solution_grade_id(module), solution=True)
     add("markdown", shared.checks_intro, f"{module}_checks", locked=True)
+    add("code", shared.public_checks.replace("{module}", module), f"{module}_public_checks", locked=True)
     for index, check in enumerate(lesson.checks, 1):
         add("code", check, f"{module}_check_{index}", locked=True)
     add("markdown", "## The attention weights\n\n" + lesson.picture_text, f"{module}_picture_text", locked=True)

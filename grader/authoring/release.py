@@ -12,7 +12,8 @@ The handout holds only what students may see:
 * ``.github/workflows/classroom.yml``: the workflow that grades every push with `grader ci`.
 
 After writing it, ``build_handout`` scans every line of the handout for the lines of the hidden
-suites and of the solution blocks (``find_leaks``) and refuses a handout that holds any.
+suites and of the solution blocks, and for their specific numbers and the hidden inputs' seed (``find_leaks``), and
+refuses a handout that holds any.
 ``gradescope_zip`` packs the grader with its suites and references for Gradescope: that zip is
 the instructor's, never the students'.
 
@@ -66,6 +67,8 @@ ANSWER_STUB = "YOUR ANSWER HERE"
 
 # A line shorter than this, or one of these shapes, tells nothing (imports, markers, brackets, seeds, test names).
 MIN_SECRET_CHARS = 16
+MIN_SECRET_DIGITS = 4  # a number with fewer significant digits (1.0, 100, 1e-4, 0.25) tells nothing
+NUMBER = re.compile(r"(?<![\w.])(\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)(?![\w.])")
 TRIVIAL = re.compile(r"(import |from \S+ import |@pytest\.mark\.\w+(\(\s*[\d.]+\s*\))?$|pytestmark = pytest\.mark\.\w+$)"
                      r"|[\W_]*$|super\(\)\.__init__\(\)$|torch\.manual_seed\(\d+\)$"
                      r'|"""[^"]*"""$')  # a one-line docstring: a hidden test's is its name in the feedback
@@ -268,15 +271,46 @@ def secret_lines(course: Course, *, exempt_public: bool = True) -> dict[str, str
     return secrets
 
 
-def find_leaks(folder: str | os.PathLike, course: Course, secrets: dict[str, str] | None = None) -> list[tuple[str, int, str]]:
+def numbers(text: str) -> set[str]:
+    """The specific numbers of a text: literals with at least MIN_SECRET_DIGITS significant digits (0.4387, 20261121;
+    not 1.0, 100 or 1e-4), as written."""
+    return {n for n in NUMBER.findall(text)
+            if len(n.lower().split("e")[0].replace(".", "").strip("0")) >= MIN_SECRET_DIGITS}
+
+
+def secret_values(course: Course) -> dict[str, str]:
+    """Specific number -> where it comes from: the hidden suites' literals (their inputs, magnitudes and cases),
+    the solution blocks', the source notebooks' hidden tests', and the seed of the hidden inputs; less those the
+    public sources hold (the lecture's numbers)."""
+    whole = course.whole
+    values = {str(whole.seed): f"{COURSE_FILE.name} seed"}
+    for path in sorted(p for p in whole.hidden_dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        for number, line in enumerate(_text_lines(path), 1):
+            for value in numbers(line):
+                values.setdefault(value, f"{path.relative_to(whole.root)}:{number}")
+    for line, origin in secret_lines(whole, exempt_public=False).items():
+        if not origin.startswith(whole.hidden_dir.relative_to(whole.root).as_posix()):
+            for value in numbers(line):
+                values.setdefault(value, origin)
+    public = {value for line in public_sources(whole) for value in numbers(line)}
+    public |= {value for path in notebook_sources(whole) for cell in release_notebook(
+        json.loads(path.read_text(encoding="utf-8")), notebook_sources(whole)[path])["cells"]
+        for value in numbers(_source(cell))}
+    return {value: origin for value, origin in values.items() if value not in public}
+
+
+def find_leaks(folder: str | os.PathLike, course: Course, secrets: dict[str, str] | None = None,
+               values: dict[str, str] | None = None) -> list[tuple[str, int, str]]:
     """(file, line number, origin) of every line of ``folder`` that is a line of the course's hidden suites or
-    solutions."""
+    solutions, or holds one of their specific numbers (``secret_values``)."""
     folder = Path(folder)
     secrets = secret_lines(course) if secrets is None else secrets
+    values = secret_values(course) if values is None else values
     leaks = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.relative_to(folder).parts):
         for number, line in enumerate(_text_lines(path), 1):
-            origin = secrets.get(line.strip())
+            origin = secrets.get(line.strip()) or next((f"the value {v} of {values[v]}" for v in sorted(numbers(line))
+                                                        if v in values), None)
             if origin:
                 leaks.append((path.relative_to(folder).as_posix(), number, origin))
     return leaks
@@ -308,7 +342,9 @@ def handout_files(course: Course, *, grader_repository: str, grader_ref: str = "
     if released:
         section = ("\n## Notebooks\n\nThe notebooks in `notebooks/` walk through the same exercises with the lecture's "
                    "examples, the public checks and a picture of the attention weights; open them with Jupyter "
-                   "(`jupyter lab`, installed by `requirements.txt`).\n\n" + GRADED_CODE + "\n")
+                   "(`jupyter lab`, installed by `requirements.txt`). Each has a cell that runs the exercise's public "
+                   "checks on the notebook's own code, with the same report as `python -m pytest tests/public`.\n\n"
+                   + GRADED_CODE + "\n")
     else:
         section = ""
         shown = notebooks.relative_to(course.root) if notebooks.is_relative_to(course.root) else notebooks

@@ -29,6 +29,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from grader.sandbox import cgroup, wire
 from grader.sandbox.confine import SandboxUnavailable, confine, probe
 from grader.sandbox.dropout import KeyedDropout
+from grader.sandbox.imports import imports_of
 from grader.sandbox.lifeline import die_with_parent
 from grader.sandbox.limits import Limits
 from grader.sandbox.seed import seed_torch
@@ -290,6 +291,11 @@ class Worker:
             if op == "import":
                 self.module(str(message["module"]))
                 return {"ok": True}
+            if op == "imports":
+                name = str(message["target"]["module"])
+                self.module(name)
+                with open(os.path.join(SUBMISSION, f"{name}.py"), encoding="utf-8") as file:
+                    return {"ok": True, "value": [list(item) for item in imports_of(file.read())]}
             if op == "params":
                 return {"ok": True, "value": dict(self.resolve(message["target"], earlier).named_parameters())}
             if op == "load_params":

@@ -387,11 +387,14 @@ def test_sleep_at_import_is_stopped(tmp_path, zygote, course):
 
 def test_segfault_and_abort_are_reported(tmp_path, zygote, course):
     """A segmentation fault and an abort end the worker; the checks fail with the cause named, and a function
-    that crashed the worker three times is not called again."""
+    that crashed the worker three times is not called again. The import rule, read from the file without running
+    it, names the forbidden imports (ctypes, os)."""
     results = grade(hostile_submission(tmp_path, "segfault"), course, zygote, "quiz")
     assert_trick_earns_nothing(results)
+    imports = [test for test in results["tests"] if "The file imports only" in test["name"]]
+    assert len(imports) == 1 and imports[0]["output"].startswith("quiz.py imports ctypes (line 2), os (line 3): ")
     for test in results["tests"]:
-        assert "crashed" in test["output"] or "aborted" in test["output"], test
+        assert test in imports or "crashed" in test["output"] or "aborted" in test["output"], test
     assert "crashed (segmentation fault)" in outputs(results)
     assert "is not called again: it crashed the worker 3 times" in outputs(results)
 

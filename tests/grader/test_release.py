@@ -30,6 +30,7 @@ from grader.authoring.release import (
     public_sources,
     release_notebook,
     secret_lines,
+    secret_values,
 )
 from grader.authoring.stubs import render_exercises
 from grader.cli import GRADER_FAULT_STATUS
@@ -106,6 +107,33 @@ def test_no_line_of_the_hidden_suites_or_solutions_in_the_handout(handout):
     assert find_leaks(handout, course(), secrets) == []
 
 
+def test_no_hidden_value_in_the_handout(handout):
+    """The handout holds none of the hidden material's specific numbers, the seed of the hidden inputs among them,
+    while its public checks and notebooks keep the lecture's numbers."""
+    values = secret_values(course())
+    assert str(course().seed) in values
+    assert "0.4387" not in values  # the quiz's answer: in the lecture, so public
+    assert find_leaks(handout, course(), {}, values) == []
+    assert "0.4387" in (handout / "tests" / "public" / "test_quiz.py").read_text()
+
+
+def test_the_leak_check_finds_planted_values(handout, tmp_path):
+    """A hidden suite's specific number, or the seed, anywhere in the handout is a leak (here in a comment and in a
+    notebook's markdown)."""
+    copy = tmp_path / "planted"
+    shutil.copytree(handout, copy)
+    suite = ROOT / "tests" / "course" / "hidden" / "test_softmax.py"
+    values = secret_values(course()) | {"0.731059": f"{suite.relative_to(ROOT)}:1"}  # as if a hidden suite held it
+    (copy / "tests" / "public" / "test_softmax.py").write_text(
+        (copy / "tests" / "public" / "test_softmax.py").read_text() + "# expected 0.731059 on the hidden case\n")
+    notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [f"seed {course().seed}\n"]}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (copy / "notes.ipynb").write_text(json.dumps(notebook))
+    leaks = {(file, origin) for file, _, origin in find_leaks(copy, course(), {}, values)}
+    assert leaks == {("tests/public/test_softmax.py", f"the value 0.731059 of {suite.relative_to(ROOT)}:1"),
+                     ("notes.ipynb", f"the value {course().seed} of course.yaml seed")}
+
+
 def test_the_leak_check_finds_planted_lines(handout, tmp_path):
     copy = tmp_path / "planted"
     shutil.copytree(handout, copy)
@@ -116,7 +144,7 @@ def test_the_leak_check_finds_planted_lines(handout, tmp_path):
     notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [f"  {hidden}\n"]}], "metadata": {},
                 "nbformat": 4, "nbformat_minor": 5}
     (copy / "notes.ipynb").write_text(json.dumps(notebook))
-    leaks = find_leaks(copy, course(), secrets)
+    leaks = find_leaks(copy, course(), secrets, {})
     assert {(file, origin.split(":")[0]) for file, _, origin in leaks} == {
         ("exercises/softmax.py", "solutions/softmax.py"), ("notes.ipynb", "tests/course/hidden/test_softmax.py")}
 

@@ -25,7 +25,6 @@ for the plugin.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -48,6 +47,7 @@ from tests.course.public.misconceptions import (  # noqa: F401 (the suites use t
     decoder_hints,
     dictionary_hints,
     dot_hints,
+    error_scale,
     lookup_hints,
     matching,
     multihead_hints,
@@ -58,6 +58,7 @@ from tests.course.public.misconceptions import (  # noqa: F401 (the suites use t
     raising_alike,
     score_hints,
     self_attention_hints,
+    shape_fact,
     softmax_hints,
 )
 
@@ -121,28 +122,6 @@ def kind(value) -> str:
         if isinstance(value, types_):
             return words
     return "another kind of value"
-
-
-def shape_fact(got: Sequence[int], want: Sequence[int]) -> str:
-    """How a result's shape differs from the expected one, in one of a few fixed phrases (never its sizes)."""
-    got, want = tuple(got), tuple(want)
-    if sorted(got) == sorted(want):
-        return "the right sizes in the wrong order"
-    if len(got) == len(want) - 1:
-        return "one dim fewer than expected"
-    if len(got) == len(want) + 1:
-        return "one dim more than expected"
-    if len(got) != len(want):
-        return "several dims fewer than expected" if len(got) < len(want) else "several dims more than expected"
-    return "the expected number of dims but other sizes"
-
-
-def error_scale(error: float) -> str:
-    """An error's order of magnitude, one of a dozen buckets: 'about 1e-3', 'about 1', '10 or more'."""
-    if math.isnan(error) or error >= 10:
-        return "10 or more"
-    exponent = max(-10, math.floor(math.log10(error))) if error > 0 else -10
-    return "about 1" if exponent >= 0 else f"about 1e{exponent}"
 
 
 # ---------------------------------------------------------------- calling the student

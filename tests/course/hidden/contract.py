@@ -1,8 +1,8 @@
 """The shared contract of the exercises: what an exercise declares, and how test_contract.py builds its checks from it.
 
-Every function and module of the course keeps the same seven properties: float64 kept, device kept, gradients equal
+Every function and module of the course keeps the same eight properties: float64 kept, device kept, gradients equal
 the reference's, inputs not modified in place, its own implementation (no banned built-in of course.yaml), no Python
-loop over the sizes, and half precision. test_contract.py checks them once for all exercises; an exercise only
+loop over the sizes, half precision, and its file imports only what the syllabus allows. test_contract.py checks them once for all exercises; an exercise only
 declares, in its own test file, ``CONTRACT = Contract(...)``: its ``Subject``s (how to build their inputs, how to
 call them, their reference, how their values are checked) and the weight of each property.
 """
@@ -17,7 +17,7 @@ import checks as C
 import torch
 
 PROPERTIES = ("float64_kept", "device_kept", "autograd", "inputs_not_modified", "own_implementation", "vectorized",
-              "half_precision")
+              "half_precision", "imports_allowed")
 
 
 @dataclass(frozen=True)

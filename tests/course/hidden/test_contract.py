@@ -14,6 +14,7 @@ import pytest
 import torch
 from contract import Case, case, check_values, contracts, expected
 
+from grader.sandbox.imports import forbidden, rule
 from grader.sandbox.problems import STUB_PHRASE
 from grader.suites.plugin import CheckFailed
 
@@ -217,3 +218,16 @@ def test_half_precision(student, course, device, exercise, contract, dtype):
             scaled = Case(checked.call, checked.reference, tuple(t * half.scale for t in tensors) + options)
             judged(student, course, exercise, subject, device,
                    lambda: check_values(student, course, subject, scaled), half.scale)
+
+
+@pytest.mark.parametrize("exercise, contract", exercises("imports_allowed"))
+def test_imports_allowed(student, course, exercise, contract):
+    """The file imports only torch and math, and earlier exercises with a relative import (read, not run)."""
+    imports = student.session.simple("imports", {"module": exercise})
+    if not isinstance(imports, list) or not all(isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+                                                and isinstance(item[1], int) for item in imports):
+        raise CheckFailed(f"the imports of {exercise}.py could not be read back from the worker.")
+    bad = forbidden(imports, exercise, course.course_modules)
+    if bad:
+        shown = ", ".join(f"{name} (line {line})" for name, line in bad[:3])
+        raise CheckFailed(f"{exercise}.py imports {shown}: {rule()}.")

@@ -1,8 +1,13 @@
-"""Shared set-up of the public tests: which implementation to test, markers, and short failure messages.
+"""Shared set-up of the public checks: which implementation to test, markers, and the report a student reads.
 
 Run them with ``python -m pytest tests/public`` (your code in ``exercises/``),
 ``python -m pytest tests/public -m <module>`` (one exercise), or
 ``python -m pytest tests/public --impl solutions`` (the references, where present).
+
+The report is the grader's: each failure is its property (the check's docstring), what is wrong with the result (the
+size of the error in the grader's buckets) and the hint of a known mistake that reproduces it (``checking.py``,
+``misconceptions.py``); an unfinished exercise is one line; a table per exercise ends the run. Tracebacks are off
+unless asked for (``--tb=short``).
 """
 from __future__ import annotations
 
@@ -10,16 +15,18 @@ import ast
 import importlib
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import torch
+from checking import NOTEBOOK, Failure, exercise_order
+from checking import close as _close
 
 # The folder holding exercises/: the handout's root, or the course repository's.
 ROOT = next(folder for folder in Path(__file__).resolve().parents if (folder / "exercises").is_dir())
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-
 
 
 def _exercises(folder: Path) -> dict[str, str]:
@@ -33,6 +40,7 @@ def _exercises(folder: Path) -> dict[str, str]:
 
 
 MODULES = _exercises(Path(__file__).resolve().parent)
+RESULTS = pytest.StashKey[dict]()  # module -> [Result] of the run
 IMPLS = ("exercises", "solutions")
 # The generator writes: raise NotImplementedError("<module>.<function>: fill in this stub (see its docstring)")
 STUB_MESSAGE = re.compile(r"^(?P<module>\w+)\.(?P<name>[\w.]+): fill in this stub")
@@ -46,6 +54,10 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     for module, title in MODULES.items():
         config.addinivalue_line("markers", f"{module}: {title}")
+    if config.option.tbstyle == "auto":  # the table below says it all; --tb=short brings the tracebacks back
+        config.option.tbstyle = "no"
+        config.option.reportchars = ""
+    config.stash[RESULTS] = {}
 
 
 def pytest_report_header(config):
@@ -62,10 +74,13 @@ class Implementation:
     def __init__(self, package: str):
         self.package = package
         self.path = ROOT / package
+        self.titles = MODULES
 
     def __getattr__(self, module: str):
         if module not in MODULES:
             raise AttributeError(module)
+        if module in NOTEBOOK:  # run from a notebook: the code of its solution cell
+            return NOTEBOOK[module]
         return importlib.import_module(f"{self.package}.{module}")
 
     def __repr__(self) -> str:
@@ -163,12 +178,85 @@ def _one_line(error: BaseException, package: Path) -> OneLineFailure | None:
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
+    module = item.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    results = item.config.stash[RESULTS].setdefault(module, [])
+    if report.when == "call" or report.failed:
+        doc = (item.function.__doc__ or item.name).strip().splitlines()[0]
+        if hasattr(item, "callspec"):
+            doc += f" [{item.callspec.id}]"
+        results[:] = [r for r in results if r.test != item.nodeid]
+        results.append(Result(item.nodeid, doc, None if report.passed or report.skipped else
+                              _explain(call.excinfo, ROOT / item.config.getoption("--impl"))))
     if not report.failed or call.excinfo is None:
         return
-    package = ROOT / item.config.getoption("--impl")
-    short = _one_line(call.excinfo.value, package)
+    short = _one_line(call.excinfo.value, ROOT / item.config.getoption("--impl"))
+    if isinstance(call.excinfo.value, Failure):  # already in the grader's words
+        short = OneLineFailure(str(call.excinfo.value), *item.location[:2])
     if short is not None:
         report.longrepr = short
+
+
+@dataclass
+class Result:
+    """One check's outcome: its test id, its property (docstring) and, if it failed, what to say (``_explain``)."""
+    test: str
+    doc: str
+    failure: dict | None
+
+
+def _explain(excinfo, package: Path) -> dict:
+    """What a failure says: ``stub`` (the unfilled stub's name), ``line`` (a one-line problem with the file),
+    or ``problem`` (with the size of the error) and ``hint``."""
+    error = excinfo.value if excinfo is not None else None
+    if error is None:
+        return {"problem": "failed in its set-up"}
+    if isinstance(error, NotImplementedError) and STUB_MESSAGE.match(str(error)):
+        match = STUB_MESSAGE.match(str(error))
+        return {"stub": f"{match['module']}.{match['name']}"}
+    short = _one_line(error, package)
+    if short is not None:
+        return {"line": short.message}
+    if isinstance(error, Failure):
+        return {"problem": error.problem, "hint": error.hint.message if error.hint else ""}
+    frames = _frames_in(error.__traceback__, package)
+    where = f" ({_display(frames[-1][0])}, line {frames[-1][1]})" if frames else ""
+    first = (str(error).strip().splitlines() or [""])[0][:300]
+    if isinstance(error, AssertionError):
+        return {"problem": f"failed: {first or 'an assertion of the check'}"}
+    return {"problem": f"raised {type(error).__name__}: {first}{where}"}
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The table per exercise: checks passed, then each failure's property, error size and hint (an unfinished
+    exercise in one line)."""
+    results = config.stash[RESULTS]
+    if not results:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("public checks per exercise")
+    width = max(len(m) for m in results)
+    for module in (m for m in exercise_order(MODULES) if m in results):
+        checks = results[module]
+        failed = [r for r in checks if r.failure]
+        stubs = sorted({r.failure["stub"] for r in failed if "stub" in r.failure})
+        if stubs and all("stub" in r.failure for r in failed):
+            write(f"{module:<{width}}  not implemented yet: fill in the stub in exercises/{module}.py ({', '.join(stubs)})")
+            continue
+        write(f"{module:<{width}}  {len(checks) - len(failed):>3}/{len(checks):<3} passed")
+        lines = []
+        for result in failed:
+            if "line" in result.failure:
+                if result.failure["line"] not in lines:
+                    lines.append(result.failure["line"])
+                    write(f"    {result.failure['line']}")
+            elif "stub" in result.failure:
+                if result.failure["stub"] not in lines:
+                    lines.append(result.failure["stub"])
+                    write(f"    {result.failure['stub']} is not implemented yet: fill in the stub in exercises/{module}.py")
+            else:
+                f = result.failure
+                write(f"  - {result.doc}")
+                write(f"      {f['problem']}." + (f" Hint: {f['hint']}" if f.get("hint") else ""))
 
 
 # ---------------------------------------------------------------------------
@@ -215,15 +303,9 @@ def decoder_states() -> tuple[torch.Tensor, torch.Tensor]:
     return s, H
 
 
-def _close(actual, expected, atol):
-    """Assert that ``actual`` matches the lecture's printed numbers within ``atol`` (their precision)."""
-    __tracebackhide__ = True  # failures point at the test's line, not at this helper
-    assert isinstance(actual, torch.Tensor), f"expected a tensor, got {type(actual).__name__}"
-    expected = torch.as_tensor(expected, dtype=actual.dtype)
-    torch.testing.assert_close(actual.detach().cpu(), expected, atol=atol, rtol=0)
-
-
 @pytest.fixture
 def close():
-    """``close(actual, expected, atol)``: compare with printed numbers (atol 1e-4 for 4 decimals, 1e-3 for 3)."""
+    """``close(actual, expected, atol, rtol, hints)`` (checking.close): compare with printed numbers (atol 1e-4 for 4
+    decimals, 1e-3 for 3, rtol 0) or with a result computed here, naming the known mistake that reproduces a wrong
+    result."""
     return _close

@@ -8,13 +8,16 @@ same exception type, the same message with the same sizes). Mistakes about overf
 input's dtype, the others in float64. Each has a stable ``id`` ("softmax.no_max"): the grader counts
 misconceptions by it.
 
+The fixed words for what a result got wrong live here too (``shape_fact``, ``error_scale``): the public checks say
+the size of an error in the grader's buckets.
+
 This module needs torch alone: the public checks of the handout use it, and so do the hidden suites.
 """
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -53,6 +56,28 @@ def same(got: torch.Tensor, alternative, rtol: float, atol: float) -> bool:
     a, b = as64(got), as64(alternative)
     both_nan = torch.isnan(a) & torch.isnan(b)
     return bool((torch.isclose(a, b, rtol=rtol, atol=atol) | both_nan | (a == b)).all())
+
+
+def shape_fact(got: Sequence[int], want: Sequence[int]) -> str:
+    """How a result's shape differs from the expected one, in one of a few fixed phrases (never its sizes)."""
+    got, want = tuple(got), tuple(want)
+    if sorted(got) == sorted(want):
+        return "the right sizes in the wrong order"
+    if len(got) == len(want) - 1:
+        return "one dim fewer than expected"
+    if len(got) == len(want) + 1:
+        return "one dim more than expected"
+    if len(got) != len(want):
+        return "several dims fewer than expected" if len(got) < len(want) else "several dims more than expected"
+    return "the expected number of dims but other sizes"
+
+
+def error_scale(error: float) -> str:
+    """An error's order of magnitude, one of a dozen buckets: 'about 1e-3', 'about 1', '10 or more'."""
+    if math.isnan(error) or error >= 10:
+        return "10 or more"
+    exponent = max(-10, math.floor(math.log10(error))) if error > 0 else -10
+    return "about 1" if exponent >= 0 else f"about 1e{exponent}"
 
 
 def _listed(hints: Hints) -> Iterable[Hint]:

@@ -1,6 +1,7 @@
 """Exercise 7: causal attention (``exercises/causal.py``)."""
 import pytest
 import torch
+from checking import test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 from torch import nn
 
 pytestmark = pytest.mark.causal

@@ -1,6 +1,8 @@
 """Exercise 3: attention without trainable weights (``exercises/context.py``)."""
+import misconceptions as M
 import pytest
 import torch
+from checking import attempt, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 
 pytestmark = pytest.mark.context
 
@@ -24,9 +26,8 @@ JOURNEY_CONTEXT = [
 
 def test_attention_weights_journey(impl, journey, close):
     """attention_weights of "Your journey starts with one step" is the lecture's 6x6 attn_weights."""
-    weights = impl.context.attention_weights(journey)
-    assert weights.shape == (6, 6)
-    close(weights, JOURNEY_WEIGHTS, atol=1e-4)
+    close(impl.context.attention_weights(journey), JOURNEY_WEIGHTS, atol=1e-4, rtol=0,
+          hints=M.context_weight_hints(journey))
 
 
 def test_attention_weights_row_of_journey(impl, journey, close):
@@ -34,19 +35,20 @@ def test_attention_weights_row_of_journey(impl, journey, close):
     close(impl.context.attention_weights(journey)[1], JOURNEY_WEIGHTS[1], atol=1e-4)
 
 
-def test_attention_weights_rows_sum_to_one(impl):
-    """Every row of the weights of a random batch sums to 1."""
+def test_attention_weights_rows_sum_to_one(impl, close):
+    """The weights of a random batch (2, 5, 3) are softmax(x x^T) over the last dim: every row sums to 1."""
     torch.manual_seed(0)
-    weights = impl.context.attention_weights(torch.randn(2, 5, 3))
-    assert weights.shape == (2, 5, 5)
-    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 5))
+    x = torch.randn(2, 5, 3)
+    hints = M.context_weight_hints(x)
+    weights = attempt(lambda: impl.context.attention_weights(x), hints)
+    close(weights, torch.softmax(x @ x.transpose(-2, -1), -1), hints=hints)
+    close(weights.sum(-1), torch.ones(2, 5))
 
 
 def test_context_vectors_journey(impl, journey, close):
     """context_vectors of the journey sentence are the lecture's six vectors ([0.4419, 0.6515, 0.5683] for "journey")."""
-    result = impl.context.context_vectors(journey)
-    assert result.shape == (6, 3)
-    close(result, JOURNEY_CONTEXT, atol=1e-4)
+    close(impl.context.context_vectors(journey), JOURNEY_CONTEXT, atol=1e-4, rtol=0,
+          hints=M.context_vector_hints(journey))
 
 
 def test_context_vectors_river(impl, river, close):
@@ -61,12 +63,12 @@ def test_context_vectors_finance(impl, finance, close):
     close(impl.context.context_vectors(finance), expected, atol=1e-3)
 
 
-def test_context_vectors_batched(impl, river, finance):
+def test_context_vectors_batched(impl, river, finance, close):
     """A batch (2, 3, 4) gives (2, 3, 4): "bank" (row 1) differs between the river and the finance sentence."""
-    result = impl.context.context_vectors(torch.stack([river, finance]))
-    assert result.shape == (2, 3, 4)
-    torch.testing.assert_close(result[0], impl.context.context_vectors(river))
-    torch.testing.assert_close(result[1], impl.context.context_vectors(finance))
+    x = torch.stack([river, finance])
+    hints = M.context_vector_hints(x)
+    result = attempt(lambda: impl.context.context_vectors(x), hints)
+    close(result, torch.softmax(x @ x.transpose(-2, -1), -1) @ x, hints=hints)
     assert not torch.allclose(result[0, 1], result[1, 1], atol=0.1)
 
 

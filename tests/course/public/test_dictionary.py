@@ -1,6 +1,7 @@
 """Exercise 6: a dictionary made of attention (``exercises/dictionary.py``)."""
 import pytest
 import torch
+from checking import test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 
 pytestmark = pytest.mark.dictionary
 

@@ -1,6 +1,8 @@
 """Exercise 4: query, key and value projections (``exercises/qkv.py``)."""
+import misconceptions as M
 import pytest
 import torch
+from checking import attempt, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 from torch import nn
 
 pytestmark = pytest.mark.qkv
@@ -50,15 +52,15 @@ def test_project_rejects_wrong_weight_shape(impl, river):
 def test_sdpa_river(impl, river, close):
     """Scaled dot-product attention of the projected river sentence gives the lecture's 3x3 output."""
     expected = [[0.992, 0.221, 0.261], [0.957, 0.314, 0.256], [0.986, 0.232, 0.263]]
-    out = impl.qkv.scaled_dot_product_attention(*impl.qkv.project(river, W_QUERY, W_KEY, W_VALUE))
-    close(out, expected, atol=1e-3)
+    q, k, v = river @ W_QUERY, river @ W_KEY, river @ W_VALUE
+    close(impl.qkv.scaled_dot_product_attention(q, k, v), expected, atol=1e-3, rtol=0, hints=M.attention_hints(q, k, v))
 
 
 def test_sdpa_finance(impl, finance, close):
     """Scaled dot-product attention of the projected finance sentence gives the lecture's 3x3 output."""
     expected = [[0.188, 1.158, 0.169], [0.297, 1.089, 0.180], [0.204, 1.146, 0.172]]
-    out = impl.qkv.scaled_dot_product_attention(*impl.qkv.project(finance, W_QUERY, W_KEY, W_VALUE))
-    close(out, expected, atol=1e-3)
+    q, k, v = finance @ W_QUERY, finance @ W_KEY, finance @ W_VALUE
+    close(impl.qkv.scaled_dot_product_attention(q, k, v), expected, atol=1e-3, rtol=0, hints=M.attention_hints(q, k, v))
 
 
 def test_sdpa_journey(impl, journey, close):
@@ -71,24 +73,24 @@ def test_sdpa_journey(impl, journey, close):
     close(impl.qkv.scaled_dot_product_attention(queries, keys, values), SEED_123_OUTPUT, atol=1e-4)
 
 
-def test_sdpa_scales_by_sqrt_dk(impl):
-    """The scores are divided by sqrt(d_k), the key width: softmax(Q K^T / sqrt(d_k)) V."""
+def test_sdpa_scales_by_sqrt_dk(impl, close):
+    """The scores are divided by sqrt(d_k), the key width: softmax(Q K^T / sqrt(d_k)) V, on batched (2, 4, 8) queries."""
     torch.manual_seed(0)
     q, k, v = torch.randn(2, 4, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 3)
-    out = impl.qkv.scaled_dot_product_attention(q, k, v)
-    assert out.shape == (2, 4, 3)
-    torch.testing.assert_close(out, torch.softmax(q @ k.transpose(-2, -1) / 8 ** 0.5, dim=-1) @ v)
+    hints = M.attention_hints(q, k, v)
+    close(attempt(lambda: impl.qkv.scaled_dot_product_attention(q, k, v), hints),
+          torch.softmax(q @ k.transpose(-2, -1) / 8 ** 0.5, dim=-1) @ v, hints=hints)
 
 
-def test_sdpa_mask(impl):
+def test_sdpa_mask(impl, close):
     """A bool mask (True = may attend) gives masked keys weight 0; an all-True mask changes nothing."""
     torch.manual_seed(0)
     q, k, v = torch.randn(4, 2), torch.randn(4, 2), torch.randn(4, 3)
     causal = torch.ones(4, 4, dtype=torch.bool).tril()
     out = impl.qkv.scaled_dot_product_attention(q, k, v, mask=causal)
-    torch.testing.assert_close(out[0], v[0])  # the first query sees only the first key
     expected = torch.softmax((q @ k.T / 2 ** 0.5).masked_fill(~causal, float("-inf")), dim=-1) @ v
-    torch.testing.assert_close(out, expected)
+    close(out, expected, hints=M.attention_hints(q, k, v, mask=causal))
+    close(out[0], v[0])  # the first query sees only the first key
     everything = torch.ones(4, 4, dtype=torch.bool)
     torch.testing.assert_close(impl.qkv.scaled_dot_product_attention(q, k, v, mask=everything),
                                impl.qkv.scaled_dot_product_attention(q, k, v))

@@ -1,6 +1,7 @@
 """Exercise 5: the decoder-attention quiz (``exercises/quiz.py``)."""
 import pytest
 import torch
+from checking import test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 
 pytestmark = pytest.mark.quiz
 

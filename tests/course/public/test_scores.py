@@ -1,6 +1,8 @@
 """Exercise 1: dot-product scores (``exercises/scores.py``)."""
+import misconceptions as M
 import pytest
 import torch
+from checking import attempt, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 
 pytestmark = pytest.mark.scores
 
@@ -79,12 +81,11 @@ def test_pairwise_scores_journey(impl, journey, close):
     close(impl.scores.pairwise_scores(journey), JOURNEY_SCORES, atol=1e-4)
 
 
-def test_pairwise_scores_batched(impl, river, finance):
+def test_pairwise_scores_batched(impl, river, finance, close):
     """A batch (2, 3, 4) of sentences gives (2, 3, 3): each sentence's own scores."""
-    result = impl.scores.pairwise_scores(torch.stack([river, finance]))
-    assert result.shape == (2, 3, 3)
-    torch.testing.assert_close(result[0], impl.scores.pairwise_scores(river))
-    torch.testing.assert_close(result[1], impl.scores.pairwise_scores(finance))
+    x = torch.stack([river, finance])
+    hints = M.pairwise_hints(x)
+    close(attempt(lambda: impl.scores.pairwise_scores(x), hints), x @ x.transpose(-2, -1), hints=hints)
 
 
 def test_pairwise_scores_keeps_float64(impl, journey):
@@ -103,22 +104,21 @@ def test_attention_scores_projected_journey(impl, journey, close):
     close(result, [[1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440]], atol=1e-4)
 
 
-def test_attention_scores_rectangular(impl):
+def test_attention_scores_rectangular(impl, close):
     """Tq queries against Tk keys give a (Tq, Tk) matrix, not a square one."""
     torch.manual_seed(0)
     queries, keys = torch.randn(5, 4), torch.randn(7, 4)
-    result = impl.scores.attention_scores(queries, keys)
-    assert result.shape == (5, 7)
-    torch.testing.assert_close(result, queries @ keys.T)
+    hints = M.score_hints(queries, keys)
+    close(attempt(lambda: impl.scores.attention_scores(queries, keys), hints), queries @ keys.T, hints=hints)
 
 
-def test_attention_scores_broadcasts_leading_dims(impl):
+def test_attention_scores_broadcasts_leading_dims(impl, close):
     """Leading dims broadcast: (1, 5, 4) queries with (3, 7, 4) keys give (3, 5, 7)."""
     torch.manual_seed(0)
     queries, keys = torch.randn(1, 5, 4), torch.randn(3, 7, 4)
-    result = impl.scores.attention_scores(queries, keys)
-    assert result.shape == (3, 5, 7)
-    torch.testing.assert_close(result, queries @ keys.transpose(-2, -1))
+    hints = M.score_hints(queries, keys)
+    close(attempt(lambda: impl.scores.attention_scores(queries, keys), hints), queries @ keys.transpose(-2, -1),
+          hints=hints)
 
 
 def test_attention_scores_rejects_different_widths(impl):

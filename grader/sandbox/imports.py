@@ -1,0 +1,56 @@
+"""The syllabus's import rule: an exercise file imports only torch and math (``ALLOWED``, and their submodules), and
+may import an earlier exercise of its package with a relative import (``from .<earlier> import <name>``).
+
+Read from the source, never run: the sandboxed worker lists a submission's imports (``imports_of``) and the hidden
+suite judges them (``forbidden``). This file depends on the standard library only: the handout's public checks use
+the same two functions (``tests/course/public/import_rule.py`` is this file, shipped as it is).
+"""
+from __future__ import annotations
+
+import ast
+
+ALLOWED = ("torch", "math")  # the syllabus's list
+MAX_IMPORTS = 100  # imports reported per file
+MAX_NAME = 60  # characters of a module's name shown back
+
+
+def imports_of(source: str) -> list[tuple[str, int]]:
+    """(module as written, line) per import statement of ``source`` and per use of ``__import__``, in line order:
+    ``.<earlier>`` for a relative import (``from . import <earlier>`` too), ``torch`` for ``from torch import nn``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            found += [(base, node.lineno)] if node.module else [(base + alias.name, node.lineno) for alias in node.names]
+        elif "__import__" in (getattr(node, "id", None), getattr(node, "attr", None)):
+            found.append(("__import__", node.lineno))
+    return sorted(found, key=lambda item: item[1])[:MAX_IMPORTS]
+
+
+def allowed_import(name: str, module: str, modules: list[str] | tuple[str, ...], allowed=ALLOWED) -> bool:
+    """Whether ``module``'s file may import ``name``: an allowed module or one of its submodules, or ``.other`` where
+    ``other`` is an exercise before ``module`` in the course (``modules``, in order)."""
+    if name.startswith("."):
+        other = name[1:]
+        return other in modules and module in modules and modules.index(other) < modules.index(module)
+    return name.split(".")[0] in allowed
+
+
+def forbidden(imports, module: str, modules, allowed=ALLOWED) -> list[tuple[str, int]]:
+    """The imports (from ``imports_of``) that break the rule, each (name, line): the name is shown only when it is a
+    plain dotted name of at most MAX_NAME characters (else "a module")."""
+    bad = []
+    for name, line in imports:
+        name = str(name)
+        if not allowed_import(name, module, modules, allowed):
+            plain = len(name) <= MAX_NAME and all(part.isidentifier() for part in name.lstrip(".").split("."))
+            bad.append((name if plain else "a module", int(line)))
+    return bad
+
+
+def rule(allowed=ALLOWED) -> str:
+    """The rule in words, for feedback and the public checks."""
+    return (f"an exercise file imports only {' and '.join(allowed)}, and earlier exercises of the course with a "
+            f"relative import (from .<earlier exercise> import <name>)")

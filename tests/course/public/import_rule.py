@@ -1,0 +1,1 @@
+../../../grader/sandbox/imports.py
