@@ -1,0 +1,34 @@
+"""The import rule (grader/sandbox/imports.py), read from a file's source without running it."""
+from grader.sandbox.imports import forbidden, imports_of
+
+MODULES = ("scores", "softmax", "context")
+
+
+def judged(source: str, module: str = "softmax") -> list[str]:
+    return [name for name, _ in forbidden(imports_of(source), module, MODULES)]
+
+
+def test_torch_math_and_their_submodules_are_allowed():
+    """torch, math and their submodules, in every form of import, break no rule."""
+    source = ("import torch\nimport torch.nn.functional as F\nfrom torch import nn\nfrom torch.nn import functional\n"
+              "import math\nfrom math import sqrt\n")
+    assert judged(source) == []
+
+
+def test_a_future_statement_is_no_import():
+    """`from __future__ import annotations` is a directive to the compiler, allowed in every exercise."""
+    assert judged("from __future__ import annotations\nimport torch\n") == []
+
+
+def test_other_modules_are_named_with_their_line():
+    """numpy, os and __import__ are forbidden, each named at its line."""
+    found = forbidden(imports_of("import torch\nimport numpy as np\nfrom os import path\nx = __import__('sys')\n"),
+                      "softmax", MODULES)
+    assert found == [("numpy", 2), ("os", 3), ("__import__", 4)]
+
+
+def test_only_earlier_exercises_may_be_imported_relatively():
+    """softmax may import scores (earlier) with a relative import, never context (later)."""
+    assert judged("from .scores import dot\n") == []
+    assert judged("from . import scores\n") == []
+    assert judged("from .context import attention_weights\n") == [".context"]
