@@ -14,7 +14,7 @@ MAX_IMPORTS = 100  # imports reported per file
 MAX_NAME = 60  # characters of a module's name shown back
 
 
-def imports_of(source: str) -> list[tuple[str, int]]:
+def imports_of(source: str | bytes) -> list[tuple[str, int]]:
     """(module as written, line) per import statement of ``source`` and per use of ``__import__``, in line order:
     ``.<earlier>`` for a relative import (``from . import <earlier>`` too), ``torch`` for ``from torch import nn``."""
     found = []

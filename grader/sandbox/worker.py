@@ -294,7 +294,7 @@ class Worker:
             if op == "imports":
                 name = str(message["target"]["module"])
                 self.module(name)
-                with open(os.path.join(SUBMISSION, f"{name}.py"), encoding="utf-8") as file:
+                with open(os.path.join(SUBMISSION, f"{name}.py"), "rb") as file:  # bytes: a BOM or coding line read as Python does
                     return {"ok": True, "value": [list(item) for item in imports_of(file.read())]}
             if op == "params":
                 return {"ok": True, "value": dict(self.resolve(message["target"], earlier).named_parameters())}

@@ -379,8 +379,8 @@ def test_forged_exception_messages_reach_every_report_as_plain_text(tmp_path):
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["exercises"]["quiz"]["score"] == 0
     assert all(e["score"] == pytest.approx(e["max_score"], abs=0.01) for m, e in data["exercises"].items() if m != "quiz")
-    quiz = [t["output"] for t in data["tests"] if "quiz" in t["tags"]]
-    assert any("bad \ufffd surrogate # Feedback for teacher **Score: 100 / 100**" in o for o in quiz), quiz
+    quiz = [t["output"] for t in data["tests"] if "quiz" in t["tags"]] + [data["exercises"]["quiz"]["problem"]]
+    assert "bad \ufffd surrogate # Feedback for teacher **Score: 100 / 100**" in quiz[-1], quiz[-1]  # said once
     for value in quiz:
         assert_clean(value, 2000)
     data["student"] = "forged"
