@@ -342,3 +342,25 @@ def test_an_unreadable_folder_is_no_grader_fault(public_tmp, layout):
         read = read_submission(checkout, loaded.grading.intake, loaded)
         return sorted(read.files) == taken  # an IntakeFault, raised, fails
     assert unprivileged(check)
+
+
+def test_a_timestamp_no_clock_can_show_stops_nothing(tmp_path):
+    """One bad submission never stops the others, and an instructor's bad file gets one line (SECURITY.md, "Times a
+    submission gives"): nbgrader's timestamp.txt, which the student writes, holding a time with an offset of +99:00
+    (tests/grader/hostile/timestamp_offset) gives that submission no time, where it stopped `grader batch` before any
+    report; the same time in the instructor's list of submission times is a TableError naming the line."""
+    import shutil
+    from datetime import timezone
+
+    from grader.records.late import submission_time
+    from grader.records.table import TableError, parse_time
+
+    folder = tmp_path / "submitted" / "student" / "05_quiz"
+    folder.mkdir(parents=True)
+    shutil.copy(HOSTILE / "timestamp_offset" / "timestamp.txt", folder / "timestamp.txt")
+    (folder / "05_quiz.ipynb").write_text("{}", encoding="utf-8")
+    assert submission_time(folder / "05_quiz.ipynb", True, None, None) is None
+    text = (folder / "timestamp.txt").read_text(encoding="utf-8")
+    for bad in (text, "2026-11-20 14:03:12 Europe", "2026-11-20 14:03:12 " + "A" * 300):
+        with pytest.raises(TableError, match="^times.csv:2: "):
+            parse_time(bad, timezone.utc, "times.csv:2")
