@@ -161,6 +161,7 @@ def _batch(args) -> int:
             progress.stop()
     _keep(args)
     _print_class(rows, f"{len(rows)} submissions -> {args.out}")
+    _note_unlisted_times(rows)
     return 0
 
 
@@ -203,6 +204,15 @@ def _print_class(rows: list[dict], title: str) -> None:
     Console().print(table)
 
 
+def _note_unlisted_times(rows: list[dict]) -> None:
+    """One line on stderr when due dates were judged without the instructor's list of submission times."""
+    unlisted = [row for row in rows if row.get("time_unlisted")]
+    if unlisted:
+        print(f"grader: {len(unlisted)} of {len(rows)} records with a due date have no time in --submitted: their "
+              "lateness is judged by what the submission says (nbgrader's timestamp.txt, a zip's newest entry), which "
+              "its author can set, or not judged; give --submitted with the times your LMS recorded", file=sys.stderr)
+
+
 def _gradebook(args) -> int:
     from grader.batch import load_results
     from grader.course import CourseError, load_course
@@ -224,6 +234,7 @@ def _gradebook(args) -> int:
         return 2
     _keep(args)
     _print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv")
+    _note_unlisted_times(shown.rows)
     return 0
 
 

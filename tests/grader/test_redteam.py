@@ -364,3 +364,47 @@ def test_a_timestamp_no_clock_can_show_stops_nothing(tmp_path):
     for bad in (text, "2026-11-20 14:03:12 Europe", "2026-11-20 14:03:12 " + "A" * 300):
         with pytest.raises(TableError, match="^times.csv:2: "):
             parse_time(bad, timezone.utc, "times.csv:2")
+
+
+def test_a_backdated_zip_is_not_silently_on_time(tmp_path, capsys):
+    """A late penalty a student can dodge is never silent (SECURITY.md, "Submission times"): a late zip whose entries
+    are dated before the due date (tests/grader/hostile/backdated_zip), or hold an impossible date (no time at all),
+    is on time by its own word; without the instructor's list its record is marked ``time_unlisted`` and `grader
+    batch` / `grader gradebook` say in one line that lateness was judged by what submissions say; with the list, the
+    listed time is used and the record is not marked."""
+    import zipfile
+    from datetime import datetime, timedelta, timezone
+
+    from grader import ROOT
+    from grader.cli import _note_unlisted_times
+    from grader.course import COURSE_FILE, Late, load_course
+    from grader.intake.submission import read_submission
+    from grader.records.adjust import Records, class_view
+    from grader.records.late import submission_time
+
+    due = datetime(2026, 11, 20, 23, 59, tzinfo=timezone.utc)
+    course = load_course(COURSE_FILE)
+    course = course.model_copy(update={"late": Late(due={"course": due}, percent=10)})
+    stamps = {}
+    for student, when in (("early", (2026, 11, 19, 12, 0, 0)), ("nodate", (2107, 0, 0, 0, 0, 0))):
+        path = tmp_path / f"{student}.zip"
+        with zipfile.ZipFile(path, "w") as archive:
+            for module in course.modules:
+                archive.writestr(zipfile.ZipInfo(f"{module}.py", (2026, 11, 19, 12, 0, 0)),
+                                 (ROOT / "solutions" / f"{module}.py").read_bytes())
+            if student == "nodate":
+                archive.writestr(zipfile.ZipInfo("notes.txt", when), b"")
+        stamp = read_submission(path, course.grading.intake).stamp
+        stamps[student] = submission_time(path, False, stamp, course.late)
+    assert stamps["early"] < due and stamps["nodate"] is None  # what the zips say: on time, or no time
+    rows = [{"student": s, "score": 10.0, "max_score": 10, "tests": [], "exercises": {}, "status": "graded",
+             "output": ""} for s in stamps]
+    views = class_view(course, rows, Records(), stamps).rows
+    assert [v["time_unlisted"] for v in views] == [True, True] and not any(v["adjustments"] for v in views)
+    _note_unlisted_times(views)
+    assert capsys.readouterr().err.count("\n") == 1
+    listed = Records(submitted={(s, None): due + timedelta(days=1) for s in stamps})
+    views = class_view(course, rows, listed, stamps).rows
+    assert [v["time_unlisted"] for v in views] == [False, False] and all(v["score"] == 9.0 for v in views)
+    _note_unlisted_times(views)
+    assert capsys.readouterr().err == ""
