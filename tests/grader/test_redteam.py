@@ -383,28 +383,27 @@ def test_a_backdated_zip_is_not_silently_on_time(tmp_path, capsys):
     from grader.records.late import submission_time
 
     due = datetime(2026, 11, 20, 23, 59, tzinfo=timezone.utc)
-    course = load_course(COURSE_FILE)
-    course = course.model_copy(update={"late": Late(due={"course": due}, percent=10)})
+    late = load_course(COURSE_FILE).model_copy(update={"late": Late(due={"course": due}, percent=10)})
     stamps = {}
     for student, when in (("early", (2026, 11, 19, 12, 0, 0)), ("nodate", (2107, 0, 0, 0, 0, 0))):
         path = tmp_path / f"{student}.zip"
         with zipfile.ZipFile(path, "w") as archive:
-            for module in course.modules:
+            for module in late.modules:
                 archive.writestr(zipfile.ZipInfo(f"{module}.py", (2026, 11, 19, 12, 0, 0)),
                                  (ROOT / "solutions" / f"{module}.py").read_bytes())
             if student == "nodate":
                 archive.writestr(zipfile.ZipInfo("notes.txt", when), b"")
-        stamp = read_submission(path, course.grading.intake).stamp
-        stamps[student] = submission_time(path, False, stamp, course.late)
+        stamp = read_submission(path, late.grading.intake).stamp
+        stamps[student] = submission_time(path, False, stamp, late.late)
     assert stamps["early"] < due and stamps["nodate"] is None  # what the zips say: on time, or no time
     rows = [{"student": s, "score": 10.0, "max_score": 10, "tests": [], "exercises": {}, "status": "graded",
              "output": ""} for s in stamps]
-    views = class_view(course, rows, Records(), stamps).rows
+    views = class_view(late, rows, Records(), stamps).rows
     assert [v["time_unlisted"] for v in views] == [True, True] and not any(v["adjustments"] for v in views)
     _note_unlisted_times(views)
     assert capsys.readouterr().err.count("\n") == 1
     listed = Records(submitted={(s, None): due + timedelta(days=1) for s in stamps})
-    views = class_view(course, rows, listed, stamps).rows
+    views = class_view(late, rows, listed, stamps).rows
     assert [v["time_unlisted"] for v in views] == [False, False] and all(v["score"] == 9.0 for v in views)
     _note_unlisted_times(views)
     assert capsys.readouterr().err == ""
