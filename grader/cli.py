@@ -10,8 +10,9 @@ from grader import __version__
 from grader.course import COURSE_FILE
 from grader.similarity.compare import THRESHOLD
 
-# `grader grade`'s exit status when grading failed through no fault of the submission (a grader fault): 2 means the
-# submission itself cannot be graded (final: 0 points and why), 3 that it must be graded again.
+# `grader grade`'s exit status when grading failed through no fault of the submission (a grader fault, or a course,
+# assignment or device the grader cannot use): 2 means the submission itself cannot be graded (final: 0 points and
+# why), 3 that it must be graded again.
 GRADER_FAULT_STATUS = 3
 
 
@@ -74,7 +75,7 @@ def _grade(args) -> int:
 
     from grader.course import CourseError, load_course
     from grader.grade import DeviceError, grade_submission, resolve_device
-    from grader.intake import IntakeError
+    from grader.intake import IntakeError, IntakeFault
     from grader.reports.files import write_json
     from grader.reports.terminal import print_summary
     from grader.sandbox.problems import GraderFault
@@ -86,16 +87,16 @@ def _grade(args) -> int:
         if args.assignment:
             course = course.assignment(args.assignment)
         device = resolve_device(args.device)
-    except (CourseError, DeviceError) as error:
+    except (CourseError, DeviceError) as error:  # the grader's setup, never the submission: no score is final
         console.print(Text.assemble("grader: ", terminal(str(error))))
-        return 2
+        return GRADER_FAULT_STATUS
     try:
         outcome = grade_submission(args.submission, course, device=device, require_sandbox=args.require_sandbox)
         write_json(outcome.results, args.out)
     except IntakeError as error:
         console.print(Text.assemble("grader: cannot grade ", terminal(args.submission), ": ", terminal(str(error))))
         return 2
-    except GraderFault as error:  # the grader's own failure, never the submission's score: grade it again
+    except (GraderFault, IntakeFault) as error:  # the grader's own failure, never the submission's score: grade it again
         console.print(Text.assemble("grader: grader fault while grading ", terminal(args.submission), ": ",
                                     terminal(str(error)), " (not the submission's fault: grade it again)"))
         return GRADER_FAULT_STATUS

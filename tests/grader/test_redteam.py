@@ -407,3 +407,23 @@ def test_a_backdated_zip_is_not_silently_on_time(tmp_path, capsys):
     assert [v["time_unlisted"] for v in views] == [False, False] and all(v["score"] == 9.0 for v in views)
     _note_unlisted_times(views)
     assert capsys.readouterr().err == ""
+
+
+def test_an_unusable_device_or_course_is_no_final_zero(tmp_path):
+    """A grader fault is never recorded as the student's score (SECURITY.md, "What must hold" 6): where the
+    autograder's device, assignment or course cannot be used (tests/grader/hostile/unusable_device), `grader grade`
+    exits 3 (grade again) and Gradescope's run_autograder, after its second try, writes no results.json, where it wrote
+    0 points as final for a correct submission."""
+    import sys
+
+    from test_release import run_autograder
+
+    from grader import ROOT
+    from grader.cli import GRADER_FAULT_STATUS, main
+
+    for flags in (["--device", "tpu"], ["--assignment", "nope"], ["--course", str(tmp_path / "none.yaml")]):
+        assert main(["grade", str(ROOT / "solutions"), "--out", str(tmp_path / "r.json"), *flags]) == GRADER_FAULT_STATUS
+    # the autograder's device is one this machine cannot use (the last --device wins)
+    run, root = run_autograder(tmp_path, f'#!/bin/sh\nexec "{sys.executable}" -m grader "$@" --device tpu\n')
+    assert not (root / "results" / "results.json").exists() and run.returncode == 1, run.stderr
+    assert "no score is recorded" in run.stderr and not (tmp_path / "r.json").exists()
