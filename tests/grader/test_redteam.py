@@ -427,3 +427,24 @@ def test_an_unusable_device_or_course_is_no_final_zero(tmp_path):
     run, root = run_autograder(tmp_path, f'#!/bin/sh\nexec "{sys.executable}" -m grader "$@" --device tpu\n')
     assert not (root / "results" / "results.json").exists() and run.returncode == 1, run.stderr
     assert "no score is recorded" in run.stderr and not (tmp_path / "r.json").exists()
+
+
+def test_a_failed_reimport_is_said_in_the_graders_words(monkeypatch):
+    """Import errors, shown with their message, cannot carry an input (SECURITY.md, "What comes back"): a module that
+    imported in the first worker and fails in a worker restarted after a crash timed from an input
+    (tests/grader/hostile/clock_channel: its message holds the clock it read) is said in the grader's words; the first
+    import's error keeps its message. The worker's replies are replayed: only the clock tells the two imports apart."""
+    from grader.course import COURSE_FILE, load_course
+    from grader.sandbox.client import WorkerSession
+
+    limits = load_course(COURSE_FILE).grading.limits
+    leak = {"ok": False, "failure": {"kind": "import", "message": "quiz.py does not import: ImportError: clock slot 19"}}
+    for replies, shown in (([{"ok": True}, leak], False), ([leak], True)):
+        session = WorkerSession(None, "/nonexistent", limits, modules=("quiz",))
+        answers = iter(replies)
+        monkeypatch.setattr(session, "_exchange", lambda *args, answers=answers: next(answers))
+        monkeypatch.setattr(session, "_sync", lambda doing: None)
+        session.pid = 1
+        while session._import_all() and "quiz" not in session.broken:
+            session.imported.clear()  # the worker restarted after a crash (what _spawn does)
+        assert ("clock slot 19" in str(session.broken["quiz"])) == shown, session.broken
