@@ -281,7 +281,7 @@ class WorkerSession:
                 raise SubmissionProblem("result", f"{asked['label']} returned an object that is neither a tensor nor a "
                                                   "plain value (a number, or a tuple or list of tensors): return tensors")
             return RemoteObject(self, h.id, asked["objects"], generation)
-        decoder = wire.Decoder(self._blob, handle=handle, devices=("cpu", "meta", str(self.device).partition(":")[0]))
+        decoder = wire.Decoder(self._blob, handle=handle, devices=wire.session_devices(self.device))
 
         def decode(data, label: str, objects: str | None = None):
             asked.update(label=label, objects=objects)

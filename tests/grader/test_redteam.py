@@ -448,3 +448,34 @@ def test_a_failed_reimport_is_said_in_the_graders_words(monkeypatch):
         while session._import_all() and "quiz" not in session.broken:
             session.imported.clear()  # the worker restarted after a crash (what _spawn does)
         assert ("clock slot 19" in str(session.broken["quiz"])) == shown, session.broken
+
+
+def test_a_tensor_on_another_gpu_is_refused_untouched(monkeypatch):
+    """A reply's tensor may claim only the devices the grading uses (SECURITY.md, "Where the boundary is"): grading
+    on cuda (torch's current GPU, cuda:0), a tensor claiming cuda:1 (tests/grader/hostile/other_gpu) is refused before
+    the grading process places anything there; it was placed on that GPU (a context and the tensor on a GPU another
+    job may use) where the machine has one, since only the device's type was compared."""
+    import torch
+
+    from grader.course import COURSE_FILE, load_course
+    from grader.sandbox.client import WorkerSession
+    from grader.sandbox.problems import SubmissionProblem
+
+    placed = []
+
+    def to(self, *args, **kwargs):
+        placed.append(str(args[0]) if args else str(kwargs.get("device")))
+        raise RuntimeError("no such device here")
+
+    monkeypatch.setattr(torch.Tensor, "to", to)
+    session = WorkerSession(None, "/nonexistent", load_course(COURSE_FILE).grading.limits, device="cuda",
+                            modules=("quiz",))
+    session._blob = bytearray(16)
+    tensor = {"$t": [0, 16], "dtype": "float32", "shape": [4]}
+    with pytest.raises(SubmissionProblem, match="could not be read"):
+        session._decoder()({**tensor, "device": "cuda:1"}, "decoder_attention(s, H)")
+    assert placed == []
+    session._decoder()({**tensor, "device": "cpu"}, "decoder_attention(s, H)")  # the CPU needs no placing
+    with pytest.raises(SubmissionProblem):
+        session._decoder()({**tensor, "device": "cuda:0"}, "decoder_attention(s, H)")
+    assert placed == ["cuda:0"]  # the session's own GPU is placed on (here: none to place on)
