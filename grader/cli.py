@@ -8,8 +8,9 @@ from pathlib import Path
 
 from grader import COURSE_FILE, __version__, course_root
 
-# `grader grade`'s exit status when grading failed through no fault of the submission (a grader fault): 2 means the
-# submission itself cannot be graded (final: 0 points and why), 3 that it must be graded again.
+# `grader grade`'s exit status when grading failed through no fault of the submission (a grader fault, or a course,
+# assignment or device the grader cannot use): 2 means the submission itself cannot be graded (final: 0 points and
+# why), 3 that it must be graded again.
 GRADER_FAULT_STATUS = 3
 
 
@@ -84,11 +85,11 @@ def _grade(args) -> int:
             course = load_course(args.course)
             if args.assignment:
                 course = course.assignment(args.assignment)
-        except CourseError as error:
+        except CourseError as error:  # the grader's setup, never the submission: no score is final
             console.print(Text.assemble("grader: ", terminal(str(error))))
-            return 2
+            return GRADER_FAULT_STATUS
         from grader.grade import DeviceError, grade_submission, resolve_device
-        from grader.intake import IntakeError
+        from grader.intake import IntakeError, IntakeFault
         from grader.reports.files import write_json
         from grader.reports.terminal import print_summary
 
@@ -96,7 +97,7 @@ def _grade(args) -> int:
             device = resolve_device(args.device)
         except DeviceError as error:
             console.print(Text.assemble("grader: ", terminal(str(error))))
-            return 2
+            return GRADER_FAULT_STATUS
         try:
             outcome = grade_submission(args.submission, course, zygote=zygote, device=device,
                                        require_sandbox=args.require_sandbox)
@@ -104,7 +105,7 @@ def _grade(args) -> int:
         except IntakeError as error:
             console.print(Text.assemble("grader: cannot grade ", terminal(args.submission), ": ", terminal(str(error))))
             return 2
-        except GraderFault as error:  # the grader's own failure, never the submission's score: grade it again
+        except (GraderFault, IntakeFault) as error:  # the grader's own failure, never the submission's score: grade it again
             console.print(Text.assemble("grader: grader fault while grading ", terminal(args.submission), ": ",
                                         terminal(str(error)), " (not the submission's fault: grade it again)"))
             return GRADER_FAULT_STATUS
@@ -172,6 +173,7 @@ def _batch(args) -> int:
             progress.stop()
     _keep(args)
     _print_class(rows, f"{len(rows)} submissions -> {args.out}")
+    _note_unlisted_times(rows)
     return 0
 
 
@@ -214,6 +216,15 @@ def _print_class(rows: list[dict], title: str) -> None:
     Console().print(table)
 
 
+def _note_unlisted_times(rows: list[dict]) -> None:
+    """One line on stderr when due dates were judged without the instructor's list of submission times."""
+    unlisted = [row for row in rows if row.get("time_unlisted")]
+    if unlisted:
+        print(f"grader: {len(unlisted)} of {len(rows)} records with a due date have no time in --submitted: their "
+              "lateness is judged by what the submission says (nbgrader's timestamp.txt, a zip's newest entry), which "
+              "its author can set, or not judged; give --submitted with the times your LMS recorded", file=sys.stderr)
+
+
 def _gradebook(args) -> int:
     from grader.batch import load_results
     from grader.course import CourseError, load_course
@@ -235,6 +246,7 @@ def _gradebook(args) -> int:
         return 2
     _keep(args)
     _print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv")
+    _note_unlisted_times(shown.rows)
     return 0
 
 

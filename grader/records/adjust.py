@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from grader.course import Course
+from grader.course import WHOLE_COURSE, Course
 from grader.records.late import Times, late_penalty, load_submitted
 from grader.records.overrides import Override, load_overrides
 from grader.records.roster import Student, load_roster
@@ -97,9 +97,13 @@ def view(course: Course, row: dict, records: Records, stamp: datetime | None) ->
         if override.student == row["student"] and override.assignment in (None, assignment) \
                 and (override.exercise is None or override.exercise in out["exercises"]):
             out["adjustments"].append(_apply(out, override))
-    submitted = records.submitted.get((row["student"], assignment)) or records.submitted.get((row["student"], None)) \
-        or stamp
+    listed = records.submitted.get((row["student"], assignment)) or records.submitted.get((row["student"], None))
+    submitted = listed or stamp
     out.pop("submitted_at", None)
+    # Without the instructor's list, a due date is judged by the submission's own word (timestamp.txt, a zip's
+    # entries), which its author sets, or not at all (SECURITY.md, "Submission times"): the CLI says so.
+    out["time_unlisted"] = (listed is None and row.get("status") != MISSING and course.late is not None
+                            and (assignment or WHOLE_COURSE) in course.late.due)
     if submitted is not None and row.get("status") != MISSING:
         out["submitted_at"] = submitted.isoformat()
         late = late_penalty(course.late, assignment, submitted, row["max_score"])

@@ -94,10 +94,10 @@ def parse_time(text: str, zone: tzinfo, where: str) -> datetime:
         return moment.replace(tzinfo=zone)
     if name in ("Z", "UTC", "GMT"):
         return moment.replace(tzinfo=timezone.utc)
-    if name[0] in "+-" and name[1:].replace(":", "").isdigit():
-        digits = name[1:].replace(":", "")
-        return datetime.fromisoformat(f"{match['time'].replace(' ', 'T')}{name[0]}{digits[:2]}:{digits[2:]}")
-    try:
+    try:  # an offset of a day or more (+99:00), a zone name that is a folder (Europe) or too long: one line
+        if name[0] in "+-" and name[1:].replace(":", "").isdigit():
+            digits = name[1:].replace(":", "")
+            return datetime.fromisoformat(f"{match['time'].replace(' ', 'T')}{name[0]}{digits[:2]}:{digits[2:]}")
         return moment.replace(tzinfo=ZoneInfo(name))
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         raise TableError(f"{where}: unknown time zone {clean(name, MAX_NAME)!r} in {clean(text, MAX_NAME)!r}") from None

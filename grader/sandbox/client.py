@@ -57,6 +57,7 @@ class WorkerSession:
         self.sock: socket.socket | None = None
         self.generation = 0
         self.imported: set[str] = set()
+        self.loaded: set[str] = set()  # the modules imported in some worker: a failed re-import is said in our words
         self.broken: dict[str, SubmissionProblem] = {}
         self.abandoned: dict[str, SubmissionProblem] = {}  # function label -> why it is not called again
         self.crashes: dict[str, int] = {}
@@ -104,8 +105,8 @@ class WorkerSession:
             try:
                 reply = self._exchange(wire.encode({"op": "import", "module": module}),
                                        min(self.limits.import_seconds, self._remaining()), f"while importing {module}.py")
-                if not reply.get("ok"):
-                    raise self._problem(reply, module, early=True)
+                if not reply.get("ok"):  # a re-import's message could hold the clock a crash was timed by, from an input
+                    raise self._problem(reply, module, early=module not in self.loaded)
                 self._sync(f"after importing {module}.py")
             except (SubmissionProblem, StudentError) as problem:
                 self.broken[module] = problem if isinstance(problem, SubmissionProblem) else SubmissionProblem("import", str(problem))
@@ -113,6 +114,7 @@ class WorkerSession:
                     return False
                 continue
             self.imported.add(module)
+            self.loaded.add(module)
         return True
 
     def stop(self, grace: float = 0.0) -> int | None:
@@ -195,7 +197,7 @@ class WorkerSession:
                 raise SubmissionProblem("result", f"{asked['label']} returned an object that is neither a tensor nor a "
                                                   "plain value (a number, or a tuple or list of tensors): return tensors")
             return RemoteObject(self, h.id, asked["objects"], generation)
-        decoder = wire.Decoder(self._blob, handle=handle, devices=("cpu", "meta", str(self.device).partition(":")[0]))
+        decoder = wire.Decoder(self._blob, handle=handle, devices=wire.session_devices(self.device))
 
         def decode(data, label: str, objects: str | None = None):
             asked.update(label=label, objects=objects)

@@ -116,6 +116,8 @@ FAILURES = {
     "missing": "{label}: not found in your code (a function, class, method, attribute or parameter name is "
                "missing or misspelled: compare with the exercise's stub)",
     "skipped": "not run: the step it builds on failed",
+    "import": "{label}.py does not import in a restarted worker, though it imported before: an import must not depend "
+              "on the time, chance or what ran before",
     "shape": "{label}: a parameter does not have the shape the exercise asks for (compare with the stub)",
     "autograd": "the result is not connected to the inputs by autograd (no grad_fn): was something detached, or "
                 "turned into a Python number?",

@@ -151,8 +151,8 @@ class Decoder:
         # Tensors share the blob's memory (ranges never overlap), so it must be writable: read_frame gives a bytearray.
         self.blob = blob if isinstance(blob, bytearray) else bytearray(blob)
         self.handle, self.device = handle, device
-        # The device types a tensor may claim (None: any): a reply claiming CUDA while grading on the CPU would
-        # start CUDA in the grading process.
+        # The devices a tensor may claim (None: any; ``session_devices``): a reply claiming CUDA while grading on
+        # the CPU would start CUDA in the grading process, and one claiming cuda:3 would use another GPU.
         self.devices = devices
         self.ranges: list[tuple[int, int]] = []  # the blob's byte ranges taken by tensors so far, sorted
 
@@ -179,7 +179,7 @@ class Decoder:
             raise WireError(f"bad tensor description {str(data)[:80]}")
         if type(device) is not str or not DEVICE.fullmatch(device):
             raise WireError(f"a tensor on an unknown device {str(device)[:40]!r}")
-        if self.devices is not None and device.partition(":")[0] not in self.devices:
+        if self.devices is not None and device not in self.devices:
             raise WireError(f"a tensor on {device}, a device this grading does not use")
         if where is None:
             return _meta(shape, dtype)
@@ -268,6 +268,13 @@ def _plain(key: tuple) -> bool:
 
 def _bad(data):
     raise WireError(f"unknown value {str(data)[:80]}")
+
+
+def session_devices(device: str) -> tuple[str, ...]:
+    """The devices a reply's tensors may claim when grading on ``device``: the CPU, meta, and that one device (``cuda``
+    is torch's current one, ``cuda:0``)."""
+    kind, _, index = str(device).partition(":")
+    return ("cpu", "meta") + ((kind, f"{kind}:{index or 0}") if kind not in ("cpu", "meta") else ())
 
 
 def read_frame(sock: socket.socket, max_bytes: int, deadline: float | None = None,

@@ -342,3 +342,140 @@ def test_an_unreadable_folder_is_no_grader_fault(public_tmp, layout):
         read = read_submission(checkout, loaded.grading.intake, loaded)
         return sorted(read.files) == taken  # an IntakeFault, raised, fails
     assert unprivileged(check)
+
+
+def test_a_timestamp_no_clock_can_show_stops_nothing(tmp_path):
+    """One bad submission never stops the others, and an instructor's bad file gets one line (SECURITY.md, "Times a
+    submission gives"): nbgrader's timestamp.txt, which the student writes, holding a time with an offset of +99:00
+    (tests/grader/hostile/timestamp_offset) gives that submission no time, where it stopped `grader batch` before any
+    report; the same time in the instructor's list of submission times is a TableError naming the line."""
+    import shutil
+    from datetime import timezone
+
+    from grader.records.late import submission_time
+    from grader.records.table import TableError, parse_time
+
+    folder = tmp_path / "submitted" / "student" / "05_quiz"
+    folder.mkdir(parents=True)
+    shutil.copy(HOSTILE / "timestamp_offset" / "timestamp.txt", folder / "timestamp.txt")
+    (folder / "05_quiz.ipynb").write_text("{}", encoding="utf-8")
+    assert submission_time(folder / "05_quiz.ipynb", True, None, None) is None
+    text = (folder / "timestamp.txt").read_text(encoding="utf-8")
+    for bad in (text, "2026-11-20 14:03:12 Europe", "2026-11-20 14:03:12 " + "A" * 300):
+        with pytest.raises(TableError, match="^times.csv:2: "):
+            parse_time(bad, timezone.utc, "times.csv:2")
+
+
+def test_a_backdated_zip_is_not_silently_on_time(tmp_path, capsys):
+    """A late penalty a student can dodge is never silent (SECURITY.md, "Submission times"): a late zip whose entries
+    are dated before the due date (tests/grader/hostile/backdated_zip), or hold an impossible date (no time at all),
+    is on time by its own word; without the instructor's list its record is marked ``time_unlisted`` and `grader
+    batch` / `grader gradebook` say in one line that lateness was judged by what submissions say; with the list, the
+    listed time is used and the record is not marked."""
+    import zipfile
+    from datetime import datetime, timedelta, timezone
+
+    from grader import ROOT
+    from grader.cli import _note_unlisted_times
+    from grader.course import COURSE_FILE, Late, load_course
+    from grader.intake.submission import read_submission
+    from grader.records.adjust import Records, class_view
+    from grader.records.late import submission_time
+
+    due = datetime(2026, 11, 20, 23, 59, tzinfo=timezone.utc)
+    late = load_course(COURSE_FILE).model_copy(update={"late": Late(due={"course": due}, percent=10)})
+    stamps = {}
+    for student, when in (("early", (2026, 11, 19, 12, 0, 0)), ("nodate", (2107, 0, 0, 0, 0, 0))):
+        path = tmp_path / f"{student}.zip"
+        with zipfile.ZipFile(path, "w") as archive:
+            for module in late.modules:
+                archive.writestr(zipfile.ZipInfo(f"{module}.py", (2026, 11, 19, 12, 0, 0)),
+                                 (ROOT / "solutions" / f"{module}.py").read_bytes())
+            if student == "nodate":
+                archive.writestr(zipfile.ZipInfo("notes.txt", when), b"")
+        stamp = read_submission(path, late.grading.intake).stamp
+        stamps[student] = submission_time(path, False, stamp, late.late)
+    assert stamps["early"] < due and stamps["nodate"] is None  # what the zips say: on time, or no time
+    rows = [{"student": s, "score": 10.0, "max_score": 10, "tests": [], "exercises": {}, "status": "graded",
+             "output": ""} for s in stamps]
+    views = class_view(late, rows, Records(), stamps).rows
+    assert [v["time_unlisted"] for v in views] == [True, True] and not any(v["adjustments"] for v in views)
+    _note_unlisted_times(views)
+    assert capsys.readouterr().err.count("\n") == 1
+    listed = Records(submitted={(s, None): due + timedelta(days=1) for s in stamps})
+    views = class_view(late, rows, listed, stamps).rows
+    assert [v["time_unlisted"] for v in views] == [False, False] and all(v["score"] == 9.0 for v in views)
+    _note_unlisted_times(views)
+    assert capsys.readouterr().err == ""
+
+
+def test_an_unusable_device_or_course_is_no_final_zero(tmp_path):
+    """A grader fault is never recorded as the student's score (SECURITY.md, "What must hold" 6): where the
+    autograder's device, assignment or course cannot be used (tests/grader/hostile/unusable_device), `grader grade`
+    exits 3 (grade again) and Gradescope's run_autograder, after its second try, writes no results.json, where it wrote
+    0 points as final for a correct submission."""
+    import sys
+
+    from test_release import run_autograder
+
+    from grader import ROOT
+    from grader.cli import GRADER_FAULT_STATUS, main
+
+    for flags in (["--device", "tpu"], ["--assignment", "nope"], ["--course", str(tmp_path / "none.yaml")]):
+        assert main(["grade", str(ROOT / "solutions"), "--out", str(tmp_path / "r.json"), *flags]) == GRADER_FAULT_STATUS
+    # the autograder's device is one this machine cannot use (the last --device wins)
+    run, root = run_autograder(tmp_path, f'#!/bin/sh\nexec "{sys.executable}" -m grader "$@" --device tpu\n')
+    assert not (root / "results" / "results.json").exists() and run.returncode == 1, run.stderr
+    assert "no score is recorded" in run.stderr and not (tmp_path / "r.json").exists()
+
+
+def test_a_failed_reimport_is_said_in_the_graders_words(monkeypatch):
+    """Import errors, shown with their message, cannot carry an input (SECURITY.md, "What comes back"): a module that
+    imported in the first worker and fails in a worker restarted after a crash timed from an input
+    (tests/grader/hostile/clock_channel: its message holds the clock it read) is said in the grader's words; the first
+    import's error keeps its message. The worker's replies are replayed: only the clock tells the two imports apart."""
+    from grader.course import COURSE_FILE, load_course
+    from grader.sandbox.client import WorkerSession
+
+    limits = load_course(COURSE_FILE).grading.limits
+    leak = {"ok": False, "failure": {"kind": "import", "message": "quiz.py does not import: ImportError: clock slot 19"}}
+    for replies, shown in (([{"ok": True}, leak], False), ([leak], True)):
+        session = WorkerSession(None, "/nonexistent", limits, modules=("quiz",))
+        answers = iter(replies)
+        monkeypatch.setattr(session, "_exchange", lambda *args, answers=answers: next(answers))
+        monkeypatch.setattr(session, "_sync", lambda doing: None)
+        session.pid = 1
+        while session._import_all() and "quiz" not in session.broken:
+            session.imported.clear()  # the worker restarted after a crash (what _spawn does)
+        assert ("clock slot 19" in str(session.broken["quiz"])) == shown, session.broken
+
+
+def test_a_tensor_on_another_gpu_is_refused_untouched(monkeypatch):
+    """A reply's tensor may claim only the devices the grading uses (SECURITY.md, "Where the boundary is"): grading
+    on cuda (torch's current GPU, cuda:0), a tensor claiming cuda:1 (tests/grader/hostile/other_gpu) is refused before
+    the grading process places anything there; it was placed on that GPU (a context and the tensor on a GPU another
+    job may use) where the machine has one, since only the device's type was compared."""
+    import torch
+
+    from grader.course import COURSE_FILE, load_course
+    from grader.sandbox.client import WorkerSession
+    from grader.sandbox.problems import SubmissionProblem
+
+    placed = []
+
+    def to(self, *args, **kwargs):
+        placed.append(str(args[0]) if args else str(kwargs.get("device")))
+        raise RuntimeError("no such device here")
+
+    monkeypatch.setattr(torch.Tensor, "to", to)
+    session = WorkerSession(None, "/nonexistent", load_course(COURSE_FILE).grading.limits, device="cuda",
+                            modules=("quiz",))
+    session._blob = bytearray(16)
+    tensor = {"$t": [0, 16], "dtype": "float32", "shape": [4]}
+    with pytest.raises(SubmissionProblem, match="could not be read"):
+        session._decoder()({**tensor, "device": "cuda:1"}, "decoder_attention(s, H)")
+    assert placed == []
+    session._decoder()({**tensor, "device": "cpu"}, "decoder_attention(s, H)")  # the CPU needs no placing
+    with pytest.raises(SubmissionProblem):
+        session._decoder()({**tensor, "device": "cuda:0"}, "decoder_attention(s, H)")
+    assert placed == ["cuda:0"]  # the session's own GPU is placed on (here: none to place on)
