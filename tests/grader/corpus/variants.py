@@ -1,7 +1,9 @@
 """The corpus that proves the hidden suites: variants of the references, each one exercise file with a few edits.
 
 Every variant is solutions/<module>.py with a few exact text edits (one real bug, another correct style, or
-one Python loop or built-in), and a title naming what it is. tests/test_mutants.py builds a submission from
+one Python loop or built-in), and a title naming what it is; a style that rewrites the whole exercise (code in the
+manner of a known project: nanoGPT, the Annotated Transformer, d2l, ...) is the one edit of the ``STYLE`` marker to a
+file of tests/grader/corpus/styles/ (``style(name)``). tests/test_mutants.py builds a submission from
 each (solutions/ with that one file replaced) and grades it; benchmarks/batch.py draws its class from them.
 An edit whose text no longer occurs exactly once in the reference fails the corpus test.
 """
@@ -9,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
+STYLES = Path(__file__).resolve().parent / "styles"
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 KINDS = ("buggy", "correct", "partial")
 
@@ -30,6 +33,9 @@ class Variant:
         """The reference with the edits applied, the title as its docstring's first line, markers removed."""
         text = (ROOT / "solutions" / f"{self.module}.py").read_text(encoding="utf-8")
         for old, new in self.edits:
+            if old == STYLE:  # the whole file, in another project's manner; later edits apply to it
+                text = new
+                continue
             count = text.count(old)
             if count != 1:
                 raise ValueError(f"{self.id}: {old!r} occurs {count} times in solutions/{self.module}.py")
@@ -40,6 +46,12 @@ class Variant:
 
 
 VARIANTS: list[Variant] = []
+STYLE = "<the whole file>"
+
+
+def style(name: str) -> tuple[str, str]:
+    """The edit that replaces the whole reference by tests/grader/corpus/styles/<name>.py (its first line: a docstring)."""
+    return STYLE, (STYLES / f"{name}.py").read_text(encoding="utf-8")
 
 
 def bug(module, name, title, *edits, shows=()):
@@ -408,3 +420,27 @@ ok("multihead", "dropout_heads_last", "multihead with F.dropout on a (B, T, T, h
         "self.dropout.p, self.training).permute(0, 3, 1, 2)"))
 bug("multihead", "dropout_always", "MultiHeadAttention applies dropout in eval mode too",
     (MW, "weights = nn.functional.dropout(torch.softmax(scores, dim=-1), self.dropout.p, training=True)"))
+
+# ------------------------------------------------------------------ whole files in other projects' manner (styles/)
+ok("qkv", "raschka", "qkv as LLMs-from-scratch writes SelfAttention_v1/_v2 (** 0.5, weights as new nn.Parameter(weight.T))",
+   style("qkv_raschka"))
+ok("causal", "raschka", "causal as LLMs-from-scratch writes it: float triu buffer, masked_fill_(mask.bool(), -torch.inf)",
+   style("causal_raschka"))
+ok("causal", "einsum", "causal with einsum, queries scaled by d_out ** -0.5 first, an additive -inf mask, .softmax(-1)",
+   style("causal_einsum"))
+ok("multihead", "raschka", "multihead as LLMs-from-scratch writes it: masked_fill_ on the scores, contiguous().view",
+   style("multihead_raschka"))
+ok("multihead", "nanogpt", "multihead as nanoGPT writes it: one fused projection split in three, (1, 1, T, T) bias buffer",
+   style("multihead_nanogpt"))
+ok("multihead", "mingpt", "multihead as minGPT writes it: size(), view and transpose per role, F.softmax",
+   style("multihead_mingpt"))
+ok("multihead", "hf_gpt2", "multihead as Hugging Face's GPT-2 writes it: torch.where with finfo(dtype).min, permute",
+   style("multihead_hf_gpt2"))
+ok("multihead", "llama", "multihead as Llama writes it: a -inf triu(1) float buffer added to the scores, type_as",
+   style("multihead_llama"))
+ok("multihead", "annotated", "multihead as the Annotated Transformer writes it: attention() with masked_fill(mask == 0)",
+   style("multihead_annotated"))
+ok("multihead", "d2l", "multihead as d2l writes it: heads folded into the batch, torch.bmm, masked_softmax of valid lens",
+   style("multihead_d2l"))
+ok("multihead", "einsum", "multihead with einsum on (B, T, heads, head_dim), torch.where on a triu future mask",
+   style("multihead_einsum"))
