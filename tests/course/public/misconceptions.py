@@ -427,6 +427,8 @@ def multihead_hints(module, x, context_length: int | None = None) -> list[Hint]:
                   lambda: run(proj=False), "multihead.no_out_proj"),
              Hint("you scale by sqrt(d_out); each head scales by sqrt(head_dim) = sqrt(d_out // num_heads).",
                   lambda: run(scale=math.sqrt(d_out)), "multihead.scale_by_d_out"),
+             Hint("you divide each head's scores by head_dim itself; divide by its square root, sqrt(head_dim).",
+                  lambda: run(scale=hd), "multihead.scale_by_d"),
              Hint("the heads are split without a transpose: view(B, T, num_heads, head_dim) then transpose(1, 2); a "
                   "direct view(B, num_heads, T, head_dim) mixes tokens across heads.", lambda: run(split_t=False),
                   "multihead.split_no_transpose"),

@@ -444,3 +444,63 @@ ok("multihead", "d2l", "multihead as d2l writes it: heads folded into the batch,
    style("multihead_d2l"))
 ok("multihead", "einsum", "multihead with einsum on (B, T, heads, head_dim), torch.where on a triu future mask",
    style("multihead_einsum"))
+ok("qkv", "quarter_power", "qkv scaling queries and keys each by d_k ** -0.25 before the product",
+   (SC, "scores = (queries * d_k ** -0.25) @ (keys * d_k ** -0.25).transpose(-2, -1)"))
+
+# ------------------------------------------------------------------ real projects' code where it breaks the contract
+bug("multihead", "llama_float32_softmax", "multihead as Llama writes it, softmax in float32 then type_as: float64 loses precision",
+    style("multihead_llama"), ("F.softmax(scores, dim=-1).type_as(xq)", "F.softmax(scores.float(), dim=-1).type_as(xq)"),
+    shows=("float64.less_precise",))
+bug("multihead", "annotated_minus_1e9", "multihead as the Annotated Transformer writes it, masked_fill(mask == 0, -1e9): "
+    "overflows float16", style("multihead_annotated"), ('float("-inf"))', "-1e9)"), shows=("multihead.fill_overflows",))
+ok("multihead", "d2l_minus_1e6", "multihead as d2l writes it, masked elements set to -1e6 (X[~mask] = -1e6 stores -inf "
+   "in float16, and exp(-1e6 - max) is 0 in the wider dtypes)", style("multihead_d2l"), ('value=float("-inf"))', "value=-1e6)"))
+bug("multihead", "nanogpt_resid_dropout", "multihead as nanoGPT writes it with its residual dropout: dropout on the "
+    "weights and again on the output", style("multihead_nanogpt"), ("return self.out_proj(y)", "return self.dropout(self.out_proj(y))"))
+bug("causal", "raschka_mask_inverted", "causal as LLMs-from-scratch writes it, but hiding ~mask (the past) instead of the "
+    "triu buffer", style("causal_raschka"), ("masked_fill_(self.mask.bool()", "masked_fill_(~self.mask.bool()"),
+    shows=("causal.mask_inverted",))
+bug("qkv", "raschka_keys_T", "SelfAttention_v1 as written for one sequence: queries @ keys.T",
+    style("qkv_raschka"), ("attn_scores = queries @ keys.transpose(-2, -1)  # omega", "attn_scores = queries @ keys.T  # omega"),
+    shows=("attention.batched_T",))
+bug("qkv", "d2l_bmm", "scaled_dot_product_attention with torch.bmm (d2l's DotProductAttention): 3-D inputs only",
+    (SC, "scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d_k)"), (RET, "return torch.bmm(torch.softmax(scores, dim=-1), values)"))
+
+# ------------------------------------------------------------------ more students' bugs
+bug("qkv", "softmax_over_queries", "scaled_dot_product_attention normalizes over the queries (dim=-2)",
+    (RET, "return torch.softmax(scores, dim=-2) @ values"), shows=("attention.softmax_over_queries",))
+bug("qkv", "queries_scaled_inplace", "scaled_dot_product_attention scales the caller's queries in place (queries /= ...)",
+    (SC, "queries /= math.sqrt(d_k)\n    scores = queries @ keys.transpose(-2, -1)"))
+bug("scores", "dot_item_loop", "dot sums a[i].item() * b[i].item() in a Python loop into a new tensor",
+    ("return (a * b).sum()  # ()", "return torch.tensor(sum(a[i].item() * b[i].item() for i in range(a.shape[0])), "
+     "dtype=a.dtype, device=a.device)"))
+bug("quiz", "returns_weights", "decoder_attention returns the weights instead of the weighted sum",
+    ("return (v, alphas) if return_weights else v", "return (v, alphas) if return_weights else alphas"),
+    shows=("quiz.returns_weights",))
+bug("context", "returns_weights", "context_vectors returns the attention weights instead of the context vectors",
+    ("return weights @ x  # (..., T, d)", "return weights"))
+bug("causal", "qkv_bias_ignored", "CausalAttention ignores qkv_bias (bias=False always)",
+    ("""        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)""", """        self.W_query = nn.Linear(d_in, d_out, bias=False)
+        self.W_key = nn.Linear(d_in, d_out, bias=False)
+        self.W_value = nn.Linear(d_in, d_out, bias=False)"""))
+bug("causal", "softmax_dim0", "CausalAttention normalizes over dim 0, the batch",
+    (CW, "weights = self.dropout(torch.softmax(scores, dim=0))"))
+bug("causal", "tilde_float_mask", "CausalAttention keeps a float tril buffer and inverts it with ~ (a TypeError)",
+    ('self.register_buffer("mask", causal_mask(context_length), persistent=False)',
+     'self.register_buffer("mask", torch.tril(torch.ones(context_length, context_length)))'))
+bug("causal", "mask_rows_sliced", "CausalAttention slices the mask's rows only (mask[:T])",
+    (CF, 'scores = scores.masked_fill(~self.mask[:T], float("-inf"))'), shows=("causal.mask_not_sliced",))
+bug("multihead", "merge_view", "MultiHeadAttention merges the transposed heads with view (not contiguous: a RuntimeError)",
+    (MERGE, "context = (weights @ values).transpose(1, 2).view(B, T, -1)"))
+bug("multihead", "scale_by_head_dim", "MultiHeadAttention divides the scores by head_dim, not its square root",
+    (MS, "scores = queries @ keys.transpose(-2, -1) / self.head_dim"), shows=("multihead.scale_by_d",))
+bug("multihead", "softmax_over_heads", "MultiHeadAttention normalizes over dim 1, the heads",
+    (MW, "weights = self.dropout(torch.softmax(scores, dim=1))"))
+bug("multihead", "qkv_bias_ignored", "MultiHeadAttention ignores qkv_bias (bias=False always)",
+    ("""        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)""", """        self.W_query = nn.Linear(d_in, d_out, bias=False)
+        self.W_key = nn.Linear(d_in, d_out, bias=False)
+        self.W_value = nn.Linear(d_in, d_out, bias=False)"""))
