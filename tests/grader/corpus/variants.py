@@ -504,3 +504,19 @@ bug("multihead", "qkv_bias_ignored", "MultiHeadAttention ignores qkv_bias (bias=
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)""", """        self.W_query = nn.Linear(d_in, d_out, bias=False)
         self.W_key = nn.Linear(d_in, d_out, bias=False)
         self.W_value = nn.Linear(d_in, d_out, bias=False)"""))
+bug("context", "raschka_double_loop", "attention_weights fills torch.empty(T, T) with torch.dot in a double loop (one "
+    "sequence only, float32)", (AW, "T = x.shape[-2]\n    attn_scores = torch.empty(T, T)\n    for i, x_i in enumerate(x):\n"
+                                   "        for j, x_j in enumerate(x):\n            attn_scores[i, j] = torch.dot(x_i, x_j)\n"
+                                   "    return torch.softmax(attn_scores, dim=-1)"))
+ok("qkv", "finfo_min", "scaled_dot_product_attention fills masked scores with torch.finfo(dtype).min",
+   (MF, "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)"))
+bug("qkv", "mask_added", "scaled_dot_product_attention adds the bool mask to the scores",
+    (MF, "scores = scores + mask"))
+bug("softmax", "max_no_keepdim", "softmax takes the row max without keepdim=True",
+    (SM, "z = z - z.amax(dim=dim)"), shows=("softmax.no_keepdim",))
+bug("multihead", "head_dim_float", "MultiHeadAttention computes head_dim = d_out / num_heads, a float",
+    ("self.num_heads, self.head_dim = num_heads, d_out // num_heads", "self.num_heads, self.head_dim = num_heads, d_out / num_heads"))
+bug("causal", "dropout_on_scores", "CausalAttention applies dropout to the scores, before the softmax",
+    (CW, "weights = torch.softmax(self.dropout(scores), dim=-1)"))
+bug("causal", "scale_by_T", "CausalAttention scales by sqrt(keys.shape[1]), the sequence length",
+    (CS, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(keys.shape[1])"))
