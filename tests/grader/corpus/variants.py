@@ -440,12 +440,11 @@ ok("multihead", "llama", "multihead as Llama writes it: a -inf triu(1) float buf
    style("multihead_llama"))
 ok("multihead", "annotated", "multihead as the Annotated Transformer writes it: attention() with masked_fill(mask == 0)",
    style("multihead_annotated"))
-ok("multihead", "d2l", "multihead as d2l writes it: heads folded into the batch, torch.bmm, masked_softmax of valid lens",
+ok("multihead", "d2l", "multihead as d2l writes it: heads folded into the batch, torch.bmm, masked_softmax of valid lens "
+   "setting masked entries to -1e6 (X[~mask] = -1e6 stores -inf in float16; exp(-1e6 - max) is 0 in the wider dtypes)",
    style("multihead_d2l"))
 ok("multihead", "einsum", "multihead with einsum on (B, T, heads, head_dim), torch.where on a triu future mask",
    style("multihead_einsum"))
-ok("qkv", "quarter_power", "qkv scaling queries and keys each by d_k ** -0.25 before the product",
-   (SC, "scores = (queries * d_k ** -0.25) @ (keys * d_k ** -0.25).transpose(-2, -1)"))
 
 # ------------------------------------------------------------------ real projects' code where it breaks the contract
 bug("multihead", "llama_float32_softmax", "multihead as Llama writes it, softmax in float32 then type_as: float64 loses precision",
@@ -453,8 +452,6 @@ bug("multihead", "llama_float32_softmax", "multihead as Llama writes it, softmax
     shows=("float64.less_precise",))
 bug("multihead", "annotated_minus_1e9", "multihead as the Annotated Transformer writes it, masked_fill(mask == 0, -1e9): "
     "overflows float16", style("multihead_annotated"), ('float("-inf"))', "-1e9)"), shows=("multihead.fill_overflows",))
-ok("multihead", "d2l_minus_1e6", "multihead as d2l writes it, masked elements set to -1e6 (X[~mask] = -1e6 stores -inf "
-   "in float16, and exp(-1e6 - max) is 0 in the wider dtypes)", style("multihead_d2l"), ('value=float("-inf"))', "value=-1e6)"))
 bug("multihead", "nanogpt_resid_dropout", "multihead as nanoGPT writes it with its residual dropout: dropout on the "
     "weights and again on the output", style("multihead_nanogpt"), ("return self.out_proj(y)", "return self.dropout(self.out_proj(y))"))
 bug("causal", "raschka_mask_inverted", "causal as LLMs-from-scratch writes it, but hiding ~mask (the past) instead of the "
@@ -508,8 +505,21 @@ bug("context", "raschka_double_loop", "attention_weights fills torch.empty(T, T)
     "sequence only, float32)", (AW, "T = x.shape[-2]\n    attn_scores = torch.empty(T, T)\n    for i, x_i in enumerate(x):\n"
                                    "        for j, x_j in enumerate(x):\n            attn_scores[i, j] = torch.dot(x_i, x_j)\n"
                                    "    return torch.softmax(attn_scores, dim=-1)"))
-ok("qkv", "finfo_min", "scaled_dot_product_attention fills masked scores with torch.finfo(dtype).min",
-   (MF, "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)"))
+ok("qkv", "finfo_quarter", "qkv scaling queries and keys each by d_k ** -0.25, masked scores filled with "
+   "torch.finfo(dtype).min, SelfAttention with einsum",
+   (SC, "scores = (queries * d_k ** -0.25) @ (keys * d_k ** -0.25).transpose(-2, -1)"),
+   (MF, "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)"),
+   ("""        queries, keys, values = project(x, self.W_query, self.W_key, self.W_value)  # (..., T, d_out) each
+        return scaled_dot_product_attention(queries, keys, values)  # (..., T, d_out)""",
+    """        q = torch.einsum("...ti,io->...to", x, self.W_query)
+        k = torch.einsum("...ti,io->...to", x, self.W_key)
+        v = torch.einsum("...ti,io->...to", x, self.W_value)
+        weights = torch.einsum("...qo,...ko->...qk", q, k).div(k.shape[-1] ** 0.5).softmax(dim=-1)
+        return torch.einsum("...qk,...ko->...qo", weights, v)"""),
+   ("""    with torch.no_grad():
+        for param, linear in pairs:
+            param.copy_(linear.weight.T)  # (d_in, d_out)""",
+    """    dst.load_state_dict({name: getattr(src, name).weight.T for name in ("W_query", "W_key", "W_value")})"""))
 bug("qkv", "mask_added", "scaled_dot_product_attention adds the bool mask to the scores",
     (MF, "scores = scores + mask"))
 bug("softmax", "max_no_keepdim", "softmax takes the row max without keepdim=True",

@@ -24,7 +24,7 @@ def masked_softmax(X, valid_lens):
     else:
         valid_lens = valid_lens.reshape(-1)
     # On the last axis, replace masked elements with a very large negative value, whose exponentiation outputs 0
-    X = sequence_mask(X.reshape(-1, shape[-1]), valid_lens, value=float("-inf"))
+    X = sequence_mask(X.reshape(-1, shape[-1]), valid_lens, value=-1e6)
     return nn.functional.softmax(X.reshape(shape), dim=-1)
 
 
