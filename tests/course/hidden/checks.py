@@ -218,6 +218,9 @@ def expect_raises(exception: type, thunk: Callable, what: str, when: str, hint: 
                 raise CheckFailed(f"{what} raises a {name} without a message when {when}: say what was wrong "
                                   f"(e.g. raise {name}(f\"... got {{...}}\"))") from None
             return error
+        if isinstance(error, AssertionError):  # they did check, with assert: the hint says why a check is needed
+            raise CheckFailed(f"{what} should raise {name} when {when}, but {error}: an assert checks the program's "
+                              f"own invariants (and python -O removes it); raise {name}(...) with a message.") from None
         raise CheckFailed(f"{what} should raise {name} when {when}, but {error}.{_hint(hint)}") from None
     raise CheckFailed(f"{what} returned {kind(value)} instead of raising {name} when {when}.{_hint(hint)}")
 
