@@ -539,3 +539,15 @@ bug("multihead", "assert_divisible", "MultiHeadAttention checks d_out % num_head
     ("""        if num_heads <= 0 or d_out % num_heads:
             raise ValueError(f"d_out ({d_out}) must be divisible by num_heads ({num_heads})")""",
      """        assert d_out % num_heads == 0, "d_out must be divisible by num_heads\""""))
+bug("context", "softmax_dim1", "attention_weights normalizes over dim 1 (right for one sequence, the queries in a batch)",
+    (AW, "return torch.softmax(x @ x.transpose(-2, -1), dim=1)"), shows=("context.weights_transposed",))
+bug("softmax", "max_namedtuple", "softmax subtracts x.max(dim, keepdim=True), a (values, indices) pair (a TypeError)",
+    (SM, "z = z - z.max(dim=dim, keepdim=True)"))
+ok("dictionary", "f_one_hot", "one_hot with nn.functional.one_hot(...).float(), the values from table.values()",
+   ("""    vector = torch.zeros(n)  # (n,)
+    vector[index] = 1.0
+    return vector""", "    return torch.nn.functional.one_hot(torch.tensor(index), n).float()"),
+   ("V = torch.tensor([table[k] for k in keys], dtype=torch.float32)  # (n, dv)",
+    "V = torch.tensor(list(table.values()), dtype=torch.float32)"))
+bug("scores", "attention_scores_bmm", "attention_scores uses torch.bmm, which takes 3-D tensors only",
+    ("return queries @ keys.transpose(-2, -1)  # (..., Tq, Tk)", "return torch.bmm(queries, keys.transpose(-2, -1))"))
