@@ -530,10 +530,8 @@ bug("causal", "dropout_on_scores", "CausalAttention applies dropout to the score
     (CW, "weights = torch.softmax(self.dropout(scores), dim=-1)"))
 bug("causal", "scale_by_T", "CausalAttention scales by sqrt(keys.shape[1]), the sequence length",
     (CS, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(keys.shape[1])"))
-ok("multihead", "llama_mask_in_forward", "multihead as Llama writes it, the -inf triu(1) mask made in forward on x's "
-   "device and dtype", style("multihead_llama"),
-   ("scores = scores + self.mask[:seqlen, :seqlen]",
-    'scores = scores + torch.full((seqlen, seqlen), float("-inf"), device=x.device, dtype=x.dtype).triu(1)'))
+ok("causal", "mask_in_forward", "causal with Llama's -inf triu(1) mask made in forward on x's device and dtype, added",
+   (CF, 'scores = scores + torch.full((T, T), float("-inf"), device=x.device, dtype=x.dtype).triu(1)'))
 bug("multihead", "assert_divisible", "MultiHeadAttention checks d_out % num_heads with assert (AssertionError, not "
     "ValueError), as LLMs-from-scratch does",
     ("""        if num_heads <= 0 or d_out % num_heads:
