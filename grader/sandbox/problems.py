@@ -118,7 +118,8 @@ FAILURES = {
     "skipped": "not run: the step it builds on failed",
     "import": "{label}.py does not import in a restarted worker, though it imported before: an import must not depend "
               "on the time, chance or what ran before",
-    "shape": "{label}: a parameter does not have the shape the exercise asks for (compare with the stub)",
+    "parameters": "{label}: the module's parameters are not those the exercise asks for (one is missing, such as the "
+                  "bias of qkv_bias=True, or does not have the shape asked for): compare with the stub",
     "autograd": "the result is not connected to the inputs by autograd (no grad_fn): was something detached, or "
                 "turned into a Python number?",
     "reply": "the result of {label} cannot be sent back to the grader: is it over the reply's "

@@ -312,11 +312,11 @@ class Worker:
         own = dict(module.named_parameters())
         missing = sorted(set(params) - set(own))
         if missing:
-            raise StudentFailure("missing", f"the {type(module).__name__} has no parameter named {', '.join(missing)}")
+            raise StudentFailure("parameters", f"the {type(module).__name__} has no parameter named {', '.join(missing)}")
         with torch.no_grad():
             for name, value in params.items():
                 if own[name].shape != value.shape:
-                    raise StudentFailure("shape", f"parameter {name} has shape {tuple(own[name].shape)}, expected {tuple(value.shape)}")
+                    raise StudentFailure("parameters", f"parameter {name} has shape {tuple(own[name].shape)}, expected {tuple(value.shape)}")
                 own[name].copy_(value)
         return {"ok": True}
 

@@ -499,7 +499,7 @@ def test_a_batch_of_calls_builds_on_earlier_results(zygote, course):
             session.run_many([({"module": "qkv", "path": ["SelfAttention"]}, ("three", 2), None, {"handles": True}),
                               load_params_step(built, params)])
         assert failure.value.step == 0 and isinstance(failure.value, TypeError)
-        with pytest.raises(SubmissionProblem, match="does not have the shape") as failure:
+        with pytest.raises(SubmissionProblem, match="does not have the shape asked for") as failure:
             session.run_many([({"module": "qkv", "path": ["SelfAttention"]}, (5, 2), None, {"handles": True}),
                               load_params_step(built, params), (built, (x,), None, {})])
         assert failure.value.step == 1

@@ -2,8 +2,9 @@
 
 Each test runs once per exercise, reported under that exercise (its marker) with the weight the exercise gives the
 property; the exercise's ``CONTRACT``, in its own test file, says what is checked and on which inputs. Each test
-judges only its property: where the subject's values are wrong on its float32 inputs, a failure is the values
-checks' to report, and the property says it is judged once the values are right (``judged``).
+judges only its property: where the subject's values are wrong on its float32 inputs (or it cannot be built with the
+case's arguments), a failure is the values checks' to report, and the property says it is judged once the values are
+right (``judged``; the case is built inside the judged check).
 """
 import copy
 import math
@@ -15,7 +16,7 @@ import torch
 from contract import Case, case, check_values, contracts, expected
 
 from grader.sandbox.imports import forbidden, rule
-from grader.sandbox.problems import STUB_PHRASE
+from grader.sandbox.problems import STUB_PHRASE, SubmissionProblem
 from grader.suites.plugin import CheckFailed
 
 CONTRACTS = contracts(Path(__file__).parent)
@@ -34,22 +35,25 @@ def exercises(prop: str, *variants) -> list:
 
 def values_right(student, course, exercise, subject, device, scale: float = 1.0) -> bool:
     """Whether the subject's values check passes on its float32 inputs (times ``scale``)."""
-    checked = case(student, exercise, subject, device, torch.float32, course.seed)
-    tensors = checked.args[:len(subject.args)]
     try:
+        checked = case(student, exercise, subject, device, torch.float32, course.seed)
+        tensors = checked.args[:len(subject.args)]
         check_values(student, course, subject, Case(checked.call, checked.reference,
                                                      tuple(t * scale for t in tensors) + checked.args[len(subject.args):]))
-    except CheckFailed:
+    except (CheckFailed, SubmissionProblem):
         return False
     return True
 
 
 def judged(student, course, exercise, subject, device, check, scale: float = 1.0) -> None:
     """Run a property's ``check``; its failure stands only where the subject's values are right (on float32 inputs):
-    otherwise the values checks report the mistake, and the property is judged once they pass."""
+    otherwise the values checks report the mistake, and the property is judged once they pass. A module whose
+    parameters are not the exercise's (a bias left out) is such a mistake; a missing file or name is not judged here."""
     try:
         check()
-    except CheckFailed as failure:
+    except (CheckFailed, SubmissionProblem) as failure:
+        if isinstance(failure, SubmissionProblem) and failure.kind != "parameters":
+            raise  # a missing file or name costs what it should have held, said the same way in every check
         if STUB_PHRASE in str(failure) or values_right(student, course, exercise, subject, device, scale):
             raise  # an unfilled stub is said as such, like in every other check
         raise CheckFailed(f"{subject.what}: {C.DEFERRED}") from None
@@ -59,10 +63,9 @@ def judged(student, course, exercise, subject, device, check, scale: float = 1.0
 def test_float64_kept(student, course, device, exercise, contract):
     """float64 inputs (and modules) give float64 results at float64 precision."""
     for subject in contract.subjects:
-        checked = case(student, exercise, subject, device, torch.float64, course.seed)
-        on = subject.on(checked.args)
-
         def check():
+            checked = case(student, exercise, subject, device, torch.float64, course.seed)
+            on = subject.on(checked.args)
             got = C.attempt(lambda: checked.call(*checked.args), subject.what, on)
             for item in got if isinstance(got, (tuple, list)) else (got,):
                 if isinstance(item, torch.Tensor) and item.is_floating_point() and item.dtype != torch.float64:
@@ -106,12 +109,13 @@ def test_autograd(student, course, device, exercise, contract):
     Checked against the change of the result along a random direction, in float32 (precision is float64_kept's)."""
     g = torch.Generator().manual_seed(course.seed + 1)
     for subject in (s for s in contract.subjects if s.autograd):
-        checked = case(student, exercise, subject, device, torch.float32, course.seed)
-        out = expected(subject, checked)
-        out = out[0] if isinstance(out, tuple) else out
-        grad_output = torch.randn(out.shape, generator=g).to(device)
-        judged(student, course, exercise, subject, device,
-               lambda: _own_gradients(student, exercise, subject, checked, grad_output, g, device))
+        def check():
+            checked = case(student, exercise, subject, device, torch.float32, course.seed)
+            out = expected(subject, checked)
+            out = out[0] if isinstance(out, tuple) else out
+            grad_output = torch.randn(out.shape, generator=g).to(device)
+            _own_gradients(student, exercise, subject, checked, grad_output, g, device)
+        judged(student, course, exercise, subject, device, check)
 
 
 def _own_gradients(student, exercise, subject, checked, grad_output, g, device, step: float = 1e-3):
@@ -160,11 +164,10 @@ def _own_gradients(student, exercise, subject, checked, grad_output, g, device, 
 def test_inputs_not_modified(student, course, device, exercise, contract):
     """No function or module changes its input tensors in place."""
     for subject in contract.subjects:
-        checked = case(student, exercise, subject, device, torch.float32, course.seed)
-        before = [a.clone() if isinstance(a, torch.Tensor) else a for a in checked.args]
-        on = subject.on(checked.args)
-
         def check():
+            checked = case(student, exercise, subject, device, torch.float32, course.seed)
+            before = [a.clone() if isinstance(a, torch.Tensor) else a for a in checked.args]
+            on = subject.on(checked.args)
             result = C.attempt(lambda: checked.call.run(args=checked.args, return_args=True), subject.what, on)
             C.unchanged(before, result, subject.args, what=subject.what, on=on)
         judged(student, course, exercise, subject, device, check)
@@ -174,10 +177,10 @@ def test_inputs_not_modified(student, course, device, exercise, contract):
 def test_own_implementation(student, course, device, exercise, contract):
     """Your own implementation: no built-in of torch that does the whole job (the feedback names the one called)."""
     for subject in (s for s in contract.subjects if s.instead):
-        checked = case(student, exercise, subject, device, torch.float32, course.seed)
         banned = course.banned[f"{exercise}.{subject.name}"]
 
         def check():
+            checked = case(student, exercise, subject, device, torch.float32, course.seed)
             result = C.attempt(lambda: checked.call.run(args=checked.args, watch=banned), subject.what,
                                subject.on(checked.args))
             C.own_implementation(result, subject.name, subject.instead)
@@ -211,13 +214,14 @@ def _op_counts(student, course, device, exercise, subject):
 def test_half_precision(student, course, device, exercise, contract, dtype):
     """float16 and bfloat16 inputs and modules give results of the same dtype within its tolerance."""
     for subject in (s for s in contract.subjects if s.half):
-        checked = case(student, exercise, subject, device, dtype, course.seed)
-        tensors = checked.args[:len(subject.args)]
         for half in subject.half:
-            options = subject.options if half.options is None else half.options
-            scaled = Case(checked.call, checked.reference, tuple(t * half.scale for t in tensors) + options)
-            judged(student, course, exercise, subject, device,
-                   lambda: check_values(student, course, subject, scaled), half.scale)
+            def check():
+                checked = case(student, exercise, subject, device, dtype, course.seed)
+                options = subject.options if half.options is None else half.options
+                scaled = Case(checked.call, checked.reference,
+                              tuple(t * half.scale for t in checked.args[:len(subject.args)]) + options)
+                check_values(student, course, subject, scaled)
+            judged(student, course, exercise, subject, device, check, half.scale)
 
 
 @pytest.mark.parametrize("exercise, contract", exercises("imports_allowed"))

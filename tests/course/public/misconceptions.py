@@ -170,6 +170,10 @@ def score_hints(queries, keys) -> list[Hint]:
 
 # ---------------------------------------------------------------- softmax
 
+NO_KEEPDIM = ("a reduction is taken without keepdim=True (the row max or the sum), so it broadcasts over the wrong dim: "
+              "x.amax(dim, keepdim=True) and e.sum(dim, keepdim=True).")
+
+
 def softmax_hints(x: torch.Tensor, dim: int, t: float) -> list[Hint]:
     """Mistakes of softmax(x, dim, t); the numerical ones in x's dtype."""
     rank, x64 = x.dim(), x.double()
@@ -188,8 +192,13 @@ def softmax_hints(x: torch.Tensor, dim: int, t: float) -> list[Hint]:
         hints.append(Hint("the temperature is ignored: divide the scores by it before exp.", lambda: _sm(x64, dim),
                           "softmax.temperature_ignored"))
     e = (x64 / t - x64.amax(dim, keepdim=True) / t).exp()
-    hints += [Hint("the sum is taken without keepdim=True, so it broadcasts over the wrong dim: "
-                   "e / e.sum(dim, keepdim=True).", lambda: e / e.sum(dim), "softmax.no_keepdim"),
+
+    def max_without_keepdim():  # broadcasts (or raises) as the student's does: shapes alone decide
+        z = (x64 / t - (x64 / t).amax(dim)).exp()
+        return z / z.sum(dim, keepdim=True)
+
+    hints += [Hint(NO_KEEPDIM, lambda: e / e.sum(dim), "softmax.no_keepdim"),
+              Hint(NO_KEEPDIM, max_without_keepdim, "softmax.no_keepdim"),
               Hint(NO_MAX, lambda: naive_softmax(x / t, dim), "softmax.no_max"),
               Hint("each row needs its own max: a max over the whole tensor (x.max()) leaves rows of small scores "
                    "underflowing to 0 / 0; use x.amax(dim, keepdim=True).",
@@ -452,6 +461,8 @@ def multihead_hints(module, x, context_length: int | None = None) -> list[Hint]:
                   lambda: run(proj=False), "multihead.no_out_proj"),
              Hint("you scale by sqrt(d_out); each head scales by sqrt(head_dim) = sqrt(d_out // num_heads).",
                   lambda: run(scale=math.sqrt(d_out)), "multihead.scale_by_d_out"),
+             Hint("you divide each head's scores by head_dim itself; divide by its square root, sqrt(head_dim).",
+                  lambda: run(scale=hd), "multihead.scale_by_d"),
              Hint("the heads are split without a transpose: view(B, T, num_heads, head_dim) then transpose(1, 2); a "
                   "direct view(B, num_heads, T, head_dim) mixes tokens across heads.", lambda: run(split_t=False),
                   "multihead.split_no_transpose"),

@@ -1,7 +1,9 @@
 """The corpus that proves the hidden suites: variants of the references, each one exercise file with a few edits.
 
 Every variant is solutions/<module>.py with a few exact text edits (one real bug, another correct style, or
-one Python loop or built-in), and a title naming what it is. tests/test_mutants.py builds a submission from
+one Python loop or built-in), and a title naming what it is; a style that rewrites the whole exercise (code in the
+manner of a known project: nanoGPT, the Annotated Transformer, d2l, ...) is the one edit of the ``STYLE`` marker to a
+file of tests/grader/corpus/styles/ (``style(name)``). tests/test_mutants.py builds a submission from
 each (solutions/ with that one file replaced) and grades it; benchmarks/batch.py draws its class from them.
 An edit whose text no longer occurs exactly once in the reference fails the corpus test.
 """
@@ -9,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
+STYLES = Path(__file__).resolve().parent / "styles"
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 KINDS = ("buggy", "correct", "partial")
 
@@ -30,6 +33,9 @@ class Variant:
         """The reference with the edits applied, the title as its docstring's first line, markers removed."""
         text = (ROOT / "solutions" / f"{self.module}.py").read_text(encoding="utf-8")
         for old, new in self.edits:
+            if old == STYLE:  # the whole file, in another project's manner; later edits apply to it
+                text = new
+                continue
             count = text.count(old)
             if count != 1:
                 raise ValueError(f"{self.id}: {old!r} occurs {count} times in solutions/{self.module}.py")
@@ -40,6 +46,12 @@ class Variant:
 
 
 VARIANTS: list[Variant] = []
+STYLE = "<the whole file>"
+
+
+def style(name: str) -> tuple[str, str]:
+    """The edit that replaces the whole reference by tests/grader/corpus/styles/<name>.py (its first line: a docstring)."""
+    return STYLE, (STYLES / f"{name}.py").read_text(encoding="utf-8")
 
 
 def bug(module, name, title, *edits, shows=()):
@@ -408,3 +420,132 @@ ok("multihead", "dropout_heads_last", "multihead with F.dropout on a (B, T, T, h
         "self.dropout.p, self.training).permute(0, 3, 1, 2)"))
 bug("multihead", "dropout_always", "MultiHeadAttention applies dropout in eval mode too",
     (MW, "weights = nn.functional.dropout(torch.softmax(scores, dim=-1), self.dropout.p, training=True)"))
+
+# ------------------------------------------------------------------ whole files in other projects' manner (styles/)
+ok("qkv", "raschka", "qkv as LLMs-from-scratch writes SelfAttention_v1/_v2 (** 0.5, weights as new nn.Parameter(weight.T))",
+   style("qkv_raschka"))
+ok("causal", "raschka", "causal as LLMs-from-scratch writes it: float triu buffer, masked_fill_(mask.bool(), -torch.inf)",
+   style("causal_raschka"))
+ok("causal", "einsum", "causal with einsum, queries scaled by d_out ** -0.5 first, an additive -inf mask, .softmax(-1)",
+   style("causal_einsum"))
+ok("multihead", "raschka", "multihead as LLMs-from-scratch writes it: masked_fill_ on the scores, contiguous().view",
+   style("multihead_raschka"))
+ok("multihead", "nanogpt", "multihead as nanoGPT writes it: one fused projection split in three, (1, 1, T, T) bias buffer",
+   style("multihead_nanogpt"))
+ok("multihead", "mingpt", "multihead as minGPT writes it: size(), view and transpose per role, F.softmax",
+   style("multihead_mingpt"))
+ok("multihead", "hf_gpt2", "multihead as Hugging Face's GPT-2 writes it: torch.where with finfo(dtype).min, permute",
+   style("multihead_hf_gpt2"))
+ok("multihead", "llama", "multihead as Llama writes it: a -inf triu(1) float buffer added to the scores, type_as",
+   style("multihead_llama"))
+ok("multihead", "annotated", "multihead as the Annotated Transformer writes it: attention() with masked_fill(mask == 0)",
+   style("multihead_annotated"))
+ok("multihead", "d2l", "multihead as d2l writes it: heads folded into the batch, torch.bmm, masked_softmax of valid lens "
+   "setting masked entries to -1e6 (X[~mask] = -1e6 stores -inf in float16; exp(-1e6 - max) is 0 in the wider dtypes)",
+   style("multihead_d2l"))
+ok("multihead", "einsum", "multihead with einsum on (B, T, heads, head_dim), torch.where on a triu future mask",
+   style("multihead_einsum"))
+
+# ------------------------------------------------------------------ real projects' code where it breaks the contract
+bug("multihead", "llama_float32_softmax", "multihead as Llama writes it, softmax in float32 then type_as: float64 loses precision",
+    style("multihead_llama"), ("F.softmax(scores, dim=-1).type_as(xq)", "F.softmax(scores.float(), dim=-1).type_as(xq)"),
+    shows=("float64.less_precise",))
+bug("multihead", "annotated_minus_1e9", "multihead as the Annotated Transformer writes it, masked_fill(mask == 0, -1e9): "
+    "overflows float16", style("multihead_annotated"), ('float("-inf"))', "-1e9)"), shows=("multihead.fill_overflows",))
+bug("multihead", "nanogpt_resid_dropout", "multihead as nanoGPT writes it with its residual dropout: dropout on the "
+    "weights and again on the output", style("multihead_nanogpt"), ("return self.out_proj(y)", "return self.dropout(self.out_proj(y))"))
+bug("causal", "raschka_mask_inverted", "causal as LLMs-from-scratch writes it, but hiding ~mask (the past) instead of the "
+    "triu buffer", style("causal_raschka"), ("masked_fill_(self.mask.bool()", "masked_fill_(~self.mask.bool()"),
+    shows=("causal.mask_inverted",))
+bug("qkv", "raschka_keys_T", "SelfAttention_v1 as written for one sequence: queries @ keys.T",
+    style("qkv_raschka"), ("attn_scores = queries @ keys.transpose(-2, -1)  # omega", "attn_scores = queries @ keys.T  # omega"),
+    shows=("attention.batched_T",))
+bug("qkv", "d2l_bmm", "scaled_dot_product_attention with torch.bmm (d2l's DotProductAttention): 3-D inputs only",
+    (SC, "scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d_k)"), (RET, "return torch.bmm(torch.softmax(scores, dim=-1), values)"))
+
+# ------------------------------------------------------------------ more students' bugs
+bug("qkv", "softmax_over_queries", "scaled_dot_product_attention normalizes over the queries (dim=-2)",
+    (RET, "return torch.softmax(scores, dim=-2) @ values"), shows=("attention.softmax_over_queries",))
+bug("qkv", "queries_scaled_inplace", "scaled_dot_product_attention scales the caller's queries in place (queries /= ...)",
+    (SC, "queries /= math.sqrt(d_k)\n    scores = queries @ keys.transpose(-2, -1)"))
+bug("scores", "dot_item_loop", "dot sums a[i].item() * b[i].item() in a Python loop into a new tensor",
+    ("return (a * b).sum()  # ()", "return torch.tensor(sum(a[i].item() * b[i].item() for i in range(a.shape[0])), "
+     "dtype=a.dtype, device=a.device)"))
+bug("quiz", "returns_weights", "decoder_attention returns the weights instead of the weighted sum",
+    ("return (v, alphas) if return_weights else v", "return (v, alphas) if return_weights else alphas"),
+    shows=("quiz.returns_weights",))
+bug("context", "returns_weights", "context_vectors returns the attention weights instead of the context vectors",
+    ("return weights @ x  # (..., T, d)", "return weights"))
+bug("causal", "qkv_bias_ignored", "CausalAttention ignores qkv_bias (bias=False always)",
+    ("""        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)""", """        self.W_query = nn.Linear(d_in, d_out, bias=False)
+        self.W_key = nn.Linear(d_in, d_out, bias=False)
+        self.W_value = nn.Linear(d_in, d_out, bias=False)"""))
+bug("causal", "softmax_dim0", "CausalAttention normalizes over dim 0, the batch",
+    (CW, "weights = self.dropout(torch.softmax(scores, dim=0))"))
+bug("causal", "tilde_float_mask", "CausalAttention keeps a float tril buffer and inverts it with ~ (a TypeError)",
+    ('self.register_buffer("mask", causal_mask(context_length), persistent=False)',
+     'self.register_buffer("mask", torch.tril(torch.ones(context_length, context_length)))'))
+bug("causal", "mask_rows_sliced", "CausalAttention slices the mask's rows only (mask[:T])",
+    (CF, 'scores = scores.masked_fill(~self.mask[:T], float("-inf"))'), shows=("causal.mask_not_sliced",))
+bug("multihead", "merge_view", "MultiHeadAttention merges the transposed heads with view (not contiguous: a RuntimeError)",
+    (MERGE, "context = (weights @ values).transpose(1, 2).view(B, T, -1)"))
+bug("multihead", "scale_by_head_dim", "MultiHeadAttention divides the scores by head_dim, not its square root",
+    (MS, "scores = queries @ keys.transpose(-2, -1) / self.head_dim"), shows=("multihead.scale_by_d",))
+bug("multihead", "softmax_over_heads", "MultiHeadAttention normalizes over dim 1, the heads",
+    (MW, "weights = self.dropout(torch.softmax(scores, dim=1))"))
+bug("multihead", "qkv_bias_ignored", "MultiHeadAttention ignores qkv_bias (bias=False always)",
+    ("""        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)""", """        self.W_query = nn.Linear(d_in, d_out, bias=False)
+        self.W_key = nn.Linear(d_in, d_out, bias=False)
+        self.W_value = nn.Linear(d_in, d_out, bias=False)"""))
+bug("context", "raschka_double_loop", "attention_weights fills torch.empty(T, T) with torch.dot in a double loop (one "
+    "sequence only, float32)", (AW, "T = x.shape[-2]\n    attn_scores = torch.empty(T, T)\n    for i, x_i in enumerate(x):\n"
+                                   "        for j, x_j in enumerate(x):\n            attn_scores[i, j] = torch.dot(x_i, x_j)\n"
+                                   "    return torch.softmax(attn_scores, dim=-1)"))
+ok("qkv", "finfo_quarter", "qkv scaling queries and keys each by d_k ** -0.25, masked scores filled with "
+   "torch.finfo(dtype).min, SelfAttention with einsum",
+   (SC, "scores = (queries * d_k ** -0.25) @ (keys * d_k ** -0.25).transpose(-2, -1)"),
+   (MF, "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)"),
+   ("""        queries, keys, values = project(x, self.W_query, self.W_key, self.W_value)  # (..., T, d_out) each
+        return scaled_dot_product_attention(queries, keys, values)  # (..., T, d_out)""",
+    """        q = torch.einsum("...ti,io->...to", x, self.W_query)
+        k = torch.einsum("...ti,io->...to", x, self.W_key)
+        v = torch.einsum("...ti,io->...to", x, self.W_value)
+        weights = torch.einsum("...qo,...ko->...qk", q, k).div(k.shape[-1] ** 0.5).softmax(dim=-1)
+        return torch.einsum("...qk,...ko->...qo", weights, v)"""),
+   ("""    with torch.no_grad():
+        for param, linear in pairs:
+            param.copy_(linear.weight.T)  # (d_in, d_out)""",
+    """    dst.load_state_dict({name: getattr(src, name).weight.T for name in ("W_query", "W_key", "W_value")})"""))
+bug("qkv", "mask_added", "scaled_dot_product_attention adds the bool mask to the scores",
+    (MF, "scores = scores + mask"))
+bug("softmax", "max_no_keepdim", "softmax takes the row max without keepdim=True",
+    (SM, "z = z - z.amax(dim=dim)"), shows=("softmax.no_keepdim",))
+bug("multihead", "head_dim_float", "MultiHeadAttention computes head_dim = d_out / num_heads, a float",
+    ("self.num_heads, self.head_dim = num_heads, d_out // num_heads", "self.num_heads, self.head_dim = num_heads, d_out / num_heads"))
+bug("causal", "dropout_on_scores", "CausalAttention applies dropout to the scores, before the softmax",
+    (CW, "weights = torch.softmax(self.dropout(scores), dim=-1)"))
+bug("causal", "scale_by_T", "CausalAttention scales by sqrt(keys.shape[1]), the sequence length",
+    (CS, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(keys.shape[1])"))
+ok("causal", "mask_in_forward", "causal with Llama's -inf triu(1) mask made in forward on x's device and dtype, added",
+   (CF, 'scores = scores + torch.full((T, T), float("-inf"), device=x.device, dtype=x.dtype).triu(1)'))
+bug("multihead", "assert_divisible", "MultiHeadAttention checks d_out % num_heads with assert (AssertionError, not "
+    "ValueError), as LLMs-from-scratch does",
+    ("""        if num_heads <= 0 or d_out % num_heads:
+            raise ValueError(f"d_out ({d_out}) must be divisible by num_heads ({num_heads})")""",
+     """        assert d_out % num_heads == 0, "d_out must be divisible by num_heads\""""))
+bug("context", "softmax_dim1", "attention_weights normalizes over dim 1 (right for one sequence, the queries in a batch)",
+    (AW, "return torch.softmax(x @ x.transpose(-2, -1), dim=1)"), shows=("context.weights_transposed",))
+bug("softmax", "max_namedtuple", "softmax subtracts x.max(dim, keepdim=True), a (values, indices) pair (a TypeError)",
+    (SM, "z = z - z.max(dim=dim, keepdim=True)"))
+ok("dictionary", "f_one_hot", "one_hot with nn.functional.one_hot(...).float(), the values from table.values()",
+   ("""    vector = torch.zeros(n)  # (n,)
+    vector[index] = 1.0
+    return vector""", "    return torch.nn.functional.one_hot(torch.tensor(index), n).float()"),
+   ("V = torch.tensor([table[k] for k in keys], dtype=torch.float32)  # (n, dv)",
+    "V = torch.tensor(list(table.values()), dtype=torch.float32)"))
+bug("scores", "attention_scores_bmm", "attention_scores uses torch.bmm, which takes 3-D tensors only",
+    ("return queries @ keys.transpose(-2, -1)  # (..., Tq, Tk)", "return torch.bmm(queries, keys.transpose(-2, -1))"))
