@@ -48,6 +48,7 @@ from tests.course.public.misconceptions import (  # noqa: F401 (the suites use t
     dictionary_hints,
     dot_hints,
     error_scale,
+    labelled,
     lookup_hints,
     matching,
     multihead_hints,
@@ -128,16 +129,12 @@ def kind(value) -> str:
 
 def _hint(text: str | None) -> str:
     """' Hint: ...' with exactly one final period (or nothing)."""
-    if not text:
-        return ""
-    return f" Hint: {text}" + ("" if text.rstrip().endswith((".", "?", "!", ")")) else ".")
+    return labelled("Hint", text)
 
 
 def _expected(text: str | None) -> str:
     """' Expected: ...': what the check wants, said where no known mistake matches (not a diagnosis)."""
-    if not text:
-        return ""
-    return f" Expected: {text}" + ("" if text.rstrip().endswith((".", "?", "!", ")")) else ".")
+    return labelled("Expected", text)
 
 
 def diagnosed(message: str, hint: Hint | None) -> CheckFailed:

@@ -35,12 +35,17 @@ class Hint:
 Hints = Iterable[Hint] | Callable[[], Iterable[Hint]]
 
 
-def phrase(hint: Hint | None) -> str:
-    """' Hint: ...' with exactly one final period (or nothing)."""
-    if hint is None:
+def labelled(label: str, text: str | None) -> str:
+    """' <label>: <text>' with exactly one final period (or nothing, without a text)."""
+    if not text:
         return ""
-    text = hint.message.rstrip()
-    return f" Hint: {text}" + ("" if text.endswith((".", "?", "!", ")")) else ".")
+    text = text.rstrip()
+    return f" {label}: {text}" + ("" if text.endswith((".", "?", "!", ")")) else ".")
+
+
+def phrase(hint: Hint | None) -> str:
+    """' Hint: ...' naming the mistake ``hint`` (or nothing)."""
+    return labelled("Hint", hint.message if hint else None)
 
 
 def as64(t: torch.Tensor) -> torch.Tensor:
