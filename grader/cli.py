@@ -153,7 +153,7 @@ def _batch(args) -> int:
     from rich.text import Text
 
     from grader.batch import BatchError, run_batch
-    from grader.course import CourseError
+    from grader.course import CourseError, load_course
     from grader.grade import DeviceError, resolve_device
     from grader.records.table import TableError
     from grader.text import terminal
@@ -161,7 +161,7 @@ def _batch(args) -> int:
     console = Console(stderr=True, soft_wrap=True)
     progress = BatchProgress(console)
     try:
-        records = _records(args)
+        records = _records(args, load_course(args.course))
         rows = run_batch(args.submissions, args.out, course_file=args.course, jobs=args.jobs, device=resolve_device(args.device),
                          force=args.force, require_sandbox=args.require_sandbox, dask=args.dask, progress=progress,
                          assignment=args.assignment, records=records)
@@ -177,13 +177,12 @@ def _batch(args) -> int:
     return 0
 
 
-def _records(args):
+def _records(args, course):
     """The instructor's records named by ``--roster``, ``--overrides`` and ``--submitted``, else those kept in the
-    output folder from an earlier run (TableError, CourseError)."""
-    from grader.course import load_course
+    output folder from an earlier run (TableError)."""
     from grader.records.adjust import kept_records
 
-    records, kept = kept_records(load_course(args.course), args.out, args.roster, args.overrides, args.submitted)
+    records, kept = kept_records(course, args.out, args.roster, args.overrides, args.submitted)
     for path in kept:
         print(f"grader: using {path} (kept from an earlier run; give one with only its header line to clear it)", file=sys.stderr)
     return records
@@ -235,7 +234,7 @@ def _gradebook(args) -> int:
     out = Path(args.out)
     try:
         course = load_course(args.course)
-        records = _records(args)
+        records = _records(args, course)
         rows = [row for row in load_results(out).values() if args.assignment in (None, row.get("assignment"))]
         if not rows:
             raise CourseError(f"{out / 'results'} holds no results{' of ' + args.assignment if args.assignment else ''}: "
