@@ -135,6 +135,7 @@ def _run_probe() -> tuple[bool, str]:
     if libc is None:
         return False, f"namespaces need Linux (this is {sys.platform})"
     r, w = os.pipe()
+    parent = os.getpid()
     try:
         pid = os.fork()
     except OSError as e:
@@ -144,6 +145,10 @@ def _run_probe() -> tuple[bool, str]:
     if pid == 0:  # throwaway child: try the real thing, report, never return
         code, msg = 1, b"probe failed"
         try:
+            # it dies with the zygote, like every worker: a zygote killed mid-probe leaves no supervisor behind
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:
+                os._exit(1)
             os.close(r)
             _enter_namespaces(None, PROBE_LIMITS, expose_cuda=False, keep_fds=(w,))
             if os.getpid() != 1:
