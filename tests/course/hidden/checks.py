@@ -327,11 +327,12 @@ def unchanged(before: Sequence, result: CallResult, names: Sequence[str], *, wha
 
 
 def vectorized(results: Sequence[tuple[str, CallResult]], what: str, loop_over: str):
-    """The number of ATen operators must not grow from the first call to the others (larger T, batch or heads)."""
+    """The number of torch functions, methods and operators called must not grow from the first call to the others
+    (larger T, batch or heads)."""
     base_label, base = results[0]
     for label, result in results[1:]:
         if result.ops is not None and base.ops is not None and result.ops > base.ops:
-            raise CheckFailed(f"{what} dispatches more tensor operations for {label} than for "
+            raise CheckFailed(f"{what} calls more tensor operations for {label} than for "
                               f"{base_label}: the work grows with the size, so a Python loop runs over {loop_over}. "
                               f"Hint: use batched tensor operations (matmul/@ on (..., T, d) tensors, broadcasting, "
                               f"transpose(-2, -1)) that handle every position and batch element at once.")
