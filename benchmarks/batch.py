@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import descendants
 import nbformat
 
 from grader import ROOT
@@ -74,23 +75,21 @@ source, out, jobs, dask = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4
 started = time.monotonic()
 rows = run_batch(source, out, course_file=COURSE_FILE, jobs=jobs, force=True, dask=dask)
 wall = time.monotonic() - started
-usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
 print(json.dumps({"wall": wall, "latencies": [r["execution_time"] for r in rows if r.get("status") == "graded"],
-                  "rows": len(rows), "cpu": sum(u.ru_utime + u.ru_stime for u in usage),
-                  "peak_mib": usage[1].ru_maxrss / 1024}))
+                  "rows": len(rows), "peak_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 """
 
 
 def measure(label: str, source: Path, out: Path, jobs: int, root: Path = ROOT, dask: str | None = None) -> dict:
     """Grade ``source`` with ``root``'s grader in a new process; print and return wall time, latencies, and CPU
-    per submission: of the batch's own process tree (the batch, its jobs, their zygotes and workers, whatever
-    else the machine runs) and of the whole machine (/proc/stat, which counts every other user too)."""
+    per submission: of the batch's own process tree (the batch, its jobs, their zygotes and workers: ``descendants``)
+    and of the whole machine (/proc/stat, which counts every other user too)."""
     cpu_before = machine_cpu()
     env = {**os.environ, "PYTHONPATH": str(root)}
-    done = subprocess.run([sys.executable, "-c", MEASURE, str(source), str(out), str(jobs), dask or ""], cwd=root,
-                          env=env, check=True, capture_output=True, text=True)
+    done, _, tree_cpu = descendants.run([sys.executable, "-c", MEASURE, str(source), str(out), str(jobs), dask or ""],
+                                        cwd=root, env=env, check=True, capture_output=True, text=True)
     cpu_after = machine_cpu()
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    figures = {**json.loads(done.stdout.strip().splitlines()[-1]), "cpu": tree_cpu}
     wall, rows, latencies = figures["wall"], figures["rows"], sorted(figures["latencies"])
     if len(latencies) < rows:
         print(f"{label}: {rows - len(latencies)} of {rows} submissions could not be graded", flush=True)
@@ -166,6 +165,7 @@ def main() -> None:
                         "of separate processes on this machine")
     parser.add_argument("--nbgrader-students", type=int, default=4, help="0 skips the nbgrader comparison")
     args = parser.parse_args()
+    descendants.adopt_orphans()
     print(f"machine: {platform.platform()}, {len(os.sched_getaffinity(0))} CPUs, Python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as scratch:

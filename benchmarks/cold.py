@@ -15,25 +15,24 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+import descendants
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def timed(command: list[str], root: Path) -> tuple[float, float]:
-    """Wall and CPU seconds (of the process and all it waited for) of a new process running ``command`` in
-    ``root``, importing that checkout's grader."""
+    """Wall and CPU seconds (of the process and every process it started, its zygote and workers included) of a new
+    process running ``command`` in ``root``, importing that checkout's grader."""
     env = {**os.environ, "PYTHONPATH": str(root)}
-    before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
-    subprocess.run(command, cwd=root, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall, after = time.monotonic() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    _, wall, cpu = descendants.run(command, cwd=root, env=env, check=True, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+    return wall, cpu
 
 
 def main() -> None:
@@ -41,6 +40,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--against", type=Path, help="another checkout whose grader is timed in the same rounds")
     args = parser.parse_args()
+    descendants.adopt_orphans()
     print(f"machine: {platform.platform()}, {len(os.sched_getaffinity(0))} CPUs, Python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.2f}")
     roots = {"ours": ROOT, **({"against": args.against.resolve()} if args.against else {})}

@@ -1,11 +1,11 @@
-"""Benchmark: the CPU one warm submission costs the grading process, alternating two checkouts.
+"""Benchmark: the CPU one warm submission costs, alternating two checkouts.
 
 Each round runs, in a new process importing the grader of the checkout measured, one zygote, one grade of
-``solutions/`` to warm up, then ``--grades`` more, and reports the grading process's CPU time per submission.
-Unlike a batch, it leaves out the jobs' start and the class reports, and it counts one process, so other users of a
-shared machine change it less. (The workers' CPU is left out: the zygote's reaped children, in /proc, showed 0.01 to
-0.09 s per submission, far below the 0.3 s the third round measured inside the worker, so the sandbox's processes
-are not all charged there.)
+``solutions/`` to warm up, then ``--grades`` more, and reports per submission the CPU time of the grading process and
+of the sandboxed workers that ran the submission's code (a worker's processes are killed, not waited for, so they
+are orphaned: the measuring process adopts and reaps them, ``descendants``). Unlike a batch, it leaves out the jobs'
+start and the class reports, and it counts only the grading's own processes, so other users of a shared machine
+change it less.
 
     python benchmarks/warm.py --rounds 4 --grades 6 --against /tmp/base
 """
@@ -23,26 +23,36 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 MEASURE = """
-import json, sys, time
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[2])
+import descendants
 from grader.course import COURSE_FILE, load_course
 from grader.grade import grade_submission
 from grader.sandbox.client import Zygote
 
+def orphans_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+descendants.adopt_orphans()
 course, grades = load_course(COURSE_FILE), int(sys.argv[1])
 zygote = Zygote(hide=(course.root,))
 grade_submission("solutions", course, zygote=zygote)
-own = time.process_time()
+keep = descendants.children()
+descendants.reap(keep)
+own, workers = time.process_time(), orphans_cpu()
 for _ in range(grades):
     grade_submission("solutions", course, zygote=zygote)
-print(json.dumps({"grading": (time.process_time() - own) / grades}))
+descendants.reap(keep)
+print(json.dumps({"grading": (time.process_time() - own) / grades, "workers": (orphans_cpu() - workers) / grades}))
 zygote.close()
 """
 
 
 def measure(root: Path, grades: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(root)}
-    done = subprocess.run([sys.executable, "-c", MEASURE, str(grades)], cwd=root, env=env, check=True,
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", MEASURE, str(grades), str(ROOT / "benchmarks")], cwd=root, env=env,
+                          check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -58,12 +68,13 @@ def main() -> None:
     for n in range(args.rounds):
         for name, root in (("against", args.against.resolve()), ("ours", ROOT)):
             figures = measure(root, args.grades)
-            totals[name].append(figures["grading"])
-            print(f"round {n + 1} {name:<8} CPU per submission of the grading process {figures['grading']:.3f} s",
-                  flush=True)
+            totals[name].append(figures["grading"] + figures["workers"])
+            print(f"round {n + 1} {name:<8} CPU per submission: grading process {figures['grading']:.3f} s, its workers "
+                  f"{figures['workers']:.3f} s, together {totals[name][-1]:.3f} s", flush=True)
     ratios = [ours / theirs for ours, theirs in zip(totals["ours"], totals["against"])]
-    print(f"grading process's CPU per warm submission, ours over against: median {statistics.median(ratios):.2f} "
-          f"(from {min(ratios):.2f} to {max(ratios):.2f} over {len(ratios)} rounds); load average {os.getloadavg()[0]:.1f}")
+    print(f"CPU per warm submission (grading process and workers), ours over against: median "
+          f"{statistics.median(ratios):.2f} (from {min(ratios):.2f} to {max(ratios):.2f} over {len(ratios)} rounds); "
+          f"load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
