@@ -120,8 +120,8 @@ def _make_cgroup(hierarchies, cpu_cap: str, request: dict) -> tuple[list[str], s
 
 def _warm() -> None:
     """Do once, before forking, what every worker would otherwise pay for on its first call: torch's lazy
-    imports and initialisation (the first meta-tensor operation under a torch function mode alone imports
-    ``torch._dynamo``, ~800 modules, about 1 s)."""
+    imports and initialisation (a non-scalar backward, the meta device's kernels, ...)."""
+    _without_dynamo()
     names = frozenset({"_softmax", "matmul"})
     x = torch.randn(2, 3, 4, requires_grad=True)
     layer, dropout = torch.nn.Linear(4, 4), torch.nn.Dropout(0.1)
@@ -131,6 +131,23 @@ def _warm() -> None:
         out.backward(torch.ones_like(out))
         torch.softmax(torch.empty(2, 3, device="meta") @ torch.empty(3, 2, device="meta") / 2.0, dim=-1)
         torch.einsum("ij,jk->ik", torch.randn(2, 3), torch.randn(3, 2)).sum().item()
+
+
+def _without_dynamo() -> None:
+    """Torch wraps its Python kernels (the meta device's elementwise operations among them) so that torch.compile
+    does not trace into them, and the wrapper imports ``torch._dynamo`` (~800 modules, 0.7 to 0.9 s) on its first
+    call, only to build that exclusion. Nothing compiles here: every wrapper that exists is marked done, with the
+    kernel itself as what it calls, so the import never happens. Should torch's wrapper change shape, nothing is
+    marked and ``_warm`` imports ``torch._dynamo`` as before: either way no worker pays for it in a call."""
+    inner = torch._disable_dynamo(lambda: None).__code__
+    if "fn" not in inner.co_freevars:
+        return
+    at = inner.co_freevars.index("fn")
+    for obj in gc.get_objects():
+        if type(obj) is types.FunctionType and obj.__code__ is inner:
+            kernel = obj.__closure__[at].cell_contents
+            if getattr(kernel, "__dynamo_disable", None) is None:
+                kernel.__dynamo_disable = kernel
 
 
 def _run_worker(fd: int, request: dict, zygote: int, cgroup_paths: list[str], cpu_cap: str) -> None:

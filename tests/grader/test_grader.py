@@ -237,6 +237,35 @@ def test_keyed_dropout_is_a_function_of_each_value_alone():
     assert torch.allclose(dropped[kept], 2 * weights[kept])
 
 
+AFTER_WARM_UP = """
+import sys, time
+import torch
+from grader.sandbox.dropout import KeyedDropout
+from grader.sandbox.worker import Watch, _warm
+_warm()
+before, meta = set(sys.modules), lambda *shape: torch.empty(*shape, device="meta")
+layer = torch.nn.Linear(4, 4)
+with Watch(frozenset({"softmax"})), KeyedDropout():
+    started = time.process_time()
+    x = (meta(2, 3, 3) * 2.0 - 1).exp().sqrt().masked_fill(meta(3, 3).bool().tril(), float("-inf"))
+    torch.nn.functional.dropout(torch.softmax(x.float() / 2, dim=-1), 0.1) @ layer.to("meta")(meta(2, 3, 4))
+    for dtype in (torch.float64, torch.float16, torch.bfloat16):
+        y = torch.randn(2, 3, dtype=dtype, requires_grad=True)
+        (y.softmax(-1) @ y.mT).tril().backward(torch.ones(2, 2, dtype=dtype))
+    seconds = time.process_time() - started
+print(sorted(name for name in set(sys.modules) - before if name.startswith(("torch", "sympy"))), seconds)
+"""
+
+
+def test_a_worker_never_imports_what_torch_imports_lazily():
+    """After the zygote's warm-up, the calls a grade makes (meta tensors, half precision, backward, dropout, under the
+    watch) import nothing more of torch: no worker pays an import (torch._dynamo alone is ~0.8 s) inside a timed call."""
+    imported, seconds = subprocess.run([sys.executable, "-c", AFTER_WARM_UP], capture_output=True, text=True,
+                                       check=True).stdout.rsplit(" ", 1)
+    assert imported == "[]"
+    assert float(seconds) < 0.2  # a lazy import of torch._dynamo or sympy takes several times that
+
+
 def test_every_submission_is_graded_on_the_same_list_of_tests(tmp_path, zygote, course):
     """The references, the stubs and a submission with a missing and a broken file are graded on one list of tests
     with the same points each (half precision included: torch computes float16 and bfloat16 on the CPU too)."""
