@@ -147,7 +147,8 @@ def _without_dynamo() -> None:
         if type(obj) is types.FunctionType and obj.__code__ is inner:
             kernel = obj.__closure__[at].cell_contents
             if getattr(kernel, "__dynamo_disable", None) is None:
-                kernel.__dynamo_disable = kernel
+                with contextlib.suppress(AttributeError, TypeError):  # a kernel that takes no attributes: as before
+                    kernel.__dynamo_disable = kernel
 
 
 def _run_worker(fd: int, request: dict, zygote: int, cgroup_paths: list[str], cpu_cap: str) -> None:
