@@ -5,7 +5,7 @@ validates it again and sets its rlimits (and the size of its tmpfs) from it.
 """
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
+from dataclasses import dataclass, fields
 
 try:
     import resource
@@ -19,22 +19,32 @@ MEMORY_HEADROOM_MB = 256
 NOFILE_HEADROOM = 32
 
 
-class Limits(BaseModel):
-    """Every limit of a worker, all required (course.yaml states each)."""
+@dataclass(frozen=True)
+class Limits:
+    """Every limit of a worker, all required (course.yaml states each), each positive.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    A plain dataclass, so that the zygote builds one without importing pydantic (0.2 s on the path of a cold grade):
+    course.yaml's model validates it there (types, no unknown key: pydantic reads ``__pydantic_config__``), and
+    ``__post_init__`` checks that every limit is positive, on both ends."""
+
+    __pydantic_config__ = {"extra": "forbid"}
 
     # wall clocks, kept by the grading process
-    call_seconds: PositiveFloat        # one call into student code
-    import_seconds: PositiveFloat      # importing one module of the submission
-    submission_seconds: PositiveFloat  # a whole submission's grading
+    call_seconds: float        # one call into student code
+    import_seconds: float      # importing one module of the submission
+    submission_seconds: float  # a whole submission's grading
     # set in the sandbox
-    memory_mb: PositiveInt    # RLIMIT_AS (floored at current mappings + MEMORY_HEADROOM_MB)
-    cpu_seconds: PositiveInt  # RLIMIT_CPU soft limit (SIGKILL at the hard one, a little above)
-    processes: PositiveInt    # RLIMIT_NPROC (only meaningful for a non-root uid) and the worker cgroup's pids.max
-    file_size_mb: PositiveInt  # RLIMIT_FSIZE
-    open_files: PositiveInt   # RLIMIT_NOFILE (floored at highest kept fd + NOFILE_HEADROOM)
-    tmp_mb: PositiveInt       # size of the private tmpfs at /tmp (and of /dev/shm)
+    memory_mb: int    # RLIMIT_AS (floored at current mappings + MEMORY_HEADROOM_MB)
+    cpu_seconds: int  # RLIMIT_CPU soft limit (SIGKILL at the hard one, a little above)
+    processes: int    # RLIMIT_NPROC (only meaningful for a non-root uid) and the worker cgroup's pids.max
+    file_size_mb: int  # RLIMIT_FSIZE
+    open_files: int   # RLIMIT_NOFILE (floored at highest kept fd + NOFILE_HEADROOM)
+    tmp_mb: int       # size of the private tmpfs at /tmp (and of /dev/shm)
+
+    def __post_init__(self):
+        not_positive = [field.name for field in fields(self) if not getattr(self, field.name) > 0]
+        if not_positive:
+            raise ValueError(f"every limit must be positive: {', '.join(not_positive)}")
 
 
 def set_rlimits(limits: Limits, keep) -> None:

@@ -166,7 +166,7 @@ def _run_worker(fd: int, request: dict, zygote: int, cgroup_paths: list[str], cp
             os.dup2(devnull, target)
         os.close(devnull)
         try:
-            isolation = confine(request["submission"], Limits.model_validate(request["limits"]), require=request["require_sandbox"],
+            isolation = confine(request["submission"], Limits(**request["limits"]), require=request["require_sandbox"],
                                 expose_cuda=request["device"] == "cuda", keep_fds=[fd])
             if request["device"] == "cuda":  # CUDA's state and cuBLAS start here, not in the student's first call
                 try:
@@ -188,7 +188,7 @@ def _run_worker(fd: int, request: dict, zygote: int, cgroup_paths: list[str], cp
 class Watch(TorchFunctionMode):
     """Counts the torch functions, methods and operators called (a Python loop over positions calls more of them for
     larger inputs) and records the watched ones. Only the student's own calls are seen: what a torch function does
-    inside (``F.softmax`` calling ``Tensor.softmax``, ATen's kernels) runs with the mode off, so it costs nothing."""
+    inside (its own torch calls, ATen's kernels) runs with the mode off, so it costs nothing."""
 
     def __init__(self, names):
         super().__init__()

@@ -1,11 +1,12 @@
 """The grading process's handle on its zygote: start it, ask it to fork, wait for and reap workers.
 
 ``Zygote`` is a fresh interpreter (grader.sandbox.lifeline, then grader.sandbox.worker) that imports torch once and
-forks the sandboxed workers. This module imports neither torch nor pydantic, so a grading process can start its
+forks the sandboxed workers. This module imports neither torch nor pydantic (nor does the zygote import pydantic), so a grading process can start its
 zygote before importing torch itself, and both imports run at once (``grader grade``'s cold start).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -73,7 +74,7 @@ class Zygote:
             self._launch()
         ours, theirs = socket.socketpair()
         try:
-            pid = self._ask({"op": "spawn", "submission": str(submission), "limits": limits.model_dump(), "device": device,
+            pid = self._ask({"op": "spawn", "submission": str(submission), "limits": dataclasses.asdict(limits), "device": device,
                              "require_sandbox": require_sandbox}, [theirs.fileno()])["pid"]
         finally:
             theirs.close()

@@ -89,6 +89,15 @@ def test_unknown_nested_key(tmp_path, course_data):
     assert "grading.limits.gpu_count" in message
 
 
+def test_a_limit_that_is_not_positive(tmp_path, course_data):
+    """A worker limit of zero or below is named in a one-line CourseError, and so is a limit of the wrong type."""
+    course_data["grading"]["limits"]["call_seconds"] = 0
+    message = course_error(write(tmp_path, course_data))
+    assert "grading.limits" in message and "positive: call_seconds" in message
+    course_data["grading"]["limits"].update(call_seconds=2, memory_mb=1.5)
+    assert "grading.limits.memory_mb" in course_error(write(tmp_path, course_data))
+
+
 def test_points_of_wrong_type(tmp_path, course_data):
     """points: "ten" gives a one-line CourseError naming exercises.<i>.points."""
     course_data["exercises"][1]["points"] = "ten"

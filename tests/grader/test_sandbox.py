@@ -8,6 +8,7 @@ with a deadline and kills the child on timeout.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import encodings.idna  # noqa: F401 - preloaded: the user-namespace test cannot read the stdlib
 import errno
 import json
@@ -49,7 +50,7 @@ RESULT_FD = -1  # in a child: the fd its result goes to (to keep it open across 
 
 def limits_with(**changes) -> Limits:
     """The probe's limits with ``changes``."""
-    return sandbox.PROBE_LIMITS.model_copy(update=changes)
+    return dataclasses.replace(sandbox.PROBE_LIMITS, **changes)
 
 
 class Sandboxed:
