@@ -41,7 +41,7 @@ def children() -> set[int]:
 
 def reap(keep: set[int]) -> None:
     """Wait for every child but ``keep`` (those that were there before the command: a Dask cluster's processes)."""
-    deadline = time.monotonic() + REAP_SECONDS
+    deadline, pause = time.monotonic() + REAP_SECONDS, 0.005
     while left := children() - keep:
         for pid in left:
             try:
@@ -50,7 +50,8 @@ def reap(keep: set[int]) -> None:
                 pass
         if time.monotonic() > deadline:
             raise TimeoutError(f"processes the command started were still running {REAP_SECONDS} s after it ended")
-        time.sleep(0.01)
+        time.sleep(pause)
+        pause = min(2 * pause, 0.1)  # each look at /proc costs about 1.5 ms of CPU
 
 
 def run(command: list[str], **kwargs) -> tuple[subprocess.CompletedProcess, float, float]:

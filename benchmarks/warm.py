@@ -2,10 +2,10 @@
 
 Each round runs, in a new process importing the grader of the checkout measured, one zygote, one grade of
 ``solutions/`` to warm up, then ``--grades`` more, and reports per submission the CPU time of the grading process and
-of the sandboxed workers that ran the submission's code (a worker's processes are killed, not waited for, so they
-are orphaned: the measuring process adopts and reaps them, ``descendants``). Unlike a batch, it leaves out the jobs'
-start and the class reports, and it counts only the grading's own processes, so other users of a shared machine
-change it less.
+of the sandboxed workers that ran the submission's code, with the zygote's work for them (forking, reaping): what the
+zygote reaped is read from its /proc entry, and a worker's inner process, orphaned when its supervisor is killed, is
+adopted and reaped by the measuring process (``descendants``). Unlike a batch, it leaves out the jobs' start and the
+class reports, and it counts only the grading's own processes, so other users of a shared machine change it less.
 
     python benchmarks/warm.py --rounds 4 --grades 6 --against /tmp/base
 """
@@ -23,16 +23,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 MEASURE = """
-import json, resource, sys, time
+import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[2])
 import descendants
 from grader.course import COURSE_FILE, load_course
 from grader.grade import grade_submission
 from grader.sandbox.client import Zygote
 
-def orphans_cpu():
+def workers_cpu(zygote):
+    # the zygote's CPU and its reaped children's (/proc: utime, stime, cutime, cstime), and the orphans we reaped
+    ticks = open(f"/proc/{zygote.process.pid}/stat").read().rsplit(")", 1)[1].split()[11:15]
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return sum(map(int, ticks)) / os.sysconf("SC_CLK_TCK") + usage.ru_utime + usage.ru_stime
 
 descendants.adopt_orphans()
 course, grades = load_course(COURSE_FILE), int(sys.argv[1])
@@ -40,11 +42,11 @@ zygote = Zygote(hide=(course.root,))
 grade_submission("solutions", course, zygote=zygote)
 keep = descendants.children()
 descendants.reap(keep)
-own, workers = time.process_time(), orphans_cpu()
+own, workers = time.process_time(), workers_cpu(zygote)
 for _ in range(grades):
     grade_submission("solutions", course, zygote=zygote)
 descendants.reap(keep)
-print(json.dumps({"grading": (time.process_time() - own) / grades, "workers": (orphans_cpu() - workers) / grades}))
+print(json.dumps({"grading": (time.process_time() - own) / grades, "workers": (workers_cpu(zygote) - workers) / grades}))
 zygote.close()
 """
 

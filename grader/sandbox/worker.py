@@ -137,17 +137,19 @@ def _without_dynamo() -> None:
     """Torch wraps its Python kernels (the meta device's elementwise operations among them) so that torch.compile
     does not trace into them, and the wrapper imports ``torch._dynamo`` (~800 modules, 0.7 to 0.9 s) on its first
     call, only to build that exclusion. Nothing compiles here: every wrapper that exists is marked done, with the
-    kernel itself as what it calls, so the import never happens. Should torch's wrapper change shape, nothing is
-    marked and ``_warm`` imports ``torch._dynamo`` as before: either way no worker pays for it in a call."""
+    kernel itself as what it calls, so the import never happens for the kernels a grade uses (the warm-up and
+    ``test_a_worker_never_imports_what_torch_imports_lazily`` check it). Should torch's wrapper change shape, nothing
+    is marked and ``_warm`` imports ``torch._dynamo`` as before. A submission that imports a module which imports
+    ``torch._dynamo`` itself (``torch.nn.attention.bias``) pays for it, within its time limits."""
     inner = torch._disable_dynamo(lambda: None).__code__
     if "fn" not in inner.co_freevars:
         return
     at = inner.co_freevars.index("fn")
     for obj in gc.get_objects():
         if type(obj) is types.FunctionType and obj.__code__ is inner:
-            kernel = obj.__closure__[at].cell_contents
-            if getattr(kernel, "__dynamo_disable", None) is None:
-                with contextlib.suppress(AttributeError, TypeError):  # a kernel that takes no attributes: as before
+            with contextlib.suppress(Exception):  # a kernel that cannot be marked stays as it was
+                kernel = obj.__closure__[at].cell_contents
+                if getattr(kernel, "__dynamo_disable", None) is None:
                     kernel.__dynamo_disable = kernel
 
 
@@ -196,7 +198,7 @@ class Watch(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         self.count += 1
-        name = getattr(func, "__name__", "")
+        name = getattr(func, "__name__", "").split(".")[0]  # an operator's overload (torch.ops.aten.mm.default) by its name
         if name in self.names:
             self.seen.add(name)
         return func(*args, **(kwargs or {}))

@@ -251,3 +251,16 @@ def test_an_unknown_assignment_is_one_line(tmp_path, capsys, command):
     error = capsys.readouterr().err.strip()
     assert error.startswith("grader: unknown assignment 'nope': course.yaml has 01_") and "\n" not in error
     assert not (tmp_path / "out").exists()
+
+
+def test_a_banned_builtin_is_banned_under_its_other_names():
+    """A built-in banned in course.yaml is banned under the other names torch calls it by too: its in-place method
+    (``addmm_``), its torch.special and torch.linalg aliases (``special_softmax``): the worker matches the name of
+    each call, so an alias left out would be a way around the rule."""
+    import torch
+
+    names = {getattr(f, "__name__", "") for fs in torch.overrides.get_overridable_functions().values() for f in fs}
+    for target, banned in course().banned.items():
+        aliases = {f"{prefix}{name}{suffix}" for name in banned for prefix, suffix in (("", "_"), ("special_", ""),
+                                                                                      ("linalg_", ""))}
+        assert sorted((aliases & names) - set(banned)) == [], target

@@ -89,6 +89,8 @@ bug("scores", "attention_scores_transpose_inplace", "attention_scores transposes
     ("return queries @ keys.transpose(-2, -1)  # (..., Tq, Tk)", "keys.transpose_(-2, -1)\n    return queries @ keys"))
 part("scores", "dot_torch_dot", "dot calls torch.dot (a banned built-in); everything else right",
      ("return (a * b).sum()  # ()", "return torch.dot(a, b)"))
+part("scores", "dot_linalg_vecdot", "dot calls torch.linalg.vecdot (a banned built-in under another name); everything else right",
+     ("return (a * b).sum()  # ()", "return torch.linalg.vecdot(a, b)"))
 part("scores", "pairwise_loops", "pairwise_scores and attention_scores loop over the tokens in Python",
      ("return x @ x.transpose(-2, -1)  # (..., T, T)",
       "rows = [(x[..., i:i + 1, :] * x).sum(-1) for i in range(x.shape[-2])]\n    return torch.stack(rows, dim=-2)"),
@@ -133,6 +135,16 @@ part("softmax", "torch_softmax", "softmax calls torch.softmax (a banned built-in
     z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0
     e = z.exp()
     return e / e.sum(dim=dim, keepdim=True)""", "    return torch.softmax(x / temperature, dim=dim)"))
+part("softmax", "special_softmax", "softmax calls torch.special.softmax (a banned built-in under another name)",
+     ("""    z = x / temperature
+    z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0
+    e = z.exp()
+    return e / e.sum(dim=dim, keepdim=True)""", "    return torch.special.softmax(x / temperature, dim=dim)"))
+part("softmax", "aten_softmax", "softmax calls the operator torch.ops.aten._softmax directly (a banned built-in)",
+     ("""    z = x / temperature
+    z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0
+    e = z.exp()
+    return e / e.sum(dim=dim, keepdim=True)""", "    return torch.ops.aten._softmax.default(x / temperature, dim, False)"))
 ok("softmax", "logsumexp", "softmax as exp(z - logsumexp(z))",
    ("""    z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0
     e = z.exp()
