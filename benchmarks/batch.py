@@ -89,7 +89,7 @@ def measure(label: str, source: Path, out: Path, jobs: int, root: Path = ROOT, d
     done, _, tree_cpu = descendants.run([sys.executable, "-c", MEASURE, str(source), str(out), str(jobs), dask or ""],
                                         cwd=root, env=env, check=True, capture_output=True, text=True)
     cpu_after = machine_cpu()
-    figures = {**json.loads(done.stdout.strip().splitlines()[-1]), "cpu": tree_cpu}
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
     wall, rows, latencies = figures["wall"], figures["rows"], sorted(figures["latencies"])
     if len(latencies) < rows:
         print(f"{label}: {rows - len(latencies)} of {rows} submissions could not be graded", flush=True)
@@ -97,7 +97,7 @@ def measure(label: str, source: Path, out: Path, jobs: int, root: Path = ROOT, d
     print(f"{label:<34} jobs={jobs}  {rows:4d} submissions in {wall:7.1f} s  = {rows / wall:6.2f} subs/s   "
           f"median {statistics.median(latencies) if latencies else float('nan'):.2f} s  p95 {p95:.2f} s   "
           f"peak RSS of a process {figures['peak_mib']:.0f} MiB", flush=True)
-    figures["tree_cpu"] = figures["cpu"] / rows
+    figures["tree_cpu"] = tree_cpu / rows
     line = f"{'':<34} CPU per submission: the batch's processes {figures['tree_cpu']:.3f} s"
     if cpu_before and cpu_after:
         machine = sum(after - before for before, after in zip(cpu_before, cpu_after))

@@ -26,14 +26,20 @@ def adopt_orphans() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
 
 
+def stat(pid: int | str) -> list[str]:
+    """The fields of /proc/PID/stat after the command's name: [0] the state, [1] the parent's pid, [11:15] utime,
+    stime, cutime and cstime in clock ticks."""
+    with open(f"/proc/{pid}/stat") as file:
+        return file.read().rsplit(")", 1)[1].split()
+
+
 def children() -> set[int]:
     """The pids whose parent is this process (from /proc: zombies included)."""
     me, pids = os.getpid(), set()
     for entry in os.listdir("/proc"):
         try:
-            with open(f"/proc/{entry}/stat") as stat:
-                if entry.isdigit() and int(stat.read().rsplit(")", 1)[1].split()[1]) == me:
-                    pids.add(int(entry))
+            if entry.isdigit() and int(stat(entry)[1]) == me:
+                pids.add(int(entry))
         except (OSError, ValueError, IndexError):
             continue
     return pids

@@ -32,7 +32,7 @@ from grader.sandbox.client import Zygote
 
 def workers_cpu(zygote):
     # the zygote's CPU and its reaped children's (/proc: utime, stime, cutime, cstime), and the orphans we reaped
-    ticks = open(f"/proc/{zygote.process.pid}/stat").read().rsplit(")", 1)[1].split()[11:15]
+    ticks = descendants.stat(zygote.process.pid)[11:15]
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return sum(map(int, ticks)) / os.sysconf("SC_CLK_TCK") + usage.ru_utime + usage.ru_stime
 

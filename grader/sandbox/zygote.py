@@ -1,8 +1,9 @@
 """The grading process's handle on its zygote: start it, ask it to fork, wait for and reap workers.
 
 ``Zygote`` is a fresh interpreter (grader.sandbox.lifeline, then grader.sandbox.worker) that imports torch once and
-forks the sandboxed workers. This module imports neither torch nor pydantic (nor does the zygote import pydantic), so a grading process can start its
-zygote before importing torch itself, and both imports run at once (``grader grade``'s cold start).
+forks the sandboxed workers. This module imports neither torch nor pydantic (nor does the zygote import pydantic),
+so a grading process can start its zygote before importing torch itself, and both imports run at once (``grader
+grade``'s cold start).
 """
 from __future__ import annotations
 

@@ -103,6 +103,10 @@ ok("scores", "einsum", "pairwise_scores and attention_scores with torch.einsum, 
 
 # ------------------------------------------------------------------ softmax
 SM = "z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0"
+SOFTMAX_BODY = f"""    z = x / temperature
+    {SM}
+    e = z.exp()
+    return e / e.sum(dim=dim, keepdim=True)"""  # a part variant replaces it whole
 bug("softmax", "last_dim_only", "softmax always normalizes the last dim, whatever `dim` says",
     (SM, "z = z - z.amax(dim=-1, keepdim=True)"), ("return e / e.sum(dim=dim, keepdim=True)", "return e / e.sum(dim=-1, keepdim=True)"), shows=("softmax.last_dim_only",))
 bug("softmax", "no_max_subtraction", "softmax does not subtract the row max (exp overflows for large scores)",
@@ -131,20 +135,11 @@ bug("softmax", "float32_cast_back", "softmax computes in float32 and casts the r
 bug("softmax", "abs_max", "softmax subtracts the row's largest absolute value, which is inf for rows with -inf",
     (SM, "z = z - z.abs().amax(dim=dim, keepdim=True)"))
 part("softmax", "torch_softmax", "softmax calls torch.softmax (a banned built-in); everything else right",
-     ("""    z = x / temperature
-    z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0
-    e = z.exp()
-    return e / e.sum(dim=dim, keepdim=True)""", "    return torch.softmax(x / temperature, dim=dim)"))
+     (SOFTMAX_BODY, "    return torch.softmax(x / temperature, dim=dim)"))
 part("softmax", "special_softmax", "softmax calls torch.special.softmax (a banned built-in under another name)",
-     ("""    z = x / temperature
-    z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0
-    e = z.exp()
-    return e / e.sum(dim=dim, keepdim=True)""", "    return torch.special.softmax(x / temperature, dim=dim)"))
+     (SOFTMAX_BODY, "    return torch.special.softmax(x / temperature, dim=dim)"))
 part("softmax", "aten_softmax", "softmax calls the operator torch.ops.aten._softmax directly (a banned built-in)",
-     ("""    z = x / temperature
-    z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0
-    e = z.exp()
-    return e / e.sum(dim=dim, keepdim=True)""", "    return torch.ops.aten._softmax.default(x / temperature, dim, False)"))
+     (SOFTMAX_BODY, "    return torch.ops.aten._softmax.default(x / temperature, dim, False)"))
 ok("softmax", "logsumexp", "softmax as exp(z - logsumexp(z))",
    ("""    z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0
     e = z.exp()
