@@ -318,6 +318,15 @@ def _ci(args) -> int:
                   results_path=args.results, junit_path=args.junit, assignment=args.assignment)
 
 
+def _class_flags(parser) -> None:
+    """The options of a command that grades a whole class (batch, collect): where, how many at once, on what, with
+    which course."""
+    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--jobs", type=int, default=max(1, len(os.sched_getaffinity(0))), help="parallel gradings (default: CPUs)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or auto; default: %(default)s")
+    parser.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to grade with")
+
+
 def _record_flags(command) -> None:
     # each file given is kept in OUT/records/ and used again by a later run that names none of its kind
     command.add_argument("--roster", metavar="CSV", help="the class list (id, name, email; nbgrader's or GitHub "
@@ -355,10 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch = commands.add_parser("batch", help="grade a whole class: results, gradebook.csv, feedback and summary.html")
     batch.add_argument("submissions", help="a folder of submissions (one subfolder, .zip or .ipynb per student), "
                                            "nbgrader's submitted/ folder, or a text file listing paths")
-    batch.add_argument("--out", required=True, help="output folder")
-    batch.add_argument("--jobs", type=int, default=max(1, len(os.sched_getaffinity(0))), help="parallel gradings (default: CPUs)")
-    batch.add_argument("--device", default="cpu", help="cpu, cuda or auto; default: %(default)s")
-    batch.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to grade with")
+    _class_flags(batch)
     batch.add_argument("--force", action="store_true", help="regrade even submissions whose results are up to date")
     batch.add_argument("--require-sandbox", action="store_true", help="refuse to grade where no sandbox can be built")
     batch.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster: tcp://SCHEDULER:8786, or 'local' for a LocalCluster")
@@ -402,10 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     collect.add_argument("roster", help="a text file of clone URLs, one per line: 'URL' or 'STUDENT URL'")
     collect.add_argument("--deadline", required=True, help="ISO 8601 time with its zone: the last commit at or before "
                                                            "it is graded (e.g. 2026-12-01T23:59:00+01:00)")
-    collect.add_argument("--out", required=True, help="output folder")
-    collect.add_argument("--jobs", type=int, default=max(1, len(os.sched_getaffinity(0))), help="parallel gradings (default: CPUs)")
-    collect.add_argument("--device", default="cpu", help="cpu, cuda or auto; default: %(default)s")
-    collect.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to grade with")
+    _class_flags(collect)
     collect.add_argument("--assignment", metavar="NAME", help="grade every repository as this assignment")
     collect.add_argument("--clone-seconds", type=float, help="time bound of one clone (default: grader.collect.CLONE_SECONDS, 120)")
     collect.add_argument("--clone-mb", type=int, help="size bound of one repository, in MB (default: grader.collect.CLONE_MB, 200)")
