@@ -1,6 +1,7 @@
 """The whole path of one submission: intake -> worker session -> suites -> points -> results."""
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -24,11 +25,29 @@ class DeviceError(ValueError):
     """The requested device is not available."""
 
 
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
+
+
+def gpu_present() -> bool:
+    """Whether torch sees a GPU, asked of NVML, not of CUDA: torch.cuda.is_available() starts CUDA's driver in the
+    asking process, and a process forked from one that did can never start it (a batch forks its jobs after asking;
+    seen on an H200: "CUDA error: initialization error" in every job). Torch asks NVML under ``NVML_CHECK`` = 1."""
+    saved = os.environ.get(NVML_CHECK)
+    os.environ[NVML_CHECK] = "1"
+    try:
+        return torch.cuda.is_available()
+    finally:
+        if saved is None:
+            del os.environ[NVML_CHECK]
+        else:
+            os.environ[NVML_CHECK] = saved
+
+
 def resolve_device(device: str) -> str:
     """'auto' becomes 'cuda' when a GPU is present, else 'cpu'; 'cuda' without a GPU is an error."""
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
+        return "cuda" if gpu_present() else "cpu"
+    if device == "cuda" and not gpu_present():
         raise DeviceError("--device cuda was asked for, but torch sees no CUDA device here")
     if device not in ("cpu", "cuda"):
         raise DeviceError(f"unknown device {device!r}: use cpu, cuda or auto")

@@ -120,7 +120,11 @@ def _make_cgroup(hierarchies, cpu_cap: str, request: dict) -> tuple[list[str], s
 
 def _warm() -> None:
     """Do once, before forking, what every worker would otherwise pay for on its first call: torch's lazy
-    imports and initialisation (a non-scalar backward, the meta device's kernels, ...)."""
+    imports and initialisation (a non-scalar backward, the meta device's kernels, ...).
+
+    Nothing here may start CUDA: a worker forked from a zygote that did cannot start it ("CUDA error: initialization
+    error", seen on an H200). The autograd engine's first backward counts every device type's devices, which on a
+    CUDA build of torch starts CUDA's driver, so the backward is warmed only on a build without CUDA."""
     _without_dynamo()
     names = frozenset({"_softmax", "matmul"})
     x = torch.randn(2, 3, 4, requires_grad=True)
@@ -128,7 +132,8 @@ def _warm() -> None:
     with Watch(names):
         logits = (layer(x) @ x.transpose(-2, -1)).masked_fill(torch.ones(3, 3, dtype=torch.bool).tril() == 0, float("-inf"))
         out = dropout(torch.softmax(logits / 2.0, dim=-1)) @ x
-        out.backward(torch.ones_like(out))
+        if torch.version.cuda is None:
+            out.backward(torch.ones_like(out))
         torch.softmax(torch.empty(2, 3, device="meta") @ torch.empty(3, 2, device="meta") / 2.0, dim=-1)
         torch.einsum("ij,jk->ik", torch.randn(2, 3), torch.randn(3, 2)).sum().item()
 

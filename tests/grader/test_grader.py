@@ -266,6 +266,41 @@ def test_a_worker_never_imports_what_torch_imports_lazily():
     assert float(seconds) < 0.2  # a lazy import of torch._dynamo or sympy takes several times that
 
 
+WARM_UP_ON_A_BUILD = """
+import sys, torch
+from grader.sandbox.worker import _warm
+torch.version.cuda = sys.argv[1] or None
+backwards = []
+torch.autograd.backward = lambda *args, **kwargs: backwards.append(1)
+_warm()
+print(len(backwards))
+"""
+
+
+@pytest.mark.parametrize("build, backwards", [("", "1"), ("13.0", "0")])
+def test_the_warm_up_starts_no_autograd_engine_on_a_cuda_build(build, backwards):
+    """The zygote's warm-up runs a backward on a CPU build of torch only: on a CUDA build the autograd engine's first
+    backward starts CUDA's driver, and no worker forked from the zygote could start CUDA after that."""
+    done = subprocess.run([sys.executable, "-c", WARM_UP_ON_A_BUILD, build], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == [backwards]
+
+
+def test_the_gpu_is_asked_of_nvml_not_of_cuda(monkeypatch):
+    """gpu_present() asks torch with PYTORCH_NVML_BASED_CUDA_CHECK=1 (which does not start CUDA in the grading process,
+    whose forked jobs could not start it then), and leaves that variable as it found it."""
+    from grader.grade import NVML_CHECK, gpu_present
+    seen = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: seen.append(os.environ.get(NVML_CHECK)) or True)
+    for before in (None, "0"):
+        if before is None:
+            monkeypatch.delenv(NVML_CHECK, raising=False)
+        else:
+            monkeypatch.setenv(NVML_CHECK, before)
+        assert gpu_present() is True
+        assert os.environ.get(NVML_CHECK) == before
+    assert seen == ["1", "1"]
+
+
 def test_every_submission_is_graded_on_the_same_list_of_tests(tmp_path, zygote, course):
     """The references, the stubs and a submission with a missing and a broken file are graded on one list of tests
     with the same points each (half precision included: torch computes float16 and bfloat16 on the CPU too)."""

@@ -95,8 +95,10 @@ def secret_env():
 
 
 @pytest.fixture(scope="module")
-def zygote(secret_env, private_tmp):
+def zygote(secret_env, private_tmp, device):
+    """The module's zygote; it knows the device its cases grade on (``--device``), which the helpers below pass on."""
     z = Zygote()
+    z.device = device
     yield z
     z.close()
 
@@ -249,7 +251,7 @@ def grade_outcome(path: Path, course, zygote, module: str | None = None):
     """Grade ``path`` (everything, or only ``module``); check what holds for every grading; return the outcome."""
     before = tree_hash(path)
     started = time.monotonic()
-    outcome = grade_submission(path, only(course, module) if module else course, zygote, select=module)
+    outcome = grade_submission(path, only(course, module) if module else course, zygote, zygote.device, select=module)
     elapsed = time.monotonic() - started
     assert elapsed < min(WALL_BOUND, course.grading.limits.submission_seconds), f"grading took {elapsed:.1f} s"
     assert tree_hash(path) == before, "the submission was modified"
@@ -270,7 +272,7 @@ def raised_by(path: Path, course, zygote, function: str = "quiz_answer") -> str:
     """The message of what ``quiz.<function>()`` raised, as the grading process holds it: the channel a trick uses
     to tell this test what it found (the feedback never shows a student's message)."""
     staged = stage(path, course.grading.intake)
-    session = WorkerSession(zygote, str(staged.directory), course.grading.limits)
+    session = WorkerSession(zygote, str(staged.directory), course.grading.limits, zygote.device)
     try:
         with pytest.raises(StudentError) as raised:
             getattr(Student(session).quiz, function)()
