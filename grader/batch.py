@@ -36,8 +36,8 @@ from functools import lru_cache
 from multiprocessing import get_context
 from pathlib import Path
 
-from grader import __version__
-from grader.course import Course, load_course
+from grader import ROOT, __version__
+from grader.course import EXERCISES_FOLDER, Course, load_course
 from grader.intake import IntakeError, IntakeFault
 from grader.intake.notebooks import assignment_notebook
 from grader.intake.submission import Read, digest, read_submission
@@ -52,8 +52,9 @@ from grader.similarity.report import class_report, summary_rows
 from grader.text import clean, student_id
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
-# besides course.yaml, in the course root; the hidden suites take their hints from tests/course/public/misconceptions.py
-MATERIAL = ("solutions", "tests/course/hidden", "tests/course/public")
+# What decides a grade besides course.yaml, in the course root: the references, and the exercises' folders (suites,
+# hints); and the grader's own code (its suites' machinery, points, intake, worker).
+MATERIAL = ("solutions", EXERCISES_FOLDER)
 GRADER_FAULT = "grader error"
 PROCESS_DIED = (f"{GRADER_FAULT}: could not be graded: the grading process died while grading this submission alone; "
                 "the next run tries again")
@@ -117,14 +118,15 @@ def _nbgrader_entries(student: str, folder: Path, course: Course) -> list[Entry]
 
 
 def material_fingerprint(course_file: Path) -> str:
-    """Changes whenever anything that decides a grade changes: course.yaml, the course's references and suites,
-    the grader's version."""
+    """Changes whenever anything that decides a grade changes: course.yaml, the course's references, suites and
+    hints, the grader's code."""
     course_file = Path(course_file).resolve()
     root = course_file.parent
     hasher = hashlib.sha256(__version__.encode())
-    files = [course_file] + sorted(p for d in MATERIAL for p in (root / d).rglob("*.py"))
-    for path in files:
-        hasher.update(str(path.relative_to(root)).encode())
+    files = [(root, course_file)] + [(root, p) for d in MATERIAL for p in sorted((root / d).rglob("*.py"))]
+    files += [(ROOT, p) for p in sorted((ROOT / "grader").rglob("*.py"))]
+    for top, path in files:
+        hasher.update(str(path.relative_to(top)).encode())
         hasher.update(path.read_bytes())
     return hasher.hexdigest()
 
@@ -307,6 +309,9 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     course = load_course(course_file)
     if assignment:
         course.assignment(assignment)  # an unknown name stops the batch before it starts
+    from grader.suites.plugin import check_suites  # torch and pytest: imported here anyway, before the jobs fork
+
+    check_suites(course)  # so does an error in the course's suites: no submission is graded against them
     entries = [e if e.assignment else Entry(e.student, e.path, assignment) for e in discover(source, course)
                if assignment in (None, e.assignment) or e.assignment is None]
     material = material_fingerprint(Path(course_file))

@@ -54,7 +54,7 @@ def _notebooks(args) -> int:
         if args.check:
             stale = stale_notebooks(course=course)
             if stale:
-                print(f"nbgrader/ is out of date with lessons/ and solutions/ ({', '.join(map(str, stale))}): "
+                print(f"nbgrader/ is out of date with the lessons and solutions/ ({', '.join(map(str, stale))}): "
                       "run `python -m grader notebooks`")
                 return 1
             print("nbgrader/ is up to date")
@@ -65,6 +65,40 @@ def _notebooks(args) -> int:
         return 2
     print(f"regenerated {len(changed)} file(s) in nbgrader/" if changed else "nbgrader/ already up to date")
     return 0
+
+
+def _new_exercise(args) -> int:
+    from grader.authoring.lessons import LessonError
+    from grader.authoring.scaffold import ScaffoldError, new_exercise
+    from grader.course import CourseError
+
+    try:
+        written = new_exercise(Path(args.course), args.name, args.title or args.name.replace("_", " ").capitalize(),
+                               args.points)
+    except (CourseError, ScaffoldError, LessonError) as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path.relative_to(course_root(args.course))}")
+    print(f"exercise {args.name} works as it is (an example that scales a tensor): make it yours in "
+          f"tests/course/{args.name}/ and solutions/{args.name}.py, then run `grader check-exercise {args.name}`")
+    return 0
+
+
+def _check_exercise(args) -> int:
+    from rich.console import Console
+
+    from grader.authoring.lessons import LessonError
+    from grader.authoring.scaffold import check_exercise, print_checks
+    from grader.course import CourseError
+
+    try:
+        with Console(stderr=True).status("checking") as status:
+            checks = check_exercise(Path(args.course), args.name, progress=lambda text: status.update(f"grading {text}"))
+    except (CourseError, LessonError) as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    return 0 if print_checks(checks, args.name, Console()) else 1
 
 
 def _grade(args) -> int:
@@ -105,6 +139,9 @@ def _grade(args) -> int:
         except IntakeError as error:
             console.print(Text.assemble("grader: cannot grade ", terminal(args.submission), ": ", terminal(str(error))))
             return 2
+        except CourseError as error:  # found in the suites: the course's to fix, never the submission's score
+            console.print(Text.assemble("grader: ", terminal(str(error))))
+            return GRADER_FAULT_STATUS
         except (GraderFault, IntakeFault) as error:  # the grader's own failure, never the submission's score: grade it again
             console.print(Text.assemble("grader: grader fault while grading ", terminal(args.submission), ": ",
                                         terminal(str(error)), " (not the submission's fault: grade it again)"))
@@ -281,7 +318,7 @@ def _release(args) -> int:
         return 2
     for note in handout.notes:
         print(f"note: {note}")
-    print(f"wrote the handout ({len(handout.files)} files) to {handout.root}; no line of tests/course/hidden or of the "
+    print(f"wrote the handout ({len(handout.files)} files) to {handout.root}; no line of the hidden suites or of the "
           "solution blocks is in it, nor any of their specific numbers")
     if args.gradescope:
         autograder = gradescope_zip(args.gradescope, device=args.device, course_file=args.course, assignment=args.assignment)
@@ -347,10 +384,24 @@ def build_parser() -> argparse.ArgumentParser:
     stubs.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
     stubs.set_defaults(run=_stubs)
 
-    notebooks = commands.add_parser("notebooks", help="generate the nbgrader course (nbgrader/) from lessons/ and solutions/")
+    notebooks = commands.add_parser("notebooks", help="generate the nbgrader course (nbgrader/) from the exercises' lessons and solutions/")
     notebooks.add_argument("--check", action="store_true", help="only report whether nbgrader/ is stale")
     notebooks.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
     notebooks.set_defaults(run=_notebooks)
+
+    new = commands.add_parser("new-exercise", help="add a complete exercise that works at once (tests/course/NAME/, "
+                                                    "its reference, course.yaml entry, stub and notebook)")
+    new.add_argument("name", help="the exercise's module: a lowercase identifier (the file students write)")
+    new.add_argument("--title", help="its title in the course (default: from the name)")
+    new.add_argument("--points", type=int, default=10, help="its points (default: %(default)s; total_points grows by them)")
+    new.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
+    new.set_defaults(run=_new_exercise)
+
+    check = commands.add_parser("check-exercise", help="verify an exercise as its author must (stub, notebook, public "
+                                                        "checks, reference, stub, variants, hints)")
+    check.add_argument("name", help="the exercise's module")
+    check.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
+    check.set_defaults(run=_check_exercise)
 
     grade = commands.add_parser("grade", help="grade one submission and write its results.json")
     grade.add_argument("submission", help="a folder with the exercise files (at its root or in exercises/), a .zip or a .ipynb")

@@ -1,8 +1,11 @@
 """course.yaml: the course's exercises, assignments, points and grading policy, validated with pydantic.
 
 course.yaml is the one definition of the course: nothing in the grader lists the exercises. The course's files
-are found relative to the folder of its course.yaml (``Course.root``): ``solutions/``, ``exercises/``,
-``lessons/``, ``tests/course/hidden``, ``tests/course/public`` and ``nbgrader/``.
+are found relative to the folder of its course.yaml (``Course.root``): ``solutions/<module>.py``,
+``exercises/<module>.py`` (generated), ``nbgrader/`` (generated) and one folder per exercise,
+``tests/course/<module>/`` (``Course.exercise_dir``), holding everything else of it: its hidden suite
+``hidden_<module>.py``, its public checks ``test_<module>.py``, its known mistakes ``hints_<module>.py`` and its
+lesson ``lesson.md``. Beside the folders, ``tests/course/`` holds what the exercises share (``SHARED_FILES``).
 """
 from __future__ import annotations
 
@@ -35,6 +38,12 @@ VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 MODULE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 WHOLE_COURSE = "course"  # late.due's key for a batch graded on the whole course
 ASSIGNMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # part of file names (results/<student>/<name>.json)
+EXERCISES_FOLDER = "tests/course"  # the exercises' folders, relative to the course root
+SUITE_PREFIX = "hidden_"  # an exercise's hidden suite: hidden_<module>.py in its folder
+# What tests/course holds beside the exercises' folders: the known mistakes several exercises share, the public
+# checks' set-up when run from the course repository, the suite of the shared contract, and the texts every
+# notebook shares.
+SHARED_FILES = ("hints.py", "conftest.py", "hidden_contract.py", "notebook.md")
 
 
 class CourseError(ValueError):
@@ -49,7 +58,7 @@ class Exercise(Strict):
     module: str  # the file students write (<module>.py) and the suites' marker
     title: str
     points: PositiveInt
-    lesson: str | None = None  # the lesson file, relative to the course root (default lessons/<module>.md)
+    lesson: str | None = None  # the lesson file, relative to the course root (default tests/course/<module>/lesson.md)
 
     @field_validator("module")
     @classmethod
@@ -133,7 +142,6 @@ class Late(Strict):
 
 class Course(Strict):
     title: str
-    suite_version: PositiveInt
     total_points: PositiveInt
     seed: int
     exercises: list[Exercise] = Field(min_length=1)
@@ -144,8 +152,17 @@ class Course(Strict):
     late: Late | None = None
 
     _root: Path = PrivateAttr(default=ROOT)
+    _file: Path = PrivateAttr(default=COURSE_FILE)
     _assignment: str | None = PrivateAttr(default=None)
     _whole: Course | None = PrivateAttr(default=None)  # the course an assignment is restricted from
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_retired_keys(cls, data):
+        if isinstance(data, dict) and "suite_version" in data:
+            raise ValueError("suite_version is no longer read: a batch regrades whenever the suites, hints, references "
+                             "or grader change (remove the line)")
+        return data
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -203,6 +220,11 @@ class Course(Strict):
         return self._root
 
     @property
+    def file(self) -> Path:
+        """The course.yaml it was loaded from: what a course error names."""
+        return self._file
+
+    @property
     def solutions_dir(self) -> Path:
         return self._root / "solutions"
 
@@ -211,23 +233,60 @@ class Course(Strict):
         return self._root / "exercises"
 
     @property
-    def lessons_dir(self) -> Path:
-        return self._root / "lessons"
+    def suites_dir(self) -> Path:
+        """tests/course: a folder per exercise, and the files they share (``SHARED_FILES``)."""
+        return self._root / EXERCISES_FOLDER
+
+    def exercise_dir(self, module: str) -> Path:
+        """Everything of one exercise but its reference: suite, public checks, hints and lesson."""
+        return self.suites_dir / module
+
+    def hidden_suite(self, module: str) -> Path:
+        return self.exercise_dir(module) / f"{SUITE_PREFIX}{module}.py"
+
+    def public_checks(self, module: str) -> Path:
+        return self.exercise_dir(module) / f"test_{module}.py"
+
+    def hints_file(self, module: str) -> Path:
+        return self.exercise_dir(module) / f"hints_{module}.py"
 
     @property
-    def hidden_dir(self) -> Path:
-        return self._root / "tests" / "course" / "hidden"
+    def contract_suite(self) -> Path:
+        """The suite of the contract every exercise shares (grader/suites/contract.py's tests, run on each)."""
+        return self.suites_dir / "hidden_contract.py"
 
     @property
-    def public_dir(self) -> Path:
-        return self._root / "tests" / "course" / "public"
+    def notebook_texts(self) -> Path:
+        """What every generated notebook shares (set-up, how to work, the public checks' cell)."""
+        return self.suites_dir / "notebook.md"
 
     @property
     def nbgrader_dir(self) -> Path:
         return self._root / "nbgrader"
 
     def lesson_file(self, module: str) -> Path:
-        return self._root / (self.exercise(module).lesson or f"lessons/{module}.md")
+        lesson = self.exercise(module).lesson
+        return self._root / lesson if lesson else self.exercise_dir(module) / "lesson.md"
+
+    def check_files(self, course_file: Path) -> None:
+        """Every exercise has its reference and its folder's parts, and every folder of tests/course is an exercise
+        of course.yaml: a course error names the first file missing or left over, and what to do."""
+        for module in self.course_modules:
+            parts = {"reference": self.solutions_dir / f"{module}.py", "hidden suite": self.hidden_suite(module),
+                     "public checks": self.public_checks(module), "hints": self.hints_file(module),
+                     "lesson": self.lesson_file(module)}
+            for part, path in parts.items():
+                if not path.is_file():
+                    raise CourseError(f"{course_file}: {shown(path, self._root)}: missing {part} of exercise {module} "
+                                      f"(course.yaml lists it; `grader new-exercise {module}` makes a complete "
+                                      f"exercise folder)")
+        if not self.suites_dir.is_dir():
+            return
+        for entry in sorted(self.suites_dir.iterdir()):
+            if (entry.is_dir() and entry.name not in self.course_modules and not entry.name.startswith(("_", "."))
+                    and any(part.name != "__pycache__" for part in entry.iterdir())):
+                raise CourseError(f"{course_file}: {shown(entry, self._root)}: a folder of exercises that course.yaml does "
+                                  f"not list (add {{module: {entry.name}, ...}} to its exercises, or remove the folder)")
 
     # -- assignments
 
@@ -295,8 +354,14 @@ def load_course(path: str | Path = COURSE_FILE) -> Course:
         loaded = Course.model_validate(data)
     except ValidationError as error:
         raise CourseError(_describe(error, path)) from None
-    loaded._root = course_root(path)
+    loaded._root, loaded._file = course_root(path), path
+    loaded.check_files(path)
     return loaded
+
+
+def shown(path: Path, root: Path) -> str:
+    """``path`` relative to the course root where it lies inside it."""
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
 
 @cache

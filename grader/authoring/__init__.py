@@ -1,2 +1,2 @@
-"""Authoring tools, beside the pipeline: exercises/ from solutions/ (stubs), the nbgrader course from lessons/
-(lessons, notebooks) and the students' handout and Gradescope autograder (release)."""
+"""Authoring tools, beside the pipeline: exercises/ from solutions/ (stubs), the nbgrader course from the exercises'
+lessons (lessons, notebooks) and the students' handout and Gradescope autograder (release)."""

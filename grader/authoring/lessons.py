@@ -1,4 +1,5 @@
-"""Lesson files: lessons/<module>.md (one per exercise) and lessons/_shared.md (what every notebook shares).
+"""Lesson files: each exercise's tests/course/<module>/lesson.md, and tests/course/notebook.md (what every notebook
+shares).
 
 A lesson file is Markdown cut into sections by ``<!-- name -->`` lines; code sections hold ```python blocks,
 and each ``<!-- test NAME: N points -->`` section is one autograded nbgrader test cell.
@@ -12,7 +13,6 @@ from pathlib import Path
 from grader import ROOT
 from grader.course import Course
 
-SHARED_FILE = "_shared.md"
 # What each section of a lesson file holds: markdown ("text"), one ```python block ("code") or several ("cells").
 LESSON_SECTIONS = {"lesson": "text", "demo": "code", "task": "text", "checks": "cells",
                    "picture text": "text", "picture": "code"}
@@ -131,14 +131,5 @@ def read_shared(path: Path) -> Shared:
 
 
 def lesson_files(course: Course) -> dict[str, Path]:
-    """The lesson file of every exercise of course.yaml; a lesson file in lessons/ of no exercise is an error."""
-    folder = course.lessons_dir
-    files = {module: course.lesson_file(module) for module in course.modules}
-    for module, path in files.items():
-        if not path.is_file():
-            raise LessonError(f"{shown(path)}: missing lesson file of exercise {module} (course.yaml lists it)")
-    strays = sorted(set(folder.glob("*.md")) - set(files.values()) - {folder / SHARED_FILE})
-    if strays:
-        raise LessonError(f"{shown(strays[0])}: no exercise of course.yaml has this lesson (rename or remove it)")
-    return files
-
+    """The lesson file of every exercise of course.yaml (each one exists: the course is checked when it is loaded)."""
+    return {module: course.lesson_file(module) for module in course.modules}

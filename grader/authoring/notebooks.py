@@ -1,10 +1,10 @@
-"""The course as Jupyter notebooks: an nbgrader course generated from lessons/ and solutions/.
+"""The course as Jupyter notebooks: an nbgrader course generated from the lessons and solutions/.
 
 ``generate_course(target)`` writes an nbgrader course folder (``nbgrader_config.py``
 and ``source/<assignment>/<assignment>.ipynb``), one notebook per exercise of
 course.yaml, in its order, each its own assignment (``Course.notebook_name``). Each notebook holds the exercise's lesson from
-``lessons/<module>.md`` (read by ``read_lesson``; the set-up cell and the fixed
-texts come from ``lessons/_shared.md``), the exercise module's code as an
+``tests/course/<module>/lesson.md`` (read by ``read_lesson``; the set-up cell and the fixed
+texts come from ``tests/course/notebook.md``), the exercise module's code as an
 nbgrader solution cell (the reference from ``solutions/`` with its
 ``### BEGIN SOLUTION`` markers, which ``nbgrader generate_assignment`` turns into
 stubs), import-free cells that run the public checks, a heatmap of the lesson's
@@ -21,7 +21,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.authoring.lessons import (
-    SHARED_FILE,
     LessonError,
     Shared,
     lesson_files,
@@ -132,7 +131,7 @@ def render_course(course: Course | None = None) -> dict[str, str]:
     import nbformat
 
     course = course or project_course()
-    shared = read_shared(course.lessons_dir / SHARED_FILE)
+    shared = read_shared(course.notebook_texts)
     lesson_file = lesson_files(course)
     files = {".gitignore": GITIGNORE, "nbgrader_config.py": _config_text(course)}
     for module in course.modules:

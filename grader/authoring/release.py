@@ -3,8 +3,10 @@
 The handout holds only what students may see:
 
 * ``exercises/``: the stubs, generated from ``solutions/`` (``grader.authoring.stubs.render_exercises``);
-* ``tests/public/``: the public checks (``tests/course/public`` of the course, one ``test_<module>.py`` per exercise)
-  and their conftest (they test ``exercises`` by default);
+* ``tests/public/``: the public checks (each exercise's ``tests/course/<module>/test_<module>.py``) with its known
+  mistakes (``hints_<module>.py``), the mistakes the exercises share (``tests/course/hints.py``), the machinery they
+  run on (``grader/suites/public``: their conftest, diagnosis, comparison, the import rule) and the course's
+  exercises in order (``exercises.json``); they test ``exercises`` by default;
 * ``notebooks/``: the released course notebooks, when ``nbgrader/source/*/*.ipynb`` exist
   (solution blocks become stubs, hidden tests and outputs are removed);
 * ``README.md`` (set-up, public checks, submitting, how points are computed), ``requirements.txt``
@@ -31,6 +33,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import stub_message
 import tomllib
 
 from grader import ROOT
@@ -43,6 +46,7 @@ from grader.authoring.stubs import (
     strip_solutions,
 )
 from grader.course import COURSE_FILE, Course, load_course
+from grader.suites import PUBLIC
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 WORKFLOW = ".github/workflows/classroom.yml"
@@ -53,11 +57,13 @@ PYTHON = "3.11"
 # What goes into the Gradescope zip besides setup.sh and run_autograder: the grader (from its repository) and the
 # course (its suites, its references and course.yaml, from the course root).
 GRADER_SOURCES = ("grader", "pyproject.toml", "README.md")
-COURSE_SOURCES = ("solutions", "tests/course/hidden", "tests/course/public/misconceptions.py", "course.yaml")
-STUB_TARGET = re.compile(r'raise NotImplementedError\("(?P<target>\w+\.[\w.]+): fill in this stub')
+COURSE_SOURCES = ("solutions", "tests/course", "course.yaml")  # the suites, their hints, references and the course
+PUBLIC_MACHINERY = {"conftest.py": "harness.py", "checking.py": "checking.py", "diagnosis.py": "diagnosis.py",
+                    "import_rule.py": "import_rule.py", "stub_message.py": "stub_message.py"}  # tests/public/<name> <- grader/suites/public/<file>
+STUB_TARGET = re.compile(r'raise NotImplementedError\("' + stub_message.PATTERN.pattern)
 
 HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[^\n]*\n.*?^[ \t]*### END HIDDEN TESTS[^\n]*(\n|\Z)", re.S | re.M)
-# What is graded, in the words of the README (the notebooks' "how to work" text says the same, lessons/_shared.md).
+# What is graded, in the words of the README (the notebooks' "how to work" text says the same, tests/course/notebook.md).
 GRADED_CODE = ("**Notebook or file: work in one of them.** For each exercise the grader takes "
                "`exercises/<module>.py` once you have filled in any of its stubs, and the solution cell of the "
                "exercise's notebook while that file is untouched. The same code gets the same grade either way; when a notebook's cell is graded, "
@@ -221,22 +227,27 @@ def _text_lines(path: Path) -> list[str]:
 
 
 def public_sources(course: Course) -> set[str]:
-    """Stripped lines of what is public by design: the generated stubs and the public checks."""
+    """Stripped lines of what is public by design: the generated stubs and the public checks with their hints."""
     lines = {line.strip() for text in render_exercises(course).values() for line in text.splitlines()}
-    for path in sorted(course.public_dir.rglob("*.py")):
-        lines |= {line.strip() for line in path.read_text(encoding="utf-8").splitlines()}
+    for text in public_checks(course.whole).values():
+        lines |= {line.strip() for line in text.splitlines()}
     return lines
 
 
+def hidden_files(course: Course) -> list[Path]:
+    """The files of the course's hidden suites: each exercise's ``hidden_<module>.py`` and the shared contract's."""
+    return [*(course.hidden_suite(module) for module in course.modules), course.contract_suite]
+
+
 def secret_lines(course: Course, *, exempt_public: bool = True) -> dict[str, str]:
-    """Stripped meaningful line -> where it comes from ("tests/course/hidden/test_quiz.py:12"): every line of the hidden
+    """Stripped meaningful line -> where it comes from ("tests/course/<module>/hidden_<module>.py:12"): every line of the hidden
     suites, every line inside a solution block of solutions/, and every line of the source notebooks' solution
     blocks and hidden tests. ``exempt_public`` leaves out lines the public sources hold too (they are public by
     design). Always of the whole course, whatever assignment ``course`` is restricted to."""
     whole = course.whole
     root = course.root
     secrets: dict[str, str] = {}
-    for path in sorted(p for p in course.hidden_dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+    for path in hidden_files(whole):
         for number, line in enumerate(_text_lines(path), 1):
             if meaningful(line):
                 secrets.setdefault(line.strip(), f"{path.relative_to(root)}:{number}")
@@ -284,12 +295,13 @@ def secret_values(course: Course) -> dict[str, str]:
     public sources hold (the lecture's numbers)."""
     whole = course.whole
     values = {str(whole.seed): f"{COURSE_FILE.name} seed"}
-    for path in sorted(p for p in whole.hidden_dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+    suites = [path.relative_to(whole.root).as_posix() for path in hidden_files(whole)]
+    for path in hidden_files(whole):
         for number, line in enumerate(_text_lines(path), 1):
             for value in numbers(line):
                 values.setdefault(value, f"{path.relative_to(whole.root)}:{number}")
     for line, origin in secret_lines(whole, exempt_public=False).items():
-        if not origin.startswith(whole.hidden_dir.relative_to(whole.root).as_posix()):
+        if origin.split(":")[0] not in suites:
             for value in numbers(line):
                 values.setdefault(value, origin)
     public = {value for line in public_sources(whole) for value in numbers(line)}
@@ -318,6 +330,19 @@ def find_leaks(folder: str | os.PathLike, course: Course, secrets: dict[str, str
 
 # ----------------------------------------------------------------- the handout
 
+def public_checks(course: Course) -> dict[str, str]:
+    """tests/public/ of the handout of ``course`` (an assignment: its exercises' checks only): path -> text."""
+    files = {f"tests/public/{name}": (PUBLIC / source).read_text(encoding="utf-8")
+             for name, source in PUBLIC_MACHINERY.items()}
+    files["tests/public/hints.py"] = (course.suites_dir / "hints.py").read_text(encoding="utf-8")
+    for module in course.modules:
+        for path in (course.public_checks(module), course.hints_file(module)):
+            files[f"tests/public/{path.name}"] = path.read_text(encoding="utf-8")
+    titles = {exercise.module: exercise.title for exercise in course.whole.exercises}  # the import rule's order
+    files["tests/public/exercises.json"] = json.dumps(titles, indent=1) + "\n"
+    return files
+
+
 def handout_files(course: Course, *, grader_repository: str, grader_ref: str = "main",
                   notebooks: Path | None = None) -> tuple[dict[str, str], list[str]]:
     """Relative path -> text of every file of the handout of ``course`` (the whole course or an assignment: its
@@ -326,11 +351,7 @@ def handout_files(course: Course, *, grader_repository: str, grader_ref: str = "
     torch, pytest_version, matplotlib = pinned("torch"), pinned("pytest"), pinned("matplotlib")
     exercises = render_exercises(course)
     files: dict[str, str] = {f"exercises/{name}": text for name, text in exercises.items()}
-    others = {f"test_{module}.py" for module in course.course_modules if module not in course.modules}
-    public = course.public_dir
-    for path in sorted(public.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" and path.name not in others:
-            files[f"tests/public/{path.relative_to(public).as_posix()}"] = path.read_text(encoding="utf-8")
+    files.update(public_checks(course))
     notes = []
     released = []
     notebooks = notebooks or course.nbgrader_dir / "source"

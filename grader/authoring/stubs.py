@@ -11,6 +11,8 @@ import ast
 import re
 from pathlib import Path
 
+import stub_message
+
 from grader.course import Course
 from grader.course import course as project_course
 
@@ -65,11 +67,11 @@ def strip_solutions(source: str, module: str) -> str:
     for begin, end in reversed(solution_blocks(source)):
         indent = re.match(r"\s*", lines[begin]).group()
         target = f"{module}.{names.get(begin + 1, module)}"
-        lines[begin:end + 1] = [f'{indent}raise NotImplementedError("{target}: fill in this stub (see its docstring)")\n']
+        lines[begin:end + 1] = [f"{indent}{stub_message.raising(target)}\n"]
     return "".join(lines)
 
 
-STUB_LINE = re.compile(r'^[ \t]*raise NotImplementedError\("[\w.]+: fill in this stub.*$', re.M)
+STUB_LINE = re.compile(r'^[ \t]*raise NotImplementedError\("' + stub_message.PATTERN.pattern + ".*$", re.M)
 
 
 def unstarted(source: str, stub: str) -> bool:

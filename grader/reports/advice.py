@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import re
 
+import stub_message
+
 from grader.points import ExerciseScore, Grade, TestScore
 from grader.text import clean
 
 # Where feedback names a line of the student's files: "<module>.py, line 12" (tracebacks, import and syntax errors).
 FEEDBACK_LINE = re.compile(r"\b(?P<file>\w+\.py), line (?P<line>\d+)")
 # An unfinished stub, anywhere in a feedback: "not implemented yet: <module>.<function>: fill in this stub (see ...)".
-NOT_IMPLEMENTED = re.compile(r"not implemented yet: (?P<target>\w+\.[\w.]+): fill in this stub")
+NOT_IMPLEMENTED = re.compile("not implemented yet: " + stub_message.PATTERN.pattern)
 
 
 def points(value: float) -> str:

@@ -3,7 +3,7 @@ may import an earlier exercise of its package with a relative import (``from .<e
 
 Read from the source, never run: the sandboxed worker lists a submission's imports (``imports_of``) and the hidden
 suite judges them (``forbidden``). This file depends on the standard library only: the handout's public checks use
-the same two functions (``tests/course/public/import_rule.py`` is this file, shipped as it is).
+the same two functions (``grader/suites/public/import_rule.py`` is this file, shipped as it is as tests/public/import_rule.py).
 """
 from __future__ import annotations
 

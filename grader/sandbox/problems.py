@@ -12,6 +12,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import stub_message
+
 from grader.sandbox import wire
 from grader.sandbox.zygote import GraderFault as GraderFault  # defined beside the zygote, which imports no torch
 from grader.text import MAX_NAME, clean
@@ -39,9 +41,9 @@ class StudentError(Exception):
         info = clean_info(info)
         self.info = info
         if info["type"] == "NotImplementedError":
-            stub = STUB_MESSAGE.fullmatch(info["message"])
-            self.message = (f"{STUB_PHRASE}: {stub['target']}: fill in this stub (see its docstring)"
-                            if stub and stub["target"] in stubs else f"{STUB_PHRASE}: fill in the stub")
+            stub = stub_message.PATTERN.match(info["message"])
+            known = stub and stub["target"] in stubs and stub_message.message(stub["target"]) == info["message"]
+            self.message = f"{STUB_PHRASE}: {info['message']}" if known else f"{STUB_PHRASE}: fill in the stub"
         else:
             kind = info["type"] if _builtin_exception(info["type"]) else "an exception of its own class"
             self.message = f"your code raised {kind}" + (f" ({where})" if where else "")
@@ -51,15 +53,12 @@ class StudentError(Exception):
         return self.message
 
 
-STUB_MESSAGE = re.compile(r"(?P<target>\w+\.[\w.]+): fill in this stub \(see its docstring\)")
-
-
 @lru_cache(maxsize=4)
 def handout_stubs(exercises: str) -> frozenset[str]:
     """The stubs of the handout (``<module>.<function>``, ``<module>.<Class>.forward``, ...), read from the course's
     exercises/ folder."""
     return frozenset(match["target"] for path in sorted(Path(exercises).glob("*.py"))
-                     for match in STUB_MESSAGE.finditer(path.read_text()))
+                     for match in stub_message.PATTERN.finditer(path.read_text()))
 
 
 def _builtin_exception(name: str) -> bool:

@@ -20,11 +20,13 @@ import pytest_jsonreport.plugin
 import pytest_metadata.plugin
 import torch
 
-from grader.course import Course
+from grader.course import Course, CourseError
 from grader.sandbox.client import WorkerSession
 from grader.sandbox.problems import StudentError, SubmissionProblem
 from grader.sandbox.proxy import Student
 from grader.sandbox.seed import seed_torch
+from grader.suites import PUBLIC, contract
+from grader.suites.checks import CheckFailed
 from grader.text import clean
 
 MAX_FEEDBACK = 600
@@ -37,15 +39,6 @@ PLUGINS = (pytest_metadata.plugin, pytest_jsonreport.plugin)  # modules, not `-p
 UNUSED_BUILTIN_PLUGINS = ("cacheprovider", "warnings", "logging", "capture", "faulthandler", "doctest", "junitxml",
                           "pastebin", "tmpdir", "monkeypatch", "recwarn", "setuponly", "setupplan", "stepwise",
                           "unittest", "debugging", "unraisableexception", "threadexception", "skipping", "subtests")
-
-
-class CheckFailed(AssertionError):
-    """A property of the submission does not hold; the message is written for the student. ``misconception``: the id
-    of the known mistake the message names (one whose result on the same input reproduces the student's), if any."""
-
-    def __init__(self, message: str, misconception: str = ""):
-        super().__init__(message)
-        self.misconception = misconception
 
 
 def feedback(error: BaseException | None) -> str:
@@ -87,6 +80,7 @@ class GradingPlugin:
 
     def __init__(self, session: WorkerSession, course: Course, device: str):
         self._session, self._course, self._device = session, course, device
+        self.course_error: str | None = None  # what is wrong with the course's suites, found while collecting them
         self._about: dict[str, dict] = {}  # node id -> the test's exercise, weight and docstring line
         self.report: dict | None = None
 
@@ -102,11 +96,15 @@ class GradingPlugin:
         for item in items:
             marks = {mark.name for mark in item.iter_markers()}
             exercises = marks & set(self._course.course_modules)
+            if not exercises and getattr(getattr(item, "function", None), "contract_property", None):
+                left_out.append(item)  # a property of the contract that no exercise graded here has
+                continue
             if len(exercises) != 1:
-                raise pytest.UsageError(f"{item.nodeid} needs exactly one exercise marker")
+                self._refuse(f"{item.nodeid}: a test of the suites needs exactly one exercise marker of course.yaml "
+                             f"(pytestmark = pytest.mark.<module>); it has {', '.join(sorted(exercises)) or 'none'}")
             if marks & SKIPPING_MARKS:
-                raise pytest.UsageError(f"{item.nodeid}: a suite skips with pytest.skip() in the test, not with "
-                                        f"{', '.join(sorted(marks & SKIPPING_MARKS))} marks")
+                self._refuse(f"{item.nodeid}: a suite skips with pytest.skip() in the test, not with "
+                             f"{', '.join(sorted(marks & SKIPPING_MARKS))} marks")
             exercise = exercises.pop()
             if exercise not in self._course.modules:  # an exercise of another assignment
                 left_out.append(item)
@@ -131,6 +129,29 @@ class GradingPlugin:
         problem = self._session.broken.get(self._about[pyfuncitem.nodeid]["exercise"])
         if problem is not None:
             raise SubmissionProblem(problem.kind, str(problem))
+
+    @pytest.fixture(scope="session", autouse=True)
+    def one_thread(self):
+        """The suites' own tensors are tiny: intra-op threads only spin and steal the CPU from the worker graded."""
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        yield
+        torch.set_num_threads(threads)
+
+    def pytest_generate_tests(self, metafunc):
+        """A test of the shared contract (``@contract.checks(property)``, grader/suites/contract.py) runs once per
+        exercise of the course whose ``CONTRACT`` has that property."""
+        prop = getattr(metafunc.function, "contract_property", None)
+        if prop is not None:
+            try:
+                contract.parametrize(metafunc, prop, self._course)
+            except contract.ContractError as error:
+                self._refuse(str(error))
+
+    def _refuse(self, problem: str):
+        """Stop the run on a course error (never the student's): ``run_suites`` raises it as a CourseError."""
+        self.course_error = f"{self._course.file}: {problem}"
+        raise pytest.UsageError(self.course_error)
 
     @pytest.fixture(scope="session")
     def student(self) -> Student:
@@ -168,30 +189,87 @@ class GradingPlugin:
         self.report = json_report
 
 
-def suite_args(suites: Path) -> list[str]:
-    """pytest's arguments for running the suites in ``suites`` with the grading plugin (and ``PLUGINS``) alone."""
-    return [str(suites), "--disable-plugin-autoload",
+SUITES_INI = Path(__file__).resolve().parent / "pytest.ini"
+
+
+
+def suite_files(course: Course) -> list[Path]:
+    """The hidden suites of the course's (or the assignment's) exercises, in course order, then the shared contract's."""
+    return [*(course.hidden_suite(module) for module in course.modules), course.contract_suite]
+
+
+def suite_args(files: list[Path], rootdir: Path) -> list[str]:
+    """pytest's arguments for running the suite ``files`` with the grading plugin (and ``PLUGINS``) alone: no
+    conftest.py of the course is loaded (the public checks' set-up lives in tests/course), no plugin is discovered."""
+    return [*map(str, files), "--disable-plugin-autoload", "--noconftest",
             *(arg for name in UNUSED_BUILTIN_PLUGINS for arg in ("-p", f"no:{name}")),
             "--json-report", "--json-report-file=none",
             "--json-report-omit", "collectors", "log", "traceback", "streams", "warnings",
-            "--rootdir", str(suites), "-c", str(suites / "pytest.ini"), "-qq", "--tb=no"]
+            "--rootdir", str(rootdir), "-c", str(SUITES_INI), "-qq", "--tb=no"]
 
 
-def run_suites(session: WorkerSession, course: Course, device: str, suites: Path | None = None,
-               select: str | None = None) -> dict:
-    """Run the suites (default: the course's tests/course/hidden) against the session's submission, only the tests
-    of the course's exercises; return pytest-json-report's (sanitized) report."""
-    suites = suites or course.hidden_dir
+def importable(course: Course) -> None:
+    """Put on ``sys.path`` what the suites import by name: the course root (``solutions``), the shared hints of
+    tests/course, each exercise's folder (its ``hints_<module>``) and the public modules the hints build on
+    (``diagnosis``): the names they have in the handout, where they lie side by side. A process that graded another
+    course before forgets that course's suites, hints and references (the same names, other files)."""
+    folders = [PUBLIC, course.suites_dir, *(course.exercise_dir(m) for m in course.course_modules), course.root]
+    for folder in reversed(folders):
+        if str(folder) in sys.path:
+            sys.path.remove(str(folder))
+        sys.path.insert(0, str(folder))
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None) or ""
+        if (name.startswith(("hidden_", "hints", "solutions")) and path
+                and not Path(path).resolve().is_relative_to(course.root.resolve())):
+            del sys.modules[name]
+
+
+def unknown_banned(course: Course) -> list[str]:
+    """course.yaml's banned names that name no torch call the worker could see: no function or method of torch,
+    torch.Tensor, torch.nn.functional, torch.special, torch.linalg or torch.fft (``special_``, ``linalg_``, ``fft_``
+    before the names of the last three) and no ATen operator."""
+    spaces = {"": (torch, torch.Tensor, torch.nn.functional), "special_": (torch.special,), "linalg_": (torch.linalg,),
+              "fft_": (torch.fft,)}
+
+    def known(name: str) -> bool:
+        if any(name.startswith(prefix) and callable(getattr(space, name.removeprefix(prefix), None))
+               for prefix, found in spaces.items() for space in found):
+            return True
+        try:
+            return getattr(torch.ops.aten, name) is not None
+        except (AttributeError, RuntimeError):
+            return False
+
+    return [f"{target}: {name}" for target, names in course.banned.items() for name in names if not known(name)]
+
+
+def check_suites(course: Course) -> None:
+    """Collect the course's suites without grading anything: a course error (a banned name that is no torch call, a
+    suite whose tests lack their exercise's marker, a rule that needs a banned entry course.yaml lacks) raises
+    CourseError, one line naming the file and what to change."""
+    run_suites(WorkerSession(None, str(course.root), course.grading.limits), course, "cpu", collect_only=True)
+
+
+def run_suites(session: WorkerSession, course: Course, device: str, suites: list[Path] | None = None,
+               select: str | None = None, collect_only: bool = False) -> dict:
+    """Run the suites (default: ``suite_files(course)``) against the session's submission, only the tests of the
+    course's exercises; return pytest-json-report's (sanitized) report. A course error raises CourseError."""
+    unknown = unknown_banned(course)
+    if unknown:
+        raise CourseError(f"{course.file}: banned: {unknown[0]} is no torch function, method or operator (list the names "
+                          f"of the calls the worker sees: a torch function's, its ATen operator's, its torch.special "
+                          f"or torch.linalg alias with that prefix)")
     plugin = GradingPlugin(session, course, device)
     session.watch = sorted({name for names in course.banned.values() for name in names})
-    if str(course.root) not in sys.path:
-        sys.path.insert(0, str(course.root))  # the suites import the references from the course's solutions/
-    args = suite_args(suites)
+    importable(course)
+    args = suite_args(suites or suite_files(course), course.suites_dir) + (["--collect-only"] if collect_only else [])
     if select:
         args += ["-k", select]
     with contextlib.redirect_stdout(io.StringIO()) as output, contextlib.redirect_stderr(output):
         code = pytest.main(args, plugins=[*PLUGINS, plugin])
+    if plugin.course_error:
+        raise CourseError(plugin.course_error)
     if plugin.report is None or code not in (0, 1):
         raise RuntimeError(f"the hidden suites could not run (pytest exit code {int(code)}): {output.getvalue()[-2000:]}")
     return plugin.report
-

@@ -1,4 +1,4 @@
-"""Pages seen in a real browser: headless Chromium (Debian's ``chromium``, which .ci/run installs when missing).
+"""Pages seen in a real browser: headless Chromium (Debian's ``chromium``, which tests/run.sh installs when missing).
 
 ``probe(page)`` renders a copy of an HTML page, beside it so that its pictures and links resolve as they do for the
 page, with a script appended that reports, once everything loaded, what a person sees: the pictures and their
@@ -66,7 +66,7 @@ def chromium() -> str:
         found = shutil.which(name)
         if found:
             return found
-    raise BrowserMissing("Chromium is not installed: `apt-get install -y chromium` (Debian; .ci/run installs it "
+    raise BrowserMissing("Chromium is not installed: `apt-get install -y chromium` (Debian; tests/run.sh installs it "
                          "when apt-get is available)")
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from cluster import dask_cluster
+from courses import course_variant
 
 from grader import ROOT
 from grader.batch import BatchError, _course, discover, run_batch
@@ -198,9 +199,8 @@ def test_discover_reads_folders_zips_and_lists(klass, tmp_path):
 
 def test_a_job_validates_course_yaml_again_only_when_it_changes(tmp_path):
     """A job grading many submissions reads course.yaml once, and again as soon as the file changes."""
-    course_file = tmp_path / "course.yaml"
     text = COURSE_FILE.read_text(encoding="utf-8")
-    course_file.write_text(text, encoding="utf-8")
+    course_file = course_variant(tmp_path, text)
     first = _course(str(course_file))
     assert _course(str(course_file)) is first
     course_file.write_text(text.replace("title: Self-attention in PyTorch", "title: Attention, again", 1), encoding="utf-8")

@@ -5,6 +5,7 @@ import copy
 import doctest
 import importlib
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -14,6 +15,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from courses import course_variant  # noqa: E402
 
 from grader.course import COURSE_FILE, DTYPES, CourseError, course, load_course  # noqa: E402
 
@@ -27,10 +30,8 @@ def course_data() -> dict:
 
 
 def write(tmp_path: Path, data) -> Path:
-    """Write ``data`` as course.yaml in ``tmp_path``."""
-    path = tmp_path / "course.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return path
+    """Write ``data`` as course.yaml in ``tmp_path``, beside the course's files (``course_variant``)."""
+    return course_variant(tmp_path, yaml.safe_dump(data, sort_keys=False))
 
 
 def course_error(path: Path) -> str:
@@ -117,17 +118,46 @@ def test_a_course_of_fewer_exercises_loads(tmp_path, course_data):
     dropped = course_data["exercises"].pop()
     course_data["total_points"] -= dropped["points"]
     course_data["banned"] = {t: names for t, names in course_data["banned"].items() if not t.startswith(dropped["module"] + ".")}
-    assert load_course(write(tmp_path, course_data)).modules == MODULES[:-1]
+    path = write(tmp_path, course_data)
+    (tmp_path / "tests" / "course" / dropped["module"]).unlink()  # its folder goes with it
+    assert load_course(path).modules == MODULES[:-1]
 
 
-def test_a_ninth_exercise_loads(tmp_path, course_data):
-    """A new exercise is an entry: any lowercase identifier, its lesson defaulting to lessons/<module>.md."""
+def test_a_ninth_exercise_loads_once_it_has_its_parts(tmp_path, course_data):
+    """A new exercise is an entry (any lowercase identifier) and its parts: until each exists, loading names the first
+    one missing; then it loads, its lesson defaulting to tests/course/<module>/lesson.md."""
     course_data["exercises"].append({"module": "layer_norm2", "title": "Layer norm", "points": 5})
     course_data["total_points"] += 5
-    course = load_course(write(tmp_path, course_data))
+    path = write(tmp_path, course_data)
+    folder = tmp_path / "tests" / "course" / "layer_norm2"
+    parts = [tmp_path / "solutions" / "layer_norm2.py", folder / "hidden_layer_norm2.py", folder / "test_layer_norm2.py",
+             folder / "hints_layer_norm2.py", folder / "lesson.md"]
+    (tmp_path / "solutions").unlink()
+    (tmp_path / "solutions").mkdir()
+    for reference in (COURSE_FILE.parent / "solutions").glob("*.py"):
+        (tmp_path / "solutions" / reference.name).symlink_to(reference)
+    folder.mkdir()
+    for part in parts:
+        message = course_error(path)
+        assert f": {part.relative_to(tmp_path).as_posix()}: missing " in message, message
+        assert "grader new-exercise layer_norm2" in message
+        part.write_text("", encoding="utf-8")
+    course = load_course(path)
     assert course.modules == (*MODULES, "layer_norm2")
-    assert course.lesson_file("layer_norm2") == tmp_path / "lessons" / "layer_norm2.md"
+    assert course.lesson_file("layer_norm2") == folder / "lesson.md"
     assert course.notebook_name("layer_norm2") == f"{len(MODULES) + 1:02d}_layer_norm2"
+
+
+def test_a_folder_of_no_exercise_is_a_course_error(tmp_path, course_data):
+    """A folder in tests/course that course.yaml does not list (a removed exercise, a typo) stops loading with one line
+    naming it; one that holds only Python's caches does not."""
+    path = write(tmp_path, course_data)
+    stray = tmp_path / "tests" / "course" / "soft_max"
+    (stray / "__pycache__").mkdir(parents=True)
+    load_course(path)
+    (stray / "hidden_soft_max.py").write_text("", encoding="utf-8")
+    message = course_error(path)
+    assert "tests/course/soft_max: a folder of exercises that course.yaml does not list" in message
 
 
 @pytest.mark.parametrize("module", ["Softmax", "2d", "soft-max", "", "x y"])
@@ -222,12 +252,11 @@ def test_missing_file(tmp_path):
 
 
 def test_no_exercise_name_in_the_grader():
-    """Nothing in grader/ (code, docstrings, templates) nor in the public checks' conftest (it ships in the handout)
-    names an exercise: course.yaml is the one list. The only word allowed is torch's own function of the same name
+    """Nothing in grader/ (code, docstrings, templates, the public checks' machinery that ships in the handout) names
+    an exercise: course.yaml is the one list. The only word allowed is torch's own function of the same name
     (``torch.<name>``), which is not the exercise."""
     grader_dir = COURSE_FILE.parent / "grader"
-    files = sorted([*grader_dir.rglob("*.py"), *(p for p in (grader_dir / "authoring" / "templates").rglob("*") if p.is_file()),
-                    COURSE_FILE.parent / "tests" / "course" / "public" / "conftest.py"])
+    files = sorted([*grader_dir.rglob("*.py"), *(p for p in (grader_dir / "authoring" / "templates").rglob("*") if p.is_file())])
     assert len(files) > 20
     found = []
     for path in files:
@@ -264,3 +293,51 @@ def test_a_banned_builtin_is_banned_under_its_other_names():
         aliases = {f"{prefix}{name}{suffix}" for name in banned for prefix, suffix in (("", "_"), ("special_", ""),
                                                                                       ("linalg_", ""))}
         assert sorted((aliases & names) - set(banned)) == [], target
+
+
+# ---------------------------------------------------------------- errors in the suites: the course's, never a student's
+
+def _softmax_suite_marked(tmp_path: Path, marker: str) -> None:
+    """In the course copy at ``tmp_path``, softmax's folder as a real copy whose hidden suite carries ``marker``."""
+    folder = tmp_path / "tests" / "course" / "softmax"
+    folder.unlink()
+    shutil.copytree(COURSE_FILE.parent / "tests" / "course" / "softmax", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    suite = folder / "hidden_softmax.py"
+    suite.write_text(suite.read_text(encoding="utf-8").replace("pytestmark = pytest.mark.softmax",
+                                                               f"pytestmark = pytest.mark.{marker}"), encoding="utf-8")
+
+
+COURSE_ERRORS = {  # what is wrong -> (how to make it in the copy, what the one line says)
+    "a banned name that is no torch call": (
+        lambda data, tmp_path: data["banned"]["softmax.softmax"].append("sofmax"),
+        "banned: softmax.softmax: sofmax is no torch function, method or operator (list the names"),
+    "a rule without its banned entry": (
+        lambda data, tmp_path: data["banned"].pop("scores.dot"),
+        "scores: dot says what to do instead of a built-in, but course.yaml's banned: has no entry scores.dot"),
+    "a suite marked with no exercise of course.yaml": (
+        lambda data, tmp_path: _softmax_suite_marked(tmp_path, "softmaxx"),
+        "a test of the suites needs exactly one exercise marker of course.yaml"),
+}
+
+
+@pytest.mark.parametrize("error", COURSE_ERRORS)
+def test_an_error_in_the_suites_is_the_courses_never_a_grade(tmp_path, course_data, capsys, error):
+    """A course error found in the suites stops `grader grade` with one line naming course.yaml and what to change
+    (status 3: never recorded as the student's score) and `grader batch` before it grades anyone (status 2); the
+    references never get a partial score out of it."""
+    from grader import cli
+
+    make, said = COURSE_ERRORS[error]
+    path = write(tmp_path, course_data)
+    make(course_data, tmp_path)
+    path = write(tmp_path, course_data)
+    assert cli.main(["grade", str(COURSE_FILE.parent / "solutions"), "--course", str(path),
+                     "--out", str(tmp_path / "results.json")]) == cli.GRADER_FAULT_STATUS
+    message = capsys.readouterr().err.strip()
+    assert message.startswith(f"grader: {path}: ") and said in message and "\n" not in message, message
+    assert not (tmp_path / "results.json").exists()
+    assert cli.main(["batch", str(COURSE_FILE.parent / "examples" / "submissions"), "--course", str(path),
+                     "--out", str(tmp_path / "out"), "--jobs", "1"]) == 2
+    message = capsys.readouterr().err.strip()
+    assert said in message and "\n" not in message, message
+    assert not list((tmp_path / "out").glob("results/*.json"))

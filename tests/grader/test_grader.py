@@ -316,15 +316,15 @@ def test_every_submission_is_graded_on_the_same_list_of_tests(tmp_path, zygote, 
 def test_the_shared_properties_are_reported_under_each_exercise(zygote, course):
     """The contract suite checks the shared properties once for all exercises: each case counts for its own
     exercise, under a name unique there, and a student reads the property, not a test's name."""
-    tests = grade_submission(SOLUTIONS, course, zygote, select="test_contract").grade.tests
+    tests = grade_submission(SOLUTIONS, course, zygote, select="hidden_contract").grade.tests
     for exercise in (e.module for e in course.exercises):
         names = [t.name for t in tests if t.exercise == exercise]
         assert len(set(names)) == len(names)
-        assert all(name.startswith("test_contract.py::test_") and f"[{exercise}" in name for name in names), names
+        assert all(name.startswith("hidden_contract.py::test_") and f"[{exercise}" in name for name in names), names
         for prop in ("float64_kept", "device_kept", "autograd", "inputs_not_modified"):
-            assert f"test_contract.py::test_{prop}[{exercise}]" in names
+            assert f"hidden_contract.py::test_{prop}[{exercise}]" in names
         assert [t.name for t in tests if t.exercise == exercise and "half_precision" in t.name] == [
-            f"test_contract.py::test_half_precision[{exercise}-{dtype}]" for dtype in ("float16", "bfloat16")]
+            f"hidden_contract.py::test_half_precision[{exercise}-{dtype}]" for dtype in ("float16", "bfloat16")]
     assert all(t.doc.endswith(".") and t.weight == 1 for t in tests)
     assert {t.doc for t in tests if "float64_kept" in t.name} == {
         "float64 inputs (and modules) give float64 results at float64 precision."}
@@ -363,16 +363,18 @@ def test_the_device_is_resolved_before_grading(monkeypatch):
 def test_the_list_of_tests_and_their_points_do_not_depend_on_the_device(monkeypatch, course):
     """The suites collect the same tests, with the same weights and kinds, for cpu and cuda, and none of them asks
     torch.cuda or compares a device with "cuda": nothing is left out or paid differently on another device."""
-    from grader.suites.plugin import PLUGINS, GradingPlugin, suite_args
-    monkeypatch.setattr(sys, "path", [str(course.root), *sys.path])
+    from grader.suites.plugin import PLUGINS, GradingPlugin, importable, suite_args, suite_files
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    importable(course)
     collected = {}
     for device in ("cpu", "cuda"):
         plugin = GradingPlugin(WorkerSession(None, str(SOLUTIONS), course.grading.limits, device=device), course, device)
-        assert pytest.main([*suite_args(course.hidden_dir), "--collect-only"], plugins=[*PLUGINS, plugin]) == 0
+        args = [*suite_args(suite_files(course), course.suites_dir), "--collect-only"]
+        assert pytest.main(args, plugins=[*PLUGINS, plugin]) == 0
         collected[device] = plugin._about
     assert collected["cpu"] == collected["cuda"] and len(collected["cpu"]) > 100
     import ast
-    for path in sorted(course.hidden_dir.glob("*.py")):
+    for path in suite_files(course):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             assert not (isinstance(node, ast.Attribute) and node.attr == "cuda"), f"{path.name}, line {node.lineno}"
             assert not (isinstance(node, ast.Constant) and node.value == "cuda"), f"{path.name}, line {node.lineno}"
@@ -380,13 +382,13 @@ def test_the_list_of_tests_and_their_points_do_not_depend_on_the_device(monkeypa
 
 def test_a_suite_with_skip_or_xfail_marks_is_refused(tmp_path, course, monkeypatch):
     """Grading leaves pytest's skipping plugin out: a suite whose test carries such a mark is refused, naming it."""
-    monkeypatch.setattr(sys, "path", list(sys.path))  # collecting the suite puts tmp_path on it (sandboxes bind it)
-    shutil.copy(ROOT / "tests" / "course" / "hidden" / "pytest.ini", tmp_path / "pytest.ini")
-    (tmp_path / "test_marked.py").write_text("import pytest\n\npytestmark = pytest.mark.softmax\n\n\n"
-                                             "@pytest.mark.skipif(True, reason='never')\ndef test_skipped(student):\n"
-                                             "    pass\n")
-    with pytest.raises(RuntimeError, match="test_marked.py::test_skipped: a suite skips with pytest.skip"):
-        run_suites(WorkerSession(None, str(tmp_path), course.grading.limits), course, "cpu", suites=tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # collecting the suite puts its folder on it
+    course = load_course(course_variant(tmp_path / "course", COURSE_FILE.read_text(encoding="utf-8")))
+    suite = course.suites_dir / "hidden_marked.py"
+    suite.write_text("import pytest\n\npytestmark = pytest.mark.softmax\n\n\n"
+                     "@pytest.mark.skipif(True, reason='never')\ndef test_skipped(student):\n    pass\n")
+    with pytest.raises(RuntimeError, match="hidden_marked.py::test_skipped: a suite skips with pytest.skip"):
+        run_suites(WorkerSession(None, str(tmp_path), course.grading.limits), course, "cpu", suites=[suite])
 
 
 def test_stubs_get_zero_on_every_exercise(zygote, course):
@@ -605,22 +607,28 @@ def test_grading_is_deterministic(buggy, zygote, course):
     assert summary(first) == summary(second)
 
 
+SUITES = ("softmax", "causal", "dictionary")  # three suites whose property tests the two tests below replay
 DRAW_CASES = """
 import copy
 import sys
-sys.path[:0] = [{root!r}, {hidden!r}]
+sys.path[:0] = {path!r}
 import torch
-import test_causal, test_dictionary, test_softmax
-for test in (test_softmax.test_values, test_causal.test_no_peeking, test_dictionary.test_lookup_values):
+import hidden_causal, hidden_dictionary, hidden_softmax
+for test in (hidden_softmax.test_values, hidden_causal.test_no_peeking, hidden_dictionary.test_lookup_values):
     print(test.__name__, len(test.cases({seed})), repr(test.cases({seed})))
-case = test_softmax.test_values.cases({seed})[0]["case"]
+case = hidden_softmax.test_values.cases({seed})[0]["case"]
 replays = [copy.deepcopy(case).randn(*case.shape) for _ in range(2)]
 print(torch.equal(*replays), torch.equal(case.randn(*case.shape), case.randn(*case.shape)))
 """
 
 
+def _suite_path(suites: Path) -> list[str]:
+    """What a process needs on sys.path to import the three suites from ``suites`` (a copy of tests/course or it)."""
+    return [str(ROOT), str(ROOT / "grader" / "suites" / "public"), str(suites), *(str(suites / m) for m in SUITES)]
+
+
 def _drawn_in_a_new_process(seed: int) -> str:
-    script = DRAW_CASES.format(root=str(ROOT), hidden=str(ROOT / "tests" / "course" / "hidden"), seed=seed)
+    script = DRAW_CASES.format(path=_suite_path(ROOT / "tests" / "course"), seed=seed)
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
 
 
@@ -638,46 +646,48 @@ def test_property_tests_replay_the_same_cases_in_every_process():
 
 KEPT_CASES = """
 import sys
-sys.path[:0] = [{root!r}, {hidden!r}]
-import strategies
+sys.path[:0] = {path!r}
+from grader.suites import cases
 drawn = []
-draw = strategies._draw
-strategies._draw = lambda *args: drawn.append(args[1]) or draw(*args)
-import test_causal, test_dictionary, test_softmax
-for test in (test_softmax.test_values, test_causal.test_no_peeking, test_dictionary.test_lookup_values):
+draw = cases._draw
+cases._draw = lambda *args: drawn.append(args[1]) or draw(*args)
+import hidden_causal, hidden_dictionary, hidden_softmax
+for test in (hidden_softmax.test_values, hidden_causal.test_no_peeking, hidden_dictionary.test_lookup_values):
     print(test.__name__, repr(test.cases(7)))
-print("drawn by hypothesis:", len(drawn), strategies.cases_file(7).name)
+print("drawn by hypothesis:", " ".join(sorted(name.split(".")[0] + "." + name.split(".")[-1] for name in drawn)))
 """
 
 
-def test_drawn_cases_are_kept_in_a_validated_file_that_a_new_process_reads_instead_of_drawing(tmp_path):
-    """The property tests' cases are drawn once per version of the suites: a new process reads them from the cases
-    file; a file holding anything but drawn values is ignored (the cases are drawn again and the file rewritten);
-    a change to any file of the suites names another file."""
-    hidden = tmp_path / "hidden"
-    shutil.copytree(ROOT / "tests" / "course" / "hidden", hidden, ignore=shutil.ignore_patterns("__pycache__"))
+def test_drawn_cases_are_kept_in_a_validated_file_per_suite_that_a_new_process_reads_instead_of_drawing(tmp_path):
+    """The property tests' cases are drawn once per version of their suite: a new process reads them from the
+    suite's cases file; a file holding anything but drawn values is ignored (the cases are drawn again and the file
+    rewritten); a change to one suite draws its cases again, and no other suite's."""
+    suites = tmp_path / "course"
+    for module in SUITES:
+        shutil.copytree(ROOT / "tests" / "course" / module, suites / module, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "tests" / "course" / "hints.py", suites / "hints.py")
+    every = "drawn by hypothesis: test_causal.test_no_peeking test_dictionary.test_lookup_values test_softmax.test_values"
 
     def run() -> tuple[list[str], str]:
-        script = KEPT_CASES.format(root=str(ROOT), hidden=str(hidden))
+        script = KEPT_CASES.format(path=_suite_path(suites))
         lines = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.splitlines()
         return lines[:3], lines[3]
 
     first, drawn = run()
-    assert drawn.startswith("drawn by hypothesis: 3 ")
-    kept = hidden / "__pycache__" / drawn.split()[-1]
-    assert len(json.loads(kept.read_text())) == 3
-    assert run() == (first, drawn.replace(": 3 ", ": 0 "))  # the same cases, none drawn
-
+    assert drawn == every
+    assert run() == (first, "drawn by hypothesis: ")  # the same cases, none drawn
+    kept, = (suites / "softmax" / "__pycache__").glob("cases-hidden_softmax-*.json")
     data = json.loads(kept.read_text())
-    name = next(iter(data))
-    data[name][0] = {"case": {"case": [{"dict": [["T", 3]]}, {"tuple": []}, "0; import os", 1.0, {"dict": []}]}}
+    name, = data
+    assert name.startswith("test_softmax.") and name.endswith(".test_values/14")
+    data[name][0] = {
+        "case": {"case": [{"dict": [["T", 3]]}, {"tuple": []}, "0; import os", 1.0, {"dict": []}]}}
     kept.write_text(json.dumps(data))
-    assert run() == (first, drawn)  # an invalid file: drawn again, the same cases
-    assert run() == (first, drawn.replace(": 3 ", ": 0 "))  # and the file was rewritten
-    with open(hidden / "test_softmax.py", "a") as suite:
-        suite.write("\n# a change to the suites\n")
-    again, redrawn = run()
-    assert again == first and redrawn.startswith("drawn by hypothesis: 3 ") and redrawn != drawn
+    assert run() == (first, "drawn by hypothesis: test_softmax.test_values")  # invalid: drawn again, the same cases
+    assert run() == (first, "drawn by hypothesis: ")  # and the file was rewritten
+    with open(suites / "softmax" / "hidden_softmax.py", "a") as suite:
+        suite.write("\n# a change to one suite\n")
+    assert run() == (first, "drawn by hypothesis: test_softmax.test_values")
 
 
 def test_without_namespaces_grading_still_works_with_a_warning_and_require_sandbox_refuses(private_tmp, course):

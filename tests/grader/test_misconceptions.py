@@ -1,13 +1,25 @@
-"""The misconceptions (tests/course/public/misconceptions.py): a hint is named only when its mistake reproduces the
-result, or the error, on the same input; where two mistakes fit alike, none is."""
+"""The known mistakes (each exercise's tests/course/<module>/hints_<module>.py, the shared tests/course/hints.py) and
+their diagnosis (grader/suites/public/diagnosis.py): a hint is named only when its mistake reproduces the result, or
+the error, on the same input; where two mistakes fit alike, none is."""
+import importlib
 import sys
-from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 import torch
+from torch import nn
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from tests.course.public import misconceptions as M  # noqa: E402
+from grader.course import course
+from grader.suites import PUBLIC
+
+sys.path[:0] = [str(PUBLIC), str(course().suites_dir), *(str(course().exercise_dir(m)) for m in course().modules)]
+import diagnosis  # noqa: E402
+import hints  # noqa: E402
+
+# Every name of the diagnosis, the shared hints and each exercise's hints, as one namespace: M.matching, M.softmax_hints
+M = SimpleNamespace(**{name: value for module in (diagnosis, hints, *(importlib.import_module(f"hints_{m}")
+                                                                    for m in course().modules))
+                       for name, value in vars(module).items() if not name.startswith("_")})
 
 
 def _error(thunk) -> tuple[str, str]:
@@ -84,8 +96,50 @@ def test_every_mistake_has_an_id_of_its_exercise():
     hints = [*M.softmax_hints(x, 1, 2.0), *M.pairwise_hints(x), *M.score_hints(x, x), *M.context_weight_hints(x),
              *M.context_vector_hints(x), *M.attention_hints(x, x, x, torch.ones(3, 3, dtype=torch.bool)),
              *M.self_attention_hints(x, x, x, 4), *M.decoder_hints(x[:, 0], x), *M.dictionary_hints(x, x, x, 0.5),
-             *M.causal_hints(x, x, x, 4, context_length=5), *M.causal_mask_hints(3)]
+             *M.causal_hints(x, x, x, 4, context_length=5), *M.causal_mask_hints(3),
+             *M.multihead_hints(ContractOnly(4, 6, 2).double(), x, 2, context_length=5)]
     assert all(h.id.count(".") == 1 and h.id == h.id.strip() and h.message for h in hints)
+    topics = {*course().modules, "attention"}
+    assert {h.id.split(".")[0] for h in hints} <= topics
+
+
+class ContractOnly(nn.Module):
+    """A multi-head module as a student may write it: the contract's layers, nothing else the hints could read (no
+    num_heads, head_dim or mask attribute), heads split with view and no transpose."""
+
+    def __init__(self, d_in, d_out, num_heads):
+        super().__init__()
+        torch.manual_seed(0)
+        self.W_query, self.W_key, self.W_value = (nn.Linear(d_in, d_out, bias=False) for _ in range(3))
+        self.out_proj = nn.Linear(d_out, d_out)
+        self._heads = num_heads
+
+    def forward(self, x):
+        B, T, d_out = x.shape[0], x.shape[1], self.out_proj.in_features
+        q, k, v = (layer(x).view(B, self._heads, T, d_out // self._heads) for layer in (self.W_query, self.W_key,
+                                                                                    self.W_value))
+        scores = (q @ k.transpose(-2, -1) / (d_out // self._heads) ** 0.5).masked_fill(
+            ~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+        return self.out_proj((torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(B, T, d_out))
+
+
+@pytest.mark.parametrize("exercise", ["multihead", "causal"])
+def test_hints_run_on_a_students_module_with_the_contracts_names_only(exercise):
+    """The multi-head and causal hints take the module's own layers and the contract's configuration (num_heads,
+    context_length), never a reference's private attributes: on a student's module with nothing but the contract's
+    layers they name its mistake."""
+    x = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    module = ContractOnly(3, 6, 2).double()
+    got = module(x)
+    if exercise == "multihead":
+        found = M.matching(got, M.multihead_hints(module, x, 2, context_length=5), 1e-7, 1e-9)
+        assert found is not None and found.id == "multihead.split_no_transpose"
+    else:
+        q, k, v = module.W_query(x), module.W_key(x), module.W_value(x)
+        unscaled = torch.softmax((q @ k.transpose(-2, -1)).masked_fill(~torch.ones(5, 5, dtype=torch.bool).tril(),
+                                                                    float("-inf")), -1) @ v
+        found = M.matching(unscaled, M.module_hints(module, x, context_length=7), 1e-7, 1e-9)
+        assert found is not None and found.id == "causal.no_scaling"
 
 
 def test_zeros_are_no_known_mistake_of_one_hot():

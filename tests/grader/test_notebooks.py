@@ -37,7 +37,7 @@ from grader.authoring.notebooks import (  # noqa: E402
     stale_notebooks,
 )
 from grader.authoring.stubs import BEGIN, END  # noqa: E402
-from grader.course import course, load_course  # noqa: E402
+from grader.course import CourseError, course, load_course  # noqa: E402
 from grader.intake import IntakeError, notebooks  # noqa: E402
 from grader.intake.notebooks import (  # noqa: E402
     modules_from_nbgrader_submission,
@@ -48,15 +48,21 @@ from grader.intake.submission import read_submission  # noqa: E402
 
 MODULES = course().modules  # the exercises of course.yaml, in order
 ASSIGNMENTS = {course().notebook_name(module): module for module in MODULES}  # one nbgrader assignment per notebook
-COURSE_DIR, LESSONS_DIR = course().nbgrader_dir, course().lessons_dir
+COURSE_DIR = course().nbgrader_dir
 
 
 def lessons_copy(tmp_path):
-    """A copy of the course (course.yaml, solutions/, lessons/) in ``tmp_path``, loaded: its lessons can be edited."""
-    for name in ("solutions", "lessons"):
-        shutil.copytree(ROOT / name, tmp_path / name)
+    """A copy of the course (course.yaml, solutions/, tests/course/) in ``tmp_path``, loaded: its lessons can be
+    edited."""
+    for name in ("solutions", "tests/course"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "course.yaml", tmp_path / "course.yaml")
     return load_course(tmp_path / "course.yaml")
+
+
+def lesson(copy, name: str) -> Path:
+    """The lesson file of exercise ``name`` in the copy, or the texts every notebook shares (``notebook``)."""
+    return copy.notebook_texts if name == "notebook" else copy.lesson_file(name)
 
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 E2E_ASSIGNMENTS = ("02_softmax", "05_quiz", "07_causal")
@@ -131,20 +137,20 @@ def test_cli_check_reports_the_course_up_to_date(capsys):
     assert "up to date" in capsys.readouterr().out
 
 
-# (file, text replaced, replacement, what the error says): one flaw in a copy of the real lesson files.
+# (lesson, text replaced, replacement, what the error says): one flaw in a copy of the real lesson files.
 LESSON_FLAWS = {
-    "missing section": ("quiz.md", "<!-- picture -->", "", "missing section <!-- picture -->"),
-    "unknown section": ("quiz.md", "<!-- picture text -->", "<!-- caption -->", "unknown section <!-- caption -->"),
-    "section twice": ("quiz.md", "<!-- task -->", "<!-- lesson -->", "section <!-- lesson --> appears twice"),
-    "test without points": ("quiz.md", "<!-- test quiz_answer: 4 points -->", "<!-- test quiz_answer -->",
+    "missing section": ("quiz", "<!-- picture -->", "", "missing section <!-- picture -->"),
+    "unknown section": ("quiz", "<!-- picture text -->", "<!-- caption -->", "unknown section <!-- caption -->"),
+    "section twice": ("quiz", "<!-- task -->", "<!-- lesson -->", "section <!-- lesson --> appears twice"),
+    "test without points": ("quiz", "<!-- test quiz_answer: 4 points -->", "<!-- test quiz_answer -->",
                             "unknown section <!-- test quiz_answer -->"),
-    "points that do not add up": ("quiz.md", "quiz_answer: 4 points", "quiz_answer: 5 points", "add up to 11 points"),
-    "prose among the checks": ("quiz.md", "<!-- checks -->\n", "<!-- checks -->\nRun these.\n", "text outside"),
-    "empty text": ("quiz.md", "<!-- task -->\n", "<!-- task -->\n\n<!-- demo -->\n```python\npass\n```\n",
+    "points that do not add up": ("quiz", "quiz_answer: 4 points", "quiz_answer: 5 points", "add up to 11 points"),
+    "prose among the checks": ("quiz", "<!-- checks -->\n", "<!-- checks -->\nRun these.\n", "text outside"),
+    "empty text": ("quiz", "<!-- task -->\n", "<!-- task -->\n\n<!-- demo -->\n```python\npass\n```\n",
                    "section <!-- task --> is empty"),
-    "unclosed block": ("quiz.md", "```\n\n<!-- picture text -->", "\n\n<!-- picture text -->", "not closed"),
-    "shared file's missing section": ("_shared.md", "<!-- tests intro -->", "", "missing section <!-- tests intro -->"),
-    "shared file's test": ("_shared.md", "<!-- tests intro -->", "<!-- test intro: 1 point -->",
+    "unclosed block": ("quiz", "```\n\n<!-- picture text -->", "\n\n<!-- picture text -->", "not closed"),
+    "shared file's missing section": ("notebook", "<!-- tests intro -->", "", "missing section <!-- tests intro -->"),
+    "shared file's test": ("notebook", "<!-- tests intro -->", "<!-- test intro: 1 point -->",
                            "unknown section <!-- test intro: 1 point -->"),
 }
 
@@ -154,37 +160,31 @@ def test_flawed_lesson_file_is_a_one_line_error(tmp_path, flaw):
     """A lesson file with a missing, unknown or malformed section stops the generator with one line naming both."""
     name, old, new, message = LESSON_FLAWS[flaw]
     copy = lessons_copy(tmp_path)
-    lessons = copy.lessons_dir
-    text = (lessons / name).read_text(encoding="utf-8")
+    path = lesson(copy, name)
+    text = path.read_text(encoding="utf-8")
     assert text.count(old) == 1
-    (lessons / name).write_text(text.replace(old, new), encoding="utf-8")
+    path.write_text(text.replace(old, new), encoding="utf-8")
     with pytest.raises(LessonError) as error:
         render_course(copy)
-    assert str(error.value).startswith(str(lessons / name)) and message in str(error.value)
+    assert str(error.value).startswith(str(path)) and message in str(error.value)
     assert "\n" not in str(error.value)
 
 
-def test_lesson_files_follow_course_yaml(tmp_path):
-    """Each exercise of course.yaml needs its lesson file, and a lesson file of no exercise is refused."""
+def test_a_missing_lesson_is_a_course_error(tmp_path):
+    """Each exercise of course.yaml needs its lesson file: the course does not load without it, naming it."""
     copy = lessons_copy(tmp_path)
-    lessons = copy.lessons_dir
-    assert sorted(p.stem for p in lessons.glob("[!_]*.md")) == sorted(MODULES)
-    (lessons / "extra.md").write_text((lessons / "quiz.md").read_text(encoding="utf-8"), encoding="utf-8")
-    with pytest.raises(LessonError, match=r"extra\.md: no exercise of course\.yaml has this lesson"):
-        render_course(copy)
-    (lessons / "extra.md").unlink()
-    (lessons / "quiz.md").unlink()
-    with pytest.raises(LessonError, match=r"quiz\.md: missing lesson file of exercise quiz"):
-        render_course(copy)
+    copy.lesson_file("quiz").unlink()
+    with pytest.raises(CourseError, match=r"tests/course/quiz/lesson\.md: missing lesson of exercise quiz"):
+        load_course(tmp_path / "course.yaml")
 
 
 def test_cli_reports_a_flawed_lesson_in_one_line(tmp_path, monkeypatch, capsys):
     """`grader notebooks --check` prints a lesson file's problem as one line and exits 2, writing nothing."""
-    lessons = lessons_copy(tmp_path).lessons_dir
-    (lessons / "_shared.md").unlink()
+    shared = lessons_copy(tmp_path).notebook_texts
+    shared.unlink()
     assert cli.main(["notebooks", "--check", "--course", str(tmp_path / "course.yaml")]) == 2
     error = capsys.readouterr().err
-    assert error == f"grader: {lessons / '_shared.md'}: no such lesson file\n"
+    assert error == f"grader: {shared}: no such lesson file\n"
 
 
 def test_one_assignment_per_exercise_in_syllabus_order():

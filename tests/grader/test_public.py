@@ -1,4 +1,5 @@
-"""The public suite (tests/course/public, tests/public in the handout): green on the references, and one readable line per failure on the stubs."""
+"""The public checks (each exercise's tests/course/<module>/test_<module>.py, tests/public in the handout): green on
+the references, and one readable line per failure on the stubs."""
 from __future__ import annotations
 
 import ast
@@ -12,18 +13,26 @@ from pathlib import Path
 
 import pytest
 
+from grader.authoring.release import public_checks
 from grader.course import load_course
 
 ROOT = Path(__file__).resolve().parents[2]
-PUBLIC = ROOT / "tests" / "course" / "public"
-MODULES = load_course(ROOT / "course.yaml").modules  # the exercises of course.yaml, in order
+COURSE = load_course(ROOT / "course.yaml")
+MODULES = COURSE.modules  # the exercises of course.yaml, in order
+
+
+def handout_checks(target: Path) -> None:
+    """Write the handout's tests/public (``release.public_checks``) into ``target``."""
+    for relative, text in public_checks(COURSE).items():
+        (target / relative).parent.mkdir(parents=True, exist_ok=True)
+        (target / relative).write_text(text, encoding="utf-8")
 STUB_LINE = re.compile(r"^(?P<module>\w+)\.[\w.]+ is not implemented yet: fill in the stub in exercises/(?P<file>\w+)\.py$")
 
 
 def run_public(tmp_path: Path, *args: str, root: Path = ROOT) -> tuple[subprocess.CompletedProcess, dict[str, str | None]]:
     """Run the public checks under ``root`` (the repository, or a handout-like copy holding them in tests/public);
     return the process and {test id: failure message or None}."""
-    suite = PUBLIC.relative_to(ROOT).as_posix() if root == ROOT else "tests/public"
+    suite = "tests/course" if root == ROOT else "tests/public"
     report = tmp_path / f"public-{len(list(tmp_path.glob('public-*.xml')))}.xml"
     process = subprocess.run(
         [sys.executable, "-m", "pytest", suite, "-p", "no:cacheprovider", "-q", "--strict-markers",
@@ -42,7 +51,7 @@ def run_public(tmp_path: Path, *args: str, root: Path = ROOT) -> tuple[subproces
 
 
 def module_of(test_id: str) -> str:
-    """'tests.public.test_softmax::test_x' -> 'softmax'."""
+    """'tests.public.test_softmax::test_x' (or tests.course.softmax.test_softmax::...) -> 'softmax'."""
     return test_id.split("::")[0].rsplit(".", 1)[-1].removeprefix("test_")
 
 
@@ -69,7 +78,7 @@ def test_public_suite_fails_every_value_check_on_stubs(stub_run):
     assert process.returncode == 1, output[-6000:]
     assert results, output[-6000:]
     passed = sorted(test for test, message in results.items() if message is None)
-    assert passed == sorted(f"tests.course.public.test_{module}::test_imports_allowed" for module in MODULES), passed
+    assert passed == sorted(f"tests.course.{module}.test_{module}::test_imports_allowed" for module in MODULES), passed
     assert re.search(rf"\b{len(results) - len(passed)} failed\b", output), output[-2000:]
     assert " error" not in output.splitlines()[-1]
 
@@ -104,15 +113,15 @@ def test_an_unfinished_exercise_is_one_line(stub_run):
 def test_markers_select_one_exercise():
     """`-m softmax` selects exactly the tests of test_softmax.py, and each file is marked with its exercise."""
     process = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/course/public", "-p", "no:cacheprovider", "-q", "--strict-markers",
+        [sys.executable, "-m", "pytest", "tests/course", "-p", "no:cacheprovider", "-q", "--strict-markers",
          "--collect-only", "-m", "softmax", "--impl", "solutions"],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )
     assert process.returncode == 0, process.stdout + process.stderr
     ids = [line for line in process.stdout.splitlines() if "::" in line]
-    assert ids and all(line.startswith("tests/course/public/test_softmax.py::") for line in ids), process.stdout
+    assert ids and all(line.startswith("tests/course/softmax/test_softmax.py::") for line in ids), process.stdout
     for module in MODULES:
-        source = (PUBLIC / f"test_{module}.py").read_text(encoding="utf-8")
+        source = COURSE.public_checks(module).read_text(encoding="utf-8")
         assert f"pytestmark = pytest.mark.{module}\n" in source, module
 
 
@@ -120,7 +129,7 @@ def test_broken_files_fail_with_one_line(tmp_path):
     """A file that does not compile, does not import, or is missing gives one line naming the file (and line)."""
     copy = tmp_path / "repo"
     shutil.copytree(ROOT / "exercises", copy / "exercises")
-    shutil.copytree(PUBLIC, copy / "tests" / "public", ignore=shutil.ignore_patterns("__pycache__"))
+    handout_checks(copy)
     shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
     scores = copy / "exercises" / "scores.py"
     scores.write_text(scores.read_text() + "\ndef broken(:\n    pass\n")
@@ -151,7 +160,7 @@ def test_a_wrong_answer_reports_its_property_and_error_size(tmp_path):
     """A wrong (not unfinished) result is reported as the check's property and the size of its error, in the table."""
     copy = tmp_path / "repo"
     shutil.copytree(ROOT / "exercises", copy / "exercises")
-    shutil.copytree(PUBLIC, copy / "tests" / "public", ignore=shutil.ignore_patterns("__pycache__"))
+    handout_checks(copy)
     shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
     quiz = copy / "exercises" / "quiz.py"
     quiz.write_text(quiz.read_text().replace(
@@ -161,7 +170,7 @@ def test_a_wrong_answer_reports_its_property_and_error_size(tmp_path):
     output = process.stdout + process.stderr
     assert process.returncode == 1 and len(results) == 1, output[-4000:]
     [test] = results
-    doc = ast.get_docstring(next(node for node in ast.walk(ast.parse((PUBLIC / "test_quiz.py").read_text()))
+    doc = ast.get_docstring(next(node for node in ast.walk(ast.parse(COURSE.public_checks("quiz").read_text()))
                                  if isinstance(node, ast.FunctionDef) and node.name == test.split("::")[1]))
     table = output.split("public checks per exercise", 1)[1]
     assert f"  - {doc}\n" in table, table
@@ -170,16 +179,15 @@ def test_a_wrong_answer_reports_its_property_and_error_size(tmp_path):
 
 
 def test_every_public_test_has_a_one_line_docstring():
-    """Every test function in tests/public has a docstring of exactly one line (what the student reads)."""
+    """Every test function of the public checks has a docstring of exactly one line (what the student reads)."""
     missing = []
-    for path in sorted(PUBLIC.glob("test_*.py")):
+    for path in map(COURSE.public_checks, MODULES):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
                 doc = ast.get_docstring(node)
                 if not doc or "\n" in doc.strip():
                     missing.append(f"{path.name}::{node.name}")
     assert not missing, missing
-    assert {path.stem.removeprefix("test_") for path in PUBLIC.glob("test_*.py")} == set(MODULES)
 
 
 CLASSIC_BUGS = {  # a corpus variant (tests/grader/corpus/variants.py) -> the misconception both must name
@@ -195,8 +203,8 @@ CLASSIC_BUGS = {  # a corpus variant (tests/grader/corpus/variants.py) -> the mi
 def hint_catalog() -> dict[str, str]:
     """Misconception id -> its text, from the shared module's hint lists on small inputs."""
     import torch
+    from test_misconceptions import M
 
-    from tests.course.public import misconceptions as M
     x, mask = torch.randn(2, 3, 4), torch.ones(3, 3, dtype=torch.bool).tril()
     hints = M.softmax_hints(x, 0, 2.0) + M.attention_hints(x, x, x, mask=mask) + M.pairwise_hints(x)
     return {hint.id: hint.message for hint in hints}
@@ -217,7 +225,7 @@ def test_public_checks_give_the_graders_hint_on_the_classic_bugs(tmp_path, varia
     copy = tmp_path / "handout"
     shutil.copytree(ROOT / "solutions", copy / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "exercises" / f"{found.module}.py").write_text(found.source(), encoding="utf-8")
-    shutil.copytree(PUBLIC, copy / "tests" / "public", ignore=shutil.ignore_patterns("__pycache__"))
+    handout_checks(copy)
     process, _ = run_public(tmp_path, "-m", found.module, root=copy)
     public = hints_in(process.stdout)
     graded = subprocess.run([sys.executable, "-m", "grader", "grade", str(copy), "--out", str(tmp_path / "results.json")],

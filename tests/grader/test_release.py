@@ -42,7 +42,6 @@ from grader.sandbox.problems import GraderFault
 MODULES = course().modules  # the exercises of course.yaml, in order
 REPOSITORY = "course-org/attention-grader"
 
-SUITES_COMPLETE = all((ROOT / "tests" / "course" / "hidden" / f"test_{m}.py").is_file() for m in MODULES)
 
 
 @pytest.fixture(scope="module")
@@ -61,15 +60,21 @@ def _files(root: Path) -> set[str]:
 def test_handout_layout(handout):
     files = _files(handout)
     expected = ({f"exercises/{name}" for name in render_exercises()}
-                | {f"tests/public/{p.relative_to(ROOT / 'tests' / 'course' / 'public').as_posix()}"
-                   for p in (ROOT / "tests" / "course" / "public").rglob("*.py")}
+                | {f"tests/public/{part}_{m}.py" for m in MODULES for part in ("test", "hints")}
+                | {f"tests/public/{name}" for name in ("conftest.py", "checking.py", "diagnosis.py", "import_rule.py",
+                                                       "stub_message.py", "hints.py", "exercises.json")}
                 | {"README.md", "requirements.txt", "pyproject.toml", ".gitignore", WORKFLOW}
                 | {f"notebooks/{p.parent.name}/{p.name}" for p in notebook_sources(course())})
     assert files == expected
-    assert not any(part in ("solutions", "hidden", "nbgrader", "lessons", "grader", "__pycache__") for f in files for part in f.split("/"))
+    assert not any(part.startswith(("solutions", "hidden", "nbgrader", "lesson", "grader", "__pycache__"))
+                   for f in files for part in f.split("/"))
     for name, text in render_exercises().items():
         assert (handout / "exercises" / name).read_text() == text
-    assert (handout / "tests/public/conftest.py").read_bytes() == (ROOT / "tests/course/public/conftest.py").read_bytes()
+    public = ROOT / "grader" / "suites" / "public"
+    assert (handout / "tests/public/conftest.py").read_bytes() == (public / "harness.py").read_bytes()
+    assert (handout / "tests/public/import_rule.py").read_bytes() == (ROOT / "grader/sandbox/imports.py").read_bytes()
+    assert json.loads((handout / "tests/public/exercises.json").read_text()) == {
+        exercise.module: exercise.title for exercise in course().exercises}
 
 
 def test_readme_and_dependencies(handout):
@@ -102,7 +107,7 @@ def test_readme_and_dependencies(handout):
 def test_no_line_of_the_hidden_suites_or_solutions_in_the_handout(handout):
     secrets = secret_lines(course())
     origins = {origin.split(":")[0].split(" ")[0] for origin in secrets.values()}
-    assert any(o.startswith("tests/course/hidden/") for o in origins) and any(o.startswith("solutions/") for o in origins)
+    assert any(o.startswith("tests/course/softmax/hidden_") for o in origins) and any(o.startswith("solutions/") for o in origins)
     assert len(secrets) > 100, "the secret lines were collected"
     assert find_leaks(handout, course(), secrets) == []
 
@@ -122,7 +127,7 @@ def test_the_leak_check_finds_planted_values(handout, tmp_path):
     notebook's markdown)."""
     copy = tmp_path / "planted"
     shutil.copytree(handout, copy)
-    suite = ROOT / "tests" / "course" / "hidden" / "test_softmax.py"
+    suite = ROOT / "tests" / "course" / "softmax" / "hidden_softmax.py"
     values = secret_values(course()) | {"0.731059": f"{suite.relative_to(ROOT)}:1"}  # as if a hidden suite held it
     (copy / "tests" / "public" / "test_softmax.py").write_text(
         (copy / "tests" / "public" / "test_softmax.py").read_text() + "# expected 0.731059 on the hidden case\n")
@@ -138,7 +143,7 @@ def test_the_leak_check_finds_planted_lines(handout, tmp_path):
     copy = tmp_path / "planted"
     shutil.copytree(handout, copy)
     secrets = secret_lines(course())
-    hidden = next(line for line, origin in secrets.items() if origin.startswith("tests/course/hidden/test_softmax.py"))
+    hidden = next(line for line, origin in secrets.items() if origin.startswith("tests/course/softmax/hidden_softmax.py"))
     solution = next(line for line, origin in secrets.items() if origin.startswith("solutions/softmax.py"))
     (copy / "exercises" / "softmax.py").write_text((copy / "exercises" / "softmax.py").read_text() + f"\n    {solution}\n")
     notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [f"  {hidden}\n"]}], "metadata": {},
@@ -146,7 +151,7 @@ def test_the_leak_check_finds_planted_lines(handout, tmp_path):
     (copy / "notes.ipynb").write_text(json.dumps(notebook))
     leaks = find_leaks(copy, course(), secrets, {})
     assert {(file, origin.split(":")[0]) for file, _, origin in leaks} == {
-        ("exercises/softmax.py", "solutions/softmax.py"), ("notes.ipynb", "tests/course/hidden/test_softmax.py")}
+        ("exercises/softmax.py", "solutions/softmax.py"), ("notes.ipynb", "tests/course/softmax/hidden_softmax.py")}
 
 
 def test_release_refuses_a_leaking_handout(tmp_path, monkeypatch):
@@ -171,7 +176,8 @@ def test_public_sources_copy_no_hidden_test():
     `torch.testing.assert_close(out, expected)` may appear in both); no run of three such lines is (a copied test)."""
     secrets = secret_lines(course(), exempt_public=False)
     texts = {f"exercises/{name}": text for name, text in render_exercises().items()}
-    texts |= {p.relative_to(ROOT).as_posix(): p.read_text() for p in (ROOT / "tests" / "course" / "public").rglob("*.py")}
+    texts |= {p.relative_to(ROOT).as_posix(): p.read_text() for m in MODULES
+              for p in (course().public_checks(m), course().hints_file(m))}
     for name, text in texts.items():
         run = []
         for number, line in enumerate(text.splitlines(), 1):
@@ -406,8 +412,6 @@ def test_workflow_steps_run(handout, workflow, tmp_path):
     assert re.search(r"\d+ failed", summary) and " passed" not in summary.split("```")[1].splitlines()[-2]
     assert "Public checks: pytest exit status 1" in public.stdout
 
-    if not SUITES_COMPLETE:
-        pytest.skip("tests/course/hidden lacks the suite of an exercise")
     grade = runner.run(steps["Grade"])
     assert grade.returncode == 0, grade.stdout[-3000:] + grade.stderr[-3000:]
     assert grade.stdout.splitlines()[-1] == "Score: 0/100"
@@ -437,8 +441,9 @@ def test_gradescope_zip(tmp_path):
         assert f"torch=={pinned('torch')}" in archive.read("setup.sh").decode()
         archive.extractall(tmp_path / "source")
     for required in ("course.yaml", "pyproject.toml", "README.md", "grader/cli.py", "grader/authoring/templates/handout/README.md",
-                     *(f"solutions/{m}.py" for m in MODULES), "tests/course/hidden/pytest.ini",
-                     "tests/course/public/misconceptions.py"):  # the hidden suites' hints
+                     "grader/suites/pytest.ini", "grader/suites/public/diagnosis.py", "tests/course/hints.py",
+                     "tests/course/hidden_contract.py", *(f"solutions/{m}.py" for m in MODULES),
+                     *(f"tests/course/{m}/{part}_{m}.py" for m in MODULES for part in ("hidden", "hints"))):
         assert required in names, required
     assert not any("__pycache__" in name or name.endswith(".pyc") for name in names)
     for script in ("setup.sh", "run_autograder"):

@@ -12,7 +12,7 @@ python3 -m venv /autograder/venv
 /autograder/venv/bin/python -m pip install --index-url https://download.pytorch.org/whl/cpu "torch==@@TORCH@@"
 /autograder/venv/bin/python -m pip install -e /autograder/source
 /autograder/venv/bin/grader --version
-# Grade the references once, so that the image keeps the property tests' drawn cases (tests/course/hidden/__pycache__):
+# Grade the references once, so that the image keeps the property tests' drawn cases (tests/course/*/__pycache__):
 # no student's submission then waits for hypothesis to draw them. Not needed for grading, so never fatal.
 (cd /autograder/source && /autograder/venv/bin/grader grade solutions --out /tmp/references.json >/dev/null) \
   || echo "note: the references could not be graded here; each submission will draw the cases itself"

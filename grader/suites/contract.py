@@ -1,0 +1,412 @@
+"""The shared contract of the exercises: what an exercise declares, and the tests that check it on every exercise.
+
+Every function and module of the course keeps the same eight properties: float64 kept, device kept, gradients equal
+the reference's, inputs not modified in place, its own implementation (no banned built-in of course.yaml), no Python
+loop over the sizes, half precision, and its file imports only what the syllabus allows. The tests below check them
+once for all exercises (the course's ``tests/course/hidden_contract.py`` imports them; the plugin runs each once per
+exercise, ``parametrize``); an exercise only declares, in its own suite, ``CONTRACT = Contract(...)``: its
+``Subject``s (how to build their inputs, how to call them, their reference, how their values are checked) and the
+weight of each property.
+
+Each test judges only its property: where the subject's values are wrong on its float32 inputs (or it cannot be
+built with the case's arguments), a failure is the values checks' to report, and the property says it is judged once
+the values are right (``judged``; the case is built inside the judged check).
+"""
+from __future__ import annotations
+
+import copy
+import importlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+import torch
+
+from grader.course import SUITE_PREFIX
+from grader.sandbox.imports import forbidden, rule
+from grader.sandbox.problems import STUB_PHRASE, SubmissionProblem
+from grader.suites import checks as C
+from grader.suites import modules as M
+from grader.suites.checks import CheckFailed
+
+PROPERTIES = ("float64_kept", "device_kept", "autograd", "inputs_not_modified", "own_implementation", "vectorized",
+              "half_precision", "imports_allowed")
+
+
+@dataclass(frozen=True)
+class Size:
+    """One call of the vectorization check: what the student reads about it, its inputs' shapes and, for a module,
+    its constructor's arguments (the subject's own when empty)."""
+    label: str
+    shapes: tuple[tuple[int, ...], ...]
+    ctor: tuple = ()
+
+
+def sequences(width: int, T: int = 8) -> tuple[Size, ...]:
+    """The vectorization check's calls on one (batch, T, width) sequence: longer (``T``), then a larger batch."""
+    return (Size("T=3, batch 2", ((2, 3, width),)), Size(f"T={T}, batch 2", ((2, T, width),)),
+            Size("T=3, batch 6", ((6, 3, width),)))
+
+
+@dataclass(frozen=True)
+class HalfInputs:
+    """The half-precision check's inputs: the subject's own, times ``scale``, with other ``options`` if given."""
+    scale: float = 1.0
+    options: tuple | None = None
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One function or module of an exercise under the contract, as its fixed inputs call it.
+
+    Inputs are tensors of ``shapes`` drawn from a seeded generator (then ``options``, the arguments that are not
+    tensors); a module is built with ``ctor`` and, for values, holds the reference's parameters. ``values(student,
+    course, case)`` is the exercise's own values check (with its hints), used at float64 and half precision; by
+    default the result must be close to the reference's. A subject is checked for built-ins when it says what to do
+    ``instead``, for loops when it has ``sizes``, at half precision with each of ``half``.
+    """
+    name: str  # its name in the student's module
+    what: str  # how a message names a call of it
+    args: tuple[str, ...]  # the names of its tensor inputs, in order
+    shapes: tuple[tuple[int, ...], ...]
+    reference: Callable  # the reference function, or the reference module's class
+    options: tuple = ()
+    ctor: tuple | None = None  # a module's constructor arguments; None for a function
+    values: Callable | None = None
+    describe: Callable | None = None  # describe(*args) -> the input class in words; default: the tensors' shapes
+    autograd: bool = True
+    instead: str = ""  # own implementation: the hint saying how to do without the built-in
+    sizes: tuple[Size, ...] = ()  # vectorized: the first call is the base the others are compared with
+    loop_over: str = "tokens or batch elements"
+    half: tuple[HalfInputs, ...] = (HalfInputs(),)
+
+    @property
+    def is_module(self) -> bool:
+        return self.ctor is not None
+
+    def on(self, args) -> str:
+        if self.describe is not None:
+            return self.describe(*args)
+        return C.describe(**dict(zip(self.args, args)))
+
+    def inputs(self, device, dtype, seed: int, shapes=None, options=None) -> tuple:
+        g = torch.Generator().manual_seed(seed)
+        tensors = tuple(torch.randn(*shape, generator=g, dtype=torch.float64).to(device, dtype)
+                        for shape in (shapes or self.shapes))
+        return tensors + (self.options if options is None else options)
+
+    def reference_module(self, device, dtype, seed: int) -> torch.nn.Module:
+        """The reference module built right after seeding, in eval mode."""
+        C.seed(seed)
+        return self.reference(*self.ctor).to(device, dtype).eval()
+
+    def remote(self, student, exercise: str):
+        return getattr(getattr(student, exercise), self.name)
+
+
+@dataclass
+class Case:
+    """A subject ready to check: the student's function (or module, holding the reference's parameters), the
+    reference (function or module) and the inputs."""
+    call: Callable
+    reference: Callable
+    args: tuple
+
+
+@dataclass(frozen=True)
+class Contract:
+    """An exercise's part of the shared contract: its subjects and each property's weight (1 unless given)."""
+    subjects: tuple[Subject, ...]
+    weights: dict[str, float] = field(default_factory=dict)
+
+    def applies(self, prop: str) -> bool:
+        """Whether any subject has ``prop`` (a property none has is no test of the exercise)."""
+        has = {"autograd": lambda s: s.autograd, "own_implementation": lambda s: bool(s.instead),
+               "vectorized": lambda s: bool(s.sizes), "half_precision": lambda s: bool(s.half)}
+        return any(has.get(prop, lambda s: True)(s) for s in self.subjects)
+
+    def weight(self, prop: str) -> float:
+        return self.weights.get(prop, 1)
+
+
+def checks(prop: str):
+    """Mark a test as the check of the contract's property ``prop``: the plugin runs it once per exercise that has it
+    (``parametrize``)."""
+    def mark(test):
+        test.contract_property = prop
+        return test
+    return mark
+
+
+class ContractError(ValueError):
+    """An exercise's CONTRACT cannot be checked as declared (a course error, never the student's)."""
+
+
+def contract_of(module: str) -> Contract | None:
+    """The ``CONTRACT`` of an exercise's hidden suite (imported by its name, ``hidden_<module>``), if it declares one."""
+    return getattr(importlib.import_module(f"{SUITE_PREFIX}{module}"), "CONTRACT", None)
+
+
+def parametrize(metafunc, prop: str, course) -> None:
+    """Run a test of the contract's property ``prop`` once per exercise of ``course`` that has it (and per half dtype
+    for half precision), under the exercise's marker and weight; every property is a rule (paid as far as the
+    exercise's values are right)."""
+    params = []
+    for exercise in course.modules:
+        declared = contract_of(exercise)
+        if declared is None or not declared.applies(prop):
+            continue
+        if prop == "own_implementation":
+            for subject in declared.subjects:
+                if subject.instead and f"{exercise}.{subject.name}" not in course.banned:
+                    raise ContractError(f"{exercise}: {subject.name} says what to do instead of a built-in, but "
+                                        f"course.yaml's banned: has no entry {exercise}.{subject.name} (list the torch "
+                                        f"calls that would do its whole job)")
+        marks = [getattr(pytest.mark, exercise), pytest.mark.weight(declared.weight(prop)), pytest.mark.rule]
+        for dtype in (C.HALF_DTYPES if prop == "half_precision" else (None,)):
+            values = (exercise, declared) if dtype is None else (exercise, declared, dtype)
+            label = exercise if dtype is None else f"{exercise}-{C.dtype_name(dtype)}"
+            params.append(pytest.param(*values, marks=marks, id=label))
+    names = ["exercise", "contract"] + (["dtype"] if prop == "half_precision" else [])
+    metafunc.parametrize(names, params)
+
+
+def case(student, exercise: str, subject: Subject, device, dtype, seed: int) -> Case:
+    """``subject`` with inputs of ``dtype`` on ``device``; a module is the student's, holding the reference's
+    parameters, in eval mode."""
+    remote, args = subject.remote(student, exercise), subject.inputs(device, dtype, seed)
+    if not subject.is_module:
+        return Case(remote, subject.reference, args)
+    reference = subject.reference_module(device, dtype, seed)
+    module = M.twin(remote, reference, *subject.ctor, what=subject.name, dtype=dtype, device=device, mode="eval")
+    return Case(module, reference, args)
+
+
+def expected(subject: Subject, case: Case):
+    """The reference's result on the case's inputs, computed in float64 and cast back."""
+    if subject.is_module:
+        return M.module_reference(case.reference, *case.args)
+    return C.in_float64(case.reference, *case.args)
+
+
+def check_values(student, course, subject: Subject, case: Case) -> None:
+    """The subject's values check: its exercise's own, or the result close to the reference's."""
+    if subject.values is not None:
+        subject.values(student, course, case)
+        return
+    on = subject.on(case.args)
+    got = C.attempt(lambda: case.call(*case.args), subject.what, on)
+    C.close(got, expected(subject, case), what=subject.what, on=on, course=course)
+
+
+# ---------------------------------------------------------------- the tests (tests/course/hidden_contract.py)
+
+def values_right(student, course, exercise, subject, device, scale: float = 1.0) -> bool:
+    """Whether the subject's values check passes on its float32 inputs (times ``scale``). A subject that cannot run at
+    all (not called again after running out of memory, a crash, a time-out) raises that problem: it is said the same
+    way in every check, rules included."""
+    try:
+        checked = case(student, exercise, subject, device, torch.float32, course.seed)
+        tensors = checked.args[:len(subject.args)]
+        check_values(student, course, subject, Case(checked.call, checked.reference,
+                                                     tuple(t * scale for t in tensors) + checked.args[len(subject.args):]))
+    except CheckFailed:
+        return False
+    except SubmissionProblem as problem:
+        if problem.kind != "parameters":
+            raise
+        return False
+    return True
+
+
+def judged(student, course, exercise, subject, device, check, scale: float = 1.0) -> None:
+    """Run a property's ``check``; its failure stands only where the subject's values are right (on float32 inputs):
+    otherwise the values checks report the mistake, and the property is judged once they pass. A module whose
+    parameters are not the exercise's (a bias left out) is such a mistake; a missing file or name is not judged here."""
+    try:
+        check()
+    except (CheckFailed, SubmissionProblem) as failure:
+        if isinstance(failure, SubmissionProblem) and failure.kind != "parameters":
+            raise  # a missing file or name costs what it should have held, said the same way in every check
+        if STUB_PHRASE in str(failure) or values_right(student, course, exercise, subject, device, scale):
+            raise  # an unfilled stub is said as such, like in every other check
+        raise CheckFailed(f"{subject.what}: {C.DEFERRED}") from None
+
+
+@checks("float64_kept")
+def test_float64_kept(student, course, device, exercise, contract):
+    """float64 inputs (and modules) give float64 results at float64 precision."""
+    for subject in contract.subjects:
+        def check():
+            checked = case(student, exercise, subject, device, torch.float64, course.seed)
+            on = subject.on(checked.args)
+            got = C.attempt(lambda: checked.call(*checked.args), subject.what, on)
+            for item in got if isinstance(got, (tuple, list)) else (got,):
+                if isinstance(item, torch.Tensor) and item.is_floating_point() and item.dtype != torch.float64:
+                    raise CheckFailed(f"{subject.what}: {C.dtype_name(item.dtype)} result on {on}; expected float64, "
+                                      f"the input's dtype. {C.DTYPE_HINT}")
+            try:
+                check_values(student, course, subject, checked)
+            except CheckFailed:
+                if values_right(student, course, exercise, subject, device):
+                    raise CheckFailed(f"{subject.what}: {C.LESS_PRECISE} ({on}).",
+                                      misconception="float64.less_precise") from None
+                raise
+        judged(student, course, exercise, subject, device, check)
+
+
+@checks("device_kept")
+def test_device_kept(student, course, device, exercise, contract):
+    """Results stay on the inputs' device (checked with meta tensors and modules, which have shapes but no data)."""
+    for subject in contract.subjects:
+        args = subject.inputs("cpu", torch.float32, course.seed)
+        meta, on, hint = C.on_meta(args), subject.on(C.on_meta(args)), C.META_HINT
+
+        def check():
+            if subject.is_module:
+                call = C.attempt(lambda: subject.remote(student, exercise).build(*subject.ctor),
+                                 f"{subject.name}(...)", "construction")
+                C.attempt(lambda: call.to.build(torch.device("meta")), f"{subject.name}.to('meta')", "construction")
+                where = hint + ("; register fixed tensors (a mask) with register_buffer so that they follow the "
+                                "module to its device")
+            else:
+                call, where = subject.remote(student, exercise), hint
+            got = C.attempt(lambda: call(*meta), subject.what, on, note=where)
+            C.kept_on(got, "meta", what=subject.what, on=on)
+        judged(student, course, exercise, subject, device, check)
+
+
+@checks("autograd")
+def test_autograd(student, course, device, exercise, contract):
+    """Gradients reach every input (and parameter) and equal the derivative of your own result.
+
+    Checked against the change of the result along a random direction, in float32 (precision is float64_kept's)."""
+    g = torch.Generator().manual_seed(course.seed + 1)
+    for subject in (s for s in contract.subjects if s.autograd):
+        def check():
+            checked = case(student, exercise, subject, device, torch.float32, course.seed)
+            out = expected(subject, checked)
+            out = out[0] if isinstance(out, tuple) else out
+            grad_output = torch.randn(out.shape, generator=g).to(device)
+            _own_gradients(student, exercise, subject, checked, grad_output, g, device)
+        judged(student, course, exercise, subject, device, check)
+
+
+def _own_gradients(student, exercise, subject, checked, grad_output, g, device, step: float = 1e-3):
+    """The student's gradients (inputs and parameters) against a central difference of their own result."""
+    on, n = subject.on(checked.args), len(subject.args)
+    result = C.attempt(lambda: checked.call.run(args=checked.args, grad_output=grad_output), subject.what, on)
+    grads = list(result.arg_grads or []) + [None] * n
+    for name, grad in zip(subject.args, grads[:n]):
+        if grad is None:
+            raise CheckFailed(f"no gradient reaches the input {name} of {subject.what} ({on}). {C.CUT_HINT}")
+    directions = [torch.randn(a.shape, generator=g).to(device) for a in checked.args[:n]]
+    slope = sum(float((grad.double() * d.double()).sum()) for grad, d in zip(grads[:n], directions))
+    size = sum(float((grad.double() * d.double()).abs().sum()) for grad, d in zip(grads[:n], directions))
+    targets = [checked.call._target] * 2
+    if subject.is_module:
+        params = M.detached(checked.reference)
+        missing = sorted(set(params) - set(result.param_grads or {}) | {k for k, v in (result.param_grads or {}).items()
+                                                                         if v is None and k in params})
+        if missing:
+            raise CheckFailed(f"no gradient reaches the parameter {missing[0]} of {subject.what} ({on}). {C.CUT_HINT}")
+        moves = {k: torch.randn(v.shape, generator=g).to(v) for k, v in params.items()}
+        slope += sum(float((result.param_grads[k].double() * m.double()).sum()) for k, m in moves.items())
+        size += sum(float((result.param_grads[k].double() * m.double()).abs().sum()) for k, m in moves.items())
+        targets = []
+        for sign in (1, -1):
+            moved = copy.deepcopy(checked.reference)
+            with torch.no_grad():
+                for name, p in moved.named_parameters():
+                    p.add_(sign * step * moves[name])
+            targets.append(M.twin(subject.remote(student, exercise), moved, *subject.ctor, what=subject.name,
+                                  dtype=torch.float32, device=device, mode="eval")._target)
+    rest = checked.args[n:]
+    calls = [(target, tuple(a + sign * step * d for a, d in zip(checked.args[:n], directions)) + rest, None, {})
+             for target, sign in zip(targets, (1, -1))]
+    ends = [r.value[0] if isinstance(r.value, (tuple, list)) else r.value
+            for r in C.run_all(checked.call._session, calls, subject.what, on)]
+    ends = [C.expect_tensor(end, subject.what, on) for end in ends]
+    change = float(((ends[0].double() - ends[1].double()) * grad_output.double()).sum()) / (2 * step)
+    # Finite first: with an infinite gradient both sides of the comparison are infinite, and inf <= inf holds.
+    if not (math.isfinite(size) and abs(change - slope) <= 1e-3 * (size + abs(change)) + 1e-9):
+        raise CheckFailed(f"the gradients of {subject.what} do not match how its own result changes ({on}). "
+                          f"{C.CUT_HINT}")
+
+
+@checks("inputs_not_modified")
+def test_inputs_not_modified(student, course, device, exercise, contract):
+    """No function or module changes its input tensors in place."""
+    for subject in contract.subjects:
+        def check():
+            checked = case(student, exercise, subject, device, torch.float32, course.seed)
+            before = [a.clone() if isinstance(a, torch.Tensor) else a for a in checked.args]
+            on = subject.on(checked.args)
+            result = C.attempt(lambda: checked.call.run(args=checked.args, return_args=True), subject.what, on)
+            C.unchanged(before, result, subject.args, what=subject.what, on=on)
+        judged(student, course, exercise, subject, device, check)
+
+
+@checks("own_implementation")
+def test_own_implementation(student, course, device, exercise, contract):
+    """Your own implementation: no built-in of torch that does the whole job (the feedback names the one called)."""
+    for subject in (s for s in contract.subjects if s.instead):
+        banned = course.banned[f"{exercise}.{subject.name}"]
+
+        def check():
+            checked = case(student, exercise, subject, device, torch.float32, course.seed)
+            result = C.attempt(lambda: checked.call.run(args=checked.args, watch=banned), subject.what,
+                               subject.on(checked.args))
+            C.own_implementation(result, subject.name, subject.instead)
+        judged(student, course, exercise, subject, device, check)
+
+
+@checks("vectorized")
+def test_vectorized(student, course, device, exercise, contract):
+    """No Python loop over the sequence, the batch (or the heads): the number of tensor operations stays the same."""
+    for subject in (s for s in contract.subjects if s.sizes):
+        judged(student, course, exercise, subject, device, lambda: _op_counts(student, course, device, exercise, subject))
+
+
+def _op_counts(student, course, device, exercise, subject):
+    remote, modules, calls = subject.remote(student, exercise), {}, []
+    for number, size in enumerate(subject.sizes):
+        target = remote._target
+        if subject.is_module:
+            ctor = size.ctor or subject.ctor
+            if ctor not in modules:
+                modules[ctor] = C.attempt(lambda: remote.build(*ctor), f"{subject.name}(...)", "construction")
+                modules[ctor].to.build(device=device)
+            target = modules[ctor]._target
+        calls.append((target, subject.inputs(device, torch.float32, course.seed + number, size.shapes), None, {}))
+    results = C.run_all(student.session, calls, subject.what, "a batched input")
+    C.vectorized([(size.label, result) for size, result in zip(subject.sizes, results)], subject.what,
+                 subject.loop_over)
+
+
+@checks("half_precision")
+def test_half_precision(student, course, device, exercise, contract, dtype):
+    """float16 and bfloat16 inputs and modules give results of the same dtype within its tolerance."""
+    for subject in (s for s in contract.subjects if s.half):
+        for half in subject.half:
+            def check():
+                checked = case(student, exercise, subject, device, dtype, course.seed)
+                options = subject.options if half.options is None else half.options
+                scaled = Case(checked.call, checked.reference,
+                              tuple(t * half.scale for t in checked.args[:len(subject.args)]) + options)
+                check_values(student, course, subject, scaled)
+            judged(student, course, exercise, subject, device, check, half.scale)
+
+
+@checks("imports_allowed")
+def test_imports_allowed(student, course, exercise, contract):
+    """The file imports only torch and math, and earlier exercises with a relative import (read, not run)."""
+    imports = student.session.simple("imports", {"module": exercise})
+    if not isinstance(imports, list) or not all(isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+                                                and isinstance(item[1], int) for item in imports):
+        raise CheckFailed(f"the imports of {exercise}.py could not be read back from the worker.")
+    bad = forbidden(imports, exercise, course.course_modules)
+    if bad:
+        shown = ", ".join(f"{name} (line {line})" for name, line in bad[:3])
+        raise CheckFailed(f"{exercise}.py imports {shown}: {rule()}.")

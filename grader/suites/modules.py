@@ -1,0 +1,165 @@
+"""Checks of the student's nn.Modules: the twin of a reference module (the student's class, built in the worker, holding
+the reference's parameters), seeded construction and its parameters, dropout in training and in eval mode, and no
+peeking at later tokens. Built on the value checks of ``checks``.
+"""
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+from grader.sandbox.dropout import KeyedDropout, keyed_dropout
+from grader.sandbox.problems import StudentError
+from grader.sandbox.proxy import RemoteObject, load_params_step
+from grader.suites.checks import (
+    DEFERRED,
+    CheckFailed,
+    Hint,
+    as64,
+    attempt,
+    close,
+    expect_object,
+    expect_tensor,
+    failed,
+    run_all,
+    shape,
+    shape_fact,
+    tolerance,
+)
+
+
+def detached(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The module's parameters as plain tensors, by name (what ``load_params`` sends)."""
+    return {name: p.detach().clone() for name, p in module.named_parameters()}
+
+
+def same_params(got: dict, want: dict, what: str, on: str, how: str):
+    """Parameters of a module constructed right after torch.manual_seed must equal the reference's (kind and order)."""
+    if not isinstance(got, dict) or set(got) - set(want):
+        raise CheckFailed(f"{what} has parameters other than {', '.join(want)} ({on}). Hint: {how}")
+    for name, w in want.items():
+        if name not in got:
+            raise CheckFailed(f"{what} has no parameter named {name} ({on}); expected {', '.join(want)}.")
+        g = expect_tensor(got[name], f"the parameter {name} of {what}", on)
+        if tuple(g.shape) != tuple(w.shape):
+            turned = "is transposed" if tuple(g.shape) == tuple(w.shape)[::-1] else f"has {shape_fact(g.shape, w.shape)}"
+            raise CheckFailed(f"parameter {name} of {what} {turned} ({on}); expected the shape {shape(w)}. "
+                              f"Hint: {how}")
+        if not torch.allclose(g.to(w), w):
+            swapped = any(o != name and tuple(want[o].shape) == tuple(g.shape) and torch.allclose(g.to(w), want[o])
+                          for o in want)
+            reason = "the parameters are created in another order" if swapped else "it was drawn differently"
+            raise CheckFailed(f"with torch.manual_seed(...) right before construction, parameter {name} of {what} "
+                              f"differs from the expected one ({on}): {reason}. Hint: {how}")
+
+
+def build_seeded(constructor, args, kwargs: dict, seed: int, what: str, on: str) -> RemoteObject:
+    """The student's module built with ``args``/``kwargs`` right after the worker's generator is seeded with ``seed``."""
+    return expect_object(attempt(lambda: constructor.run(args, kwargs, seed=seed, handles=True).value, what, on), what, on)
+
+
+def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, device=None, mode: str | None = None,
+         **kwargs):
+    """The student's module built with ``args``, moved to ``dtype``/``device``, holding the reference's parameters
+    (copied by name) and put in ``mode`` ('eval' or 'train') if given: one round trip to the worker."""
+    params = detached(reference)
+    if dtype is not None:
+        params = {k: v.to(dtype) for k, v in params.items()}
+    built = {"earlier": 0, "type": what}
+    steps = [((constructor._target, args, kwargs, {"handles": True}), what)]
+    if dtype is not None or (device is not None and torch.device(device).type != "cpu"):  # modules start on the CPU
+        moved = {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
+        steps.append((({**built, "path": ["to"]}, (), moved, {"handles": True}), f"{what}.to(...)"))
+    steps.append((load_params_step(built, params), f"copying the parameters into the {what}"))
+    if mode is not None:
+        steps.append((({**built, "path": [mode]}, (), None, {"handles": True}), f"{what}.{mode}()"))
+    built = run_all(constructor._session, [call for call, _ in steps], [label for _, label in steps], "construction")
+    return expect_object(built[0].value, what, "construction")
+
+
+def dropout_in_training(module: RemoteObject, reference: torch.nn.Module, x: torch.Tensor, *, what: str, on: str,
+                        course, generic: str) -> None:
+    """In training mode, the student's ``module`` gives the ``reference``'s result when both run with keyed dropout
+    (``grader.sandbox.dropout``: each entry kept or dropped as a function of its value): dropout acts once, on the
+    attention weights, in whatever layout and order. Where it does not and the module is wrong in eval mode too,
+    the values checks report the mistake, and this check says so. Compared at float32's tolerance: dropout misplaced
+    moves the result by about its size, and precision is the float64 rule's to judge."""
+    got = attempt(lambda: module.run(args=(x,), dropout="keyed").value, what, on)
+    plain = module_reference(reference.eval(), x)
+    with torch.no_grad(), KeyedDropout():
+        want = reference.train()(x)
+    p = reference.dropout.p
+    rtol, atol = tolerance(course, torch.float32)
+    hints = [Hint("dropout is not applied in training mode: apply self.dropout to the attention weights (nn.Dropout "
+                  "is active after .train()).", lambda: plain, "dropout.not_applied"),
+             Hint("dropout acts on the output: apply self.dropout to the attention weights, "
+                  "not to the result.", lambda: keyed_dropout(plain, p), "dropout.on_output")]
+    try:
+        close(got, want, what=f"{what} in training mode", on=on, course=course, rtol=rtol, atol=atol, hints=hints,
+              generic=generic)
+    except CheckFailed:
+        evaluated = run_all(module._session, [({**module._target, "path": ["eval"]}, (), None, {"handles": True}),
+                                              (module._target, (x,), None, {})], what, on)
+        try:
+            close(evaluated[1].value, plain, what=what, on=on, course=course, rtol=rtol, atol=atol)
+        except CheckFailed:
+            raise CheckFailed(f"{what} in training mode: not judged yet: the result in eval mode is wrong too (the "
+                              f"values checks say what); dropout is checked once it is right.") from None
+        raise
+
+
+def dropout_off_in_eval(module: RemoteObject, without: RemoteObject, x: torch.Tensor, *, what: str, on: str,
+                        course) -> None:
+    """In eval mode, the student's ``module`` (dropout 0.5) gives the result of ``without`` (the same module and
+    parameters, dropout 0) under two random states: dropout does nothing, whatever the result is. A call that raises
+    or returns no tensor is the values checks' to report (an unfinished stub is said as such)."""
+    try:
+        results = module._session.run_many([(module._target, (x,), None, {"seed": 1}),
+                                            (module._target, (x,), None, {"seed": 2}),
+                                            (without._target, (x,), None, {"seed": 1})])
+    except StudentError as error:
+        if error.info.get("type") == "NotImplementedError":
+            raise failed(error, what, on) from None
+        raise CheckFailed(f"{what} in eval mode: {DEFERRED}.") from None
+    got = [result.value for result in results]
+    if not all(isinstance(g, torch.Tensor) for g in got) or len({tuple(g.shape) for g in got}) != 1:
+        raise CheckFailed(f"{what} in eval mode: {DEFERRED}.")
+    rtol, atol = tolerance(course, x.dtype)
+    if not all(torch.allclose(as64(g), as64(got[2]), rtol, atol, equal_nan=True) for g in got[:2]):
+        raise CheckFailed(f"{what} in eval mode changes with the dropout rate or the random state ({on}: dropout 0.5 "
+                          f"against 0). Hint: dropout must be off in eval mode: use the nn.Dropout module "
+                          f"(self.dropout), or F.dropout(..., training=self.training).")
+
+
+def wide(module: torch.nn.Module) -> torch.nn.Module:
+    """A float64 copy of a reference module (its float32 parameters convert exactly)."""
+    import copy
+    return copy.deepcopy(module).double()
+
+
+def module_reference(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The reference module's output on ``x``, computed in float64 and cast back to x's dtype (float32 parameters
+    and buffers convert exactly; the module itself is left as it is, and no graph is built)."""
+    with torch.no_grad():
+        if x.dtype == torch.float64:
+            return module(x)
+        state = {name: t.double() if t.is_floating_point() else t
+                 for name, t in itertools.chain(module.named_parameters(), module.named_buffers())}
+        return torch.func.functional_call(module, state, (x.double(),)).to(x.dtype)
+
+
+def earlier_outputs_unchanged(call, x: torch.Tensor, changed: torch.Tensor, t: int, *, what: str, on: str,
+                              expected: str, hint: str) -> None:
+    """Changing the tokens from position ``t`` on leaves every output before ``t`` as it was (no peeking).
+    ``call`` is the student's function or module (both inputs go in one round trip)."""
+    both = run_all(call._session, [(call._target, (x,), None, {}), (call._target, (changed,), None, {})], what, on)
+    a, b = (expect_tensor(result.value, what, on) for result in both)
+    if a.shape != b.shape or a.shape[:2] != x.shape[:2]:
+        raise CheckFailed(f"{what} returned a result of another shape on {on}; expected {expected}.")
+    if not bool(torch.isfinite(a).all()):
+        raise CheckFailed(f"{what}: NaN or inf on {on}. Expected: every row keeps at least its diagonal entry, and "
+                          f"masked positions get -inf before the weights are normalized.")
+    moved = ~((a[:, :t] - b[:, :t]).abs() <= 1e-9 + 1e-7 * a[:, :t].abs())
+    if bool(moved.any()):
+        raise CheckFailed(f"changing the tokens from position {t} on changes an output before position {t} ({on}). "
+                          f"To look at: {hint}")

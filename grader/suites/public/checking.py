@@ -1,0 +1,101 @@
+"""How a public check compares a result and fails: the grader's diagnosis on public inputs.
+
+``close(got, want, hints=...)`` fails with what the grader would say about the same mistake: the kind or shape of a
+wrong result, NaN or inf where the result is finite, the size of the error in the grader's buckets
+(``diagnosis.error_scale``), and the hint of a known mistake only when that mistake, computed on the same
+input, reproduces the result (``diagnosis.matching``); ``attempt(call, hints)`` names the mistake that raises
+the error the student's code raised. ``test_imports_allowed`` checks the grader's import
+rule (``import_rule``: the grader's own module) on each exercise file. ``run_in_notebook`` runs them on a notebook's
+code (the notebooks' "public checks" cell). The conftest prints a failure as its
+property (the test's docstring), its error size and its hint, and a table per exercise at the end.
+"""
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import diagnosis as D
+import import_rule
+import torch
+
+NOTEBOOK: dict[str, types.ModuleType] = {}  # module -> the names a notebook's solution cell defined (run_in_notebook)
+
+
+class Failure(AssertionError):
+    """A check's failure as the grader words it: ``problem`` (with the size of the error, if any) and the ``hint``."""
+
+    def __init__(self, problem: str, hint: D.Hint | None = None):
+        super().__init__(problem + D.phrase(hint))
+        self.problem, self.hint = problem, hint
+
+
+def shape(t: torch.Tensor) -> str:
+    return "(" + ", ".join(str(n) for n in t.shape) + ("," if t.dim() == 1 else "") + ")"
+
+
+def close(got, want, atol: float = 1e-5, rtol: float = 1e-4, hints: D.Hints = ()) -> None:
+    """``got`` must be a tensor of ``want``'s shape (and dtype, where ``want`` is a tensor) whose values are within
+    ``atol + rtol * |want|``; ``hints``: the known mistakes on the same input (an exercise's ``hints_<module>.*_hints``)."""
+    __tracebackhide__ = True
+    if not isinstance(got, torch.Tensor):
+        raise Failure(f"returned {type(got).__name__}, not a tensor (no .item(), .tolist() or Python numbers)")
+    want = want.detach() if isinstance(want, torch.Tensor) else torch.as_tensor(want, dtype=got.dtype)
+    got = got.detach().cpu()
+    want = want.cpu()
+    if tuple(got.shape) != tuple(want.shape):
+        raise Failure(f"the result's shape has {D.shape_fact(got.shape, want.shape)}: {shape(got)}, expected "
+                      f"{shape(want)}", hint=D.matching(got, hints, rtol, atol, want))
+    if got.dtype != want.dtype:
+        raise Failure(f"{str(got.dtype).removeprefix('torch.')} result; expected "
+                      f"{str(want.dtype).removeprefix('torch.')}, the input's dtype")
+    a, b = D.as64(got), D.as64(want)
+    if bool((torch.isfinite(b) & ~torch.isfinite(a)).any()):
+        raise Failure("NaN or inf where the result is finite", hint=D.matching(got, hints, rtol, atol, want))
+    ok = torch.isclose(a, b, rtol=rtol, atol=atol) | (a == b)
+    if not bool(ok.all()):
+        error = D.error_scale(float((a - b).abs().where(torch.isfinite(b), torch.zeros((), dtype=torch.float64)).max()))
+        raise Failure(f"wrong values: off by {error} at worst", D.matching(got, hints, rtol, atol, want))
+
+
+def attempt(thunk, hints: D.Hints = ()):
+    """``thunk()`` (a call of the student's code); an error it raises that a known mistake raises too on the same
+    input (``diagnosis.raising_alike``) fails the check with that mistake's hint."""
+    __tracebackhide__ = True
+    try:
+        return thunk()
+    except (RuntimeError, ValueError, TypeError, IndexError) as error:
+        hint = D.raising_alike(type(error).__name__, str(error), hints)
+        if hint is None:
+            raise
+        first = (str(error).strip().splitlines() or [""])[0][:200]
+        raise Failure(f"raised {type(error).__name__}: {first}", hint=hint) from None
+
+
+def test_imports_allowed(impl, request):
+    """The file imports only torch and math, and earlier exercises with a relative import (the grader's rule)."""
+    module = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    path = impl.path / f"{module}.py"
+    try:
+        imports = import_rule.imports_of(path.read_bytes())  # bytes: a BOM or coding line read as Python does
+    except (OSError, SyntaxError):
+        getattr(impl, module)  # a missing file or one that does not compile: its one-line report
+        raise
+    bad = import_rule.forbidden(imports, module, list(impl.titles))
+    if bad:
+        shown = ", ".join(f"{name} (line {line})" for name, line in bad[:3])
+        raise Failure(f"{module}.py imports {shown}: {import_rule.rule()}; the grader's rule check fails too")
+
+
+def run_in_notebook(module: str, namespace: dict) -> int:
+    """Run the public checks of ``module`` on the code a notebook defined (``namespace``: its ``globals()``), with the
+    same report as ``python -m pytest tests/public -m <module>``; the import rule is checked on the file only."""
+    import pytest
+
+    NOTEBOOK[module] = types.ModuleType(module)
+    NOTEBOOK[module].__dict__.update(namespace)
+    try:
+        folder = Path(__file__).resolve().parent
+        return pytest.main([str(folder), "-m", module, "-k", "not imports_allowed", "-p", "no:cacheprovider", "-q",
+                            "--rootdir", str(folder), "-W", "ignore::pytest.PytestAssertRewriteWarning"])
+    finally:
+        NOTEBOOK.pop(module, None)

@@ -1,0 +1,131 @@
+"""Diagnosis: how a known mistake is recognised in a result, so that feedback names the one a result shows.
+
+A ``Hint`` is a diagnosis, never a guess: its text is shown only when its ``alternative`` (what the mistake
+computes on the very input the check used) reproduces the student's result (``matching``: the same values within
+the tolerance, NaN or inf where theirs are), or raises the error the student's code raised (``raising_alike``: the
+same exception type, the same message with the same sizes). Each has a stable ``id`` ("attention.no_scaling"): the grader
+counts misconceptions by it. The mistakes themselves are the course's: each exercise's ``hints_<module>.py`` and
+the shared ``hints.py`` (tests/course), written as functions of what the code under check does (its inputs, the
+configuration the contract gives, its own layers), so that the same hint runs on a student's module in the public
+checks and on the reference's twin in the hidden suites.
+
+The fixed words for what a result got wrong live here too (``shape_fact``, ``error_scale``): the public checks say
+the size of an error in the grader's buckets.
+
+This module needs torch alone: it ships in the handout (tests/public/diagnosis.py), and the grader's suites use the
+same file.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Hint:
+    """A known mistake: if the student's result equals ``alternative()`` (or their code raises what it raises),
+    ``message`` says what went wrong; ``id`` names the mistake for counting."""
+    message: str
+    alternative: Callable[[], object]
+    id: str = ""
+
+
+Hints = Iterable[Hint] | Callable[[], Iterable[Hint]]
+
+
+def labelled(label: str, text: str | None) -> str:
+    """' <label>: <text>' with exactly one final period (or nothing, without a text)."""
+    if not text:
+        return ""
+    text = text.rstrip()
+    return f" {label}: {text}" + ("" if text.endswith((".", "?", "!", ")")) else ".")
+
+
+def phrase(hint: Hint | None) -> str:
+    """' Hint: ...' naming the mistake ``hint`` (or nothing)."""
+    return labelled("Hint", hint.message if hint else None)
+
+
+def as64(t: torch.Tensor) -> torch.Tensor:
+    """A detached float64 copy on the CPU."""
+    return t.detach().to("cpu", torch.float64)
+
+
+def same(got: torch.Tensor, alternative, rtol: float, atol: float) -> bool:
+    """Whether ``got`` equals ``alternative`` within the tolerance, NaN where it is NaN and inf where it is inf."""
+    if (not isinstance(alternative, torch.Tensor) or alternative.device.type == "meta"
+            or tuple(alternative.shape) != tuple(got.shape)):
+        return False
+    a, b = as64(got), as64(alternative)
+    both_nan = torch.isnan(a) & torch.isnan(b)
+    return bool((torch.isclose(a, b, rtol=rtol, atol=atol) | both_nan | (a == b)).all())
+
+
+def shape_fact(got: Sequence[int], want: Sequence[int]) -> str:
+    """How a result's shape differs from the expected one, in one of a few fixed phrases (never its sizes)."""
+    got, want = tuple(got), tuple(want)
+    if sorted(got) == sorted(want):
+        return "the right sizes in the wrong order"
+    if len(got) == len(want) - 1:
+        return "one dim fewer than expected"
+    if len(got) == len(want) + 1:
+        return "one dim more than expected"
+    if len(got) != len(want):
+        return "several dims fewer than expected" if len(got) < len(want) else "several dims more than expected"
+    return "the expected number of dims but other sizes"
+
+
+def error_scale(error: float) -> str:
+    """An error's order of magnitude, one of a dozen buckets: 'about 1e-3', 'about 1', '10 or more'."""
+    if math.isnan(error) or error >= 10:
+        return "10 or more"
+    exponent = max(-10, math.floor(math.log10(error))) if error > 0 else -10
+    return "about 1" if exponent >= 0 else f"about 1e{exponent}"
+
+
+def _listed(hints: Hints) -> Iterable[Hint]:
+    return hints() if callable(hints) else hints
+
+
+def _only(found: list[Hint]) -> Hint | None:
+    """The one mistake found; none where mistakes of different ids fit alike (the input cannot tell them apart)."""
+    return found[0] if found and len({hint.id for hint in found}) == 1 else None
+
+
+def matching(got: torch.Tensor, hints: Hints, rtol: float, atol: float, want: torch.Tensor | None = None) -> Hint | None:
+    """The mistake whose result on the same input is ``got``. One that would also give ``want`` (the right result)
+    tells nothing and is passed over; where several mistakes fit, none is named."""
+    found = []
+    for hint in _listed(hints):
+        try:
+            alternative = hint.alternative()
+        except Exception:  # a mistake that cannot even be computed on this input is not the one made
+            continue
+        if same(got, alternative, rtol, atol) and not (want is not None and same(want, alternative, rtol, atol)):
+            found.append(hint)
+    return _only(found)
+
+
+def _pattern(message: str) -> tuple[str, list[str]]:
+    """An error message as its words (numbers replaced by #, spaces collapsed) and its numbers in order of size:
+    the same error on the same input whatever operand came first."""
+    text = " ".join(message.split())
+    return re.sub(r"\d+", "#", text), sorted(re.findall(r"\d+", text), key=lambda n: (len(n), n))
+
+
+def raising_alike(kind: str, message: str, hints: Hints) -> Hint | None:
+    """The mistake that raises, on the same input, an exception of type ``kind`` with ``message`` (the same words and
+    the same numbers, in any order): the error the student's code raised. Where several mistakes raise it, none is
+    named."""
+    found = []
+    for hint in _listed(hints):
+        try:
+            hint.alternative()
+        except Exception as error:
+            if type(error).__name__ == kind and _pattern(str(error)) == _pattern(message):
+                found.append(hint)
+    return _only(found)

@@ -1,0 +1,304 @@
+"""Shared set-up of the public checks: which implementation to test, markers, and the report a student reads.
+
+Run them with ``python -m pytest tests/public`` (your code in ``exercises/``),
+``python -m pytest tests/public -m <module>`` (one exercise), or
+``python -m pytest tests/public --impl solutions`` (the references, where present).
+
+(This file is the handout's ``tests/public/conftest.py``; in the course repository it is
+``grader/suites/public/harness.py``, which ``tests/course/conftest.py`` uses.)
+
+The report is the grader's: each failure is its property (the check's docstring), what is wrong with the result (the
+size of the error in the grader's buckets) and the hint of a known mistake that reproduces it (``checking.py``,
+``diagnosis.py``, each exercise's ``hints_<module>.py``); an unfinished exercise is one line; a table per exercise ends the run. Tracebacks are off
+unless asked for (``--tb=short``).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import stub_message
+import torch
+from checking import NOTEBOOK, Failure
+from checking import close as _close
+
+# The folder holding exercises/: the handout's root, or the course repository's.
+ROOT = next(folder for folder in Path(__file__).resolve().parents if (folder / "exercises").is_dir())
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+# Module -> title of each exercise, in the course's order: exercises.json beside this file in the handout (written
+# by `grader release` from course.yaml); the course repository's conftest gives them from course.yaml itself.
+EXERCISES_FILE = Path(__file__).resolve().with_name("exercises.json")
+MODULES: dict[str, str] = json.loads(EXERCISES_FILE.read_text(encoding="utf-8")) if EXERCISES_FILE.is_file() else {}
+RESULTS = pytest.StashKey[dict]()  # module -> [Result] of the run
+IMPLS = ("exercises", "solutions")
+STUB_MESSAGE = stub_message.PATTERN  # what a generated stub raises
+
+
+def pytest_addoption(parser):
+    parser.addoption("--impl", choices=IMPLS, default="exercises",
+                     help="package under test: exercises (your code, the default) or solutions (the references)")
+
+
+def pytest_configure(config):
+    for module, title in MODULES.items():
+        config.addinivalue_line("markers", f"{module}: {title}")
+    if config.option.tbstyle == "auto":  # the table below says it all; --tb=short brings the tracebacks back
+        config.option.tbstyle = "no"
+        config.option.reportchars = ""
+    config.stash[RESULTS] = {}
+
+
+def pytest_report_header(config):
+    package = config.getoption("--impl")
+    return f"implementation under test: {package} ({ROOT / package})"
+
+
+class Implementation:
+    """The package under test; ``impl.<module>`` imports ``<package>.<module>`` on first use.
+
+    Importing lazily means a broken file fails only the tests of its own exercise.
+    """
+
+    def __init__(self, package: str):
+        self.package = package
+        self.path = ROOT / package
+        self.titles = MODULES
+
+    def __getattr__(self, module: str):
+        if module not in MODULES:
+            raise AttributeError(module)
+        if module in NOTEBOOK:  # run from a notebook: the code of its solution cell
+            return NOTEBOOK[module]
+        return importlib.import_module(f"{self.package}.{module}")
+
+    def __repr__(self) -> str:
+        return f"<package {self.package}/>"
+
+
+@pytest.fixture(scope="session")
+def impl(request) -> Implementation:
+    """The package under test (``--impl``): ``impl.<module>.<name>``."""
+    return Implementation(request.config.getoption("--impl"))
+
+
+# ---------------------------------------------------------------------------
+# One-line failures for unfinished stubs and files that do not import
+# ---------------------------------------------------------------------------
+
+class OneLineFailure:
+    """A failure report that prints one line instead of a traceback."""
+
+    def __init__(self, message: str, path: str, lineno: int):
+        self.message = message
+        # read by pytest's short test summary (and by junitxml / json reports)
+        self.reprcrash = _Crash(path, lineno, message)
+
+    def toterminal(self, tw) -> None:
+        tw.line(self.message, red=True, bold=True)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class _Crash:
+    def __init__(self, path: str, lineno: int, message: str):
+        self.path, self.lineno, self.message = path, lineno, message
+
+
+def _display(path) -> str:
+    """``path`` relative to the repository root where possible, with forward slashes."""
+    try:
+        return Path(path).resolve().relative_to(ROOT).as_posix()
+    except (ValueError, OSError, TypeError):
+        return str(path)
+
+
+def _inside(path, folder: Path) -> bool:
+    try:
+        Path(path).resolve().relative_to(folder)
+        return True
+    except (ValueError, OSError, TypeError):
+        return False
+
+
+def _frames_in(tb, folder: Path):
+    """(filename, line number) of the traceback's frames that lie in ``folder``."""
+    frames = []
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if _inside(filename, folder):
+            frames.append((filename, tb.tb_lineno))
+        tb = tb.tb_next
+    return frames
+
+
+def _one_line(error: BaseException, package: Path) -> OneLineFailure | None:
+    """The one-line report for ``error``, or None when pytest's own report is more useful."""
+    if isinstance(error, NotImplementedError):
+        match = STUB_MESSAGE.match(str(error))
+        frames = _frames_in(error.__traceback__, package)
+        if match and frames:
+            filename, lineno = frames[-1]
+            where = _display(filename)
+            target = f"{match['module']}.{match['name']}"
+            return OneLineFailure(f"{target} is not implemented yet: fill in the stub in {where}", where, lineno)
+        return None
+    if isinstance(error, SyntaxError) and error.filename and _inside(error.filename, package):
+        where = _display(error.filename)
+        kind = type(error).__name__
+        return OneLineFailure(f"{where} line {error.lineno} does not compile ({kind}: {error.msg}): fix it so that the file imports",
+                              where, error.lineno or 0)
+    if isinstance(error, ImportError):
+        frames = _frames_in(error.__traceback__, package)
+        if frames:
+            filename, lineno = frames[-1]
+            where = _display(filename)
+            return OneLineFailure(f"{where} line {lineno} does not import ({type(error).__name__}: {error}): "
+                                  "an exercise file may import only torch, math and earlier exercises", where, lineno)
+        missing = getattr(error, "name", None) or ""
+        if missing.startswith(package.name + "."):
+            where = _display(package / (missing.split(".")[1] + ".py"))
+            return OneLineFailure(f"{where} is missing: the file {missing} cannot be found", where, 0)
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    module = item.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    results = item.config.stash[RESULTS].setdefault(module, [])
+    if report.when == "call" or report.failed:
+        doc = (item.function.__doc__ or item.name).strip().splitlines()[0]
+        if hasattr(item, "callspec"):
+            doc += f" [{item.callspec.id}]"
+        results[:] = [r for r in results if r.test != item.nodeid]
+        results.append(Result(item.nodeid, doc, None if report.passed or report.skipped else
+                              _explain(call.excinfo, ROOT / item.config.getoption("--impl"))))
+    if not report.failed or call.excinfo is None:
+        return
+    short = _one_line(call.excinfo.value, ROOT / item.config.getoption("--impl"))
+    if isinstance(call.excinfo.value, Failure):  # already in the grader's words
+        short = OneLineFailure(str(call.excinfo.value), *item.location[:2])
+    if short is not None:
+        report.longrepr = short
+
+
+@dataclass
+class Result:
+    """One check's outcome: its test id, its property (docstring) and, if it failed, what to say (``_explain``)."""
+    test: str
+    doc: str
+    failure: dict | None
+
+
+def _explain(excinfo, package: Path) -> dict:
+    """What a failure says: ``stub`` (the unfilled stub's name), ``line`` (a one-line problem with the file),
+    or ``problem`` (with the size of the error) and ``hint``."""
+    error = excinfo.value if excinfo is not None else None
+    if error is None:
+        return {"problem": "failed in its set-up"}
+    if isinstance(error, NotImplementedError) and STUB_MESSAGE.match(str(error)):
+        match = STUB_MESSAGE.match(str(error))
+        return {"stub": f"{match['module']}.{match['name']}"}
+    short = _one_line(error, package)
+    if short is not None:
+        return {"line": short.message}
+    if isinstance(error, Failure):
+        return {"problem": error.problem, "hint": error.hint.message if error.hint else ""}
+    frames = _frames_in(error.__traceback__, package)
+    where = f" ({_display(frames[-1][0])}, line {frames[-1][1]})" if frames else ""
+    first = (str(error).strip().splitlines() or [""])[0][:300]
+    if isinstance(error, AssertionError):
+        return {"problem": f"failed: {first or 'an assertion of the check'}"}
+    return {"problem": f"raised {type(error).__name__}: {first}{where}"}
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The table per exercise: checks passed, then each failure's property, error size and hint (an unfinished
+    exercise in one line)."""
+    results = config.stash[RESULTS]
+    if not results:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("public checks per exercise")
+    width = max(len(m) for m in results)
+    for module in (m for m in MODULES if m in results):
+        checks = results[module]
+        failed = [r for r in checks if r.failure]
+        stubs = sorted({r.failure["stub"] for r in failed if "stub" in r.failure})
+        if stubs and all("stub" in r.failure for r in failed):
+            write(f"{module:<{width}}  not implemented yet: fill in the stub in exercises/{module}.py ({', '.join(stubs)})")
+            continue
+        write(f"{module:<{width}}  {len(checks) - len(failed):>3}/{len(checks):<3} passed")
+        lines = []
+        for result in failed:
+            if "line" in result.failure:
+                if result.failure["line"] not in lines:
+                    lines.append(result.failure["line"])
+                    write(f"    {result.failure['line']}")
+            elif "stub" in result.failure:
+                if result.failure["stub"] not in lines:
+                    lines.append(result.failure["stub"])
+                    write(f"    {result.failure['stub']} is not implemented yet: fill in the stub in exercises/{module}.py")
+            else:
+                f = result.failure
+                write(f"  - {result.doc}")
+                write(f"      {f['problem']}." + (f" Hint: {f['hint']}" if f.get("hint") else ""))
+
+
+# ---------------------------------------------------------------------------
+# The lectures' worked examples
+# ---------------------------------------------------------------------------
+
+EMBEDDINGS = {  # 4-dim embeddings of the "bank" example
+    "stream": [1.2, 0.0, 0.0, 0.3],
+    "mud": [0.9, 0.0, 0.0, 0.9],
+    "money": [0.0, 1.4, 0.0, 0.1],
+    "loan": [0.0, 1.1, 0.0, 0.6],
+    "bank": [0.8, 0.8, 0.2, 0.0],
+}
+
+
+@pytest.fixture
+def river() -> torch.Tensor:
+    """"stream bank mud": (3, 4) float32."""
+    return torch.tensor([EMBEDDINGS[w] for w in ("stream", "bank", "mud")])
+
+
+@pytest.fixture
+def finance() -> torch.Tensor:
+    """"money bank loan": (3, 4) float32."""
+    return torch.tensor([EMBEDDINGS[w] for w in ("money", "bank", "loan")])
+
+
+@pytest.fixture
+def journey() -> torch.Tensor:
+    """"Your journey starts with one step": (6, 3) float32."""
+    return torch.tensor([[0.43, 0.15, 0.89],   # Your
+                         [0.55, 0.87, 0.66],   # journey
+                         [0.57, 0.85, 0.64],   # starts
+                         [0.22, 0.58, 0.33],   # with
+                         [0.77, 0.25, 0.10],   # one
+                         [0.05, 0.80, 0.55]])  # step
+
+
+@pytest.fixture
+def decoder_states() -> tuple[torch.Tensor, torch.Tensor]:
+    """The decoder-attention example: decoder state s (2,) and encoder states H = [h1, h2, h3] (3, 2)."""
+    s = torch.tensor([0.4685, 0.9785])
+    H = torch.tensor([[0.5539, 0.7239], [0.4111, 0.3878], [0.2376, 0.1264]])
+    return s, H
+
+
+@pytest.fixture
+def close():
+    """``close(actual, expected, atol, rtol, hints)`` (checking.close): compare with printed numbers (atol 1e-4 for 4
+    decimals, 1e-3 for 3, rtol 0) or with a result computed here, naming the known mistake that reproduces a wrong
+    result."""
+    return _close

@@ -1,0 +1,1 @@
+../../sandbox/imports.py

@@ -1,1 +1,0 @@
-../../../grader/sandbox/imports.py

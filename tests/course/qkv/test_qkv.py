@@ -1,0 +1,181 @@
+"""Exercise 4: query, key and value projections (``exercises/qkv.py``)."""
+import hints_qkv as known
+import pytest
+import torch
+from checking import attempt, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
+from torch import nn
+
+pytestmark = pytest.mark.qkv
+
+# The lecture's hand-written projections for the "bank" example (d_in=4, d_k=2, d_v=3).
+W_QUERY = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.2, 0.2], [0.0, 0.0]])
+W_KEY = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0], [0.1, 0.1]])
+W_VALUE = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.5]])
+
+SEED_123_OUTPUT = [  # SelfAttention(d_in=3, d_out=2) after torch.manual_seed(123), on the journey sentence
+    [0.2996, 0.8053], [0.3061, 0.8210], [0.3058, 0.8203],
+    [0.2948, 0.7939], [0.2927, 0.7891], [0.2990, 0.8040],
+]
+SEED_789_OUTPUT = [  # SelfAttentionLinear(d_in=3, d_out=2) after torch.manual_seed(789)
+    [-0.0739, 0.0713], [-0.0748, 0.0703], [-0.0749, 0.0702],
+    [-0.0760, 0.0685], [-0.0763, 0.0679], [-0.0754, 0.0693],
+]
+
+
+def journey_weights():
+    """The lecture's trainable weights: torch.manual_seed(123), then W_query, W_key, W_value = torch.rand(3, 2)."""
+    torch.manual_seed(123)
+    return torch.rand(3, 2), torch.rand(3, 2), torch.rand(3, 2)
+
+
+def test_project_river_shapes(impl, river, close):
+    """project gives queries (3, 2), keys (3, 2), values (3, 3); "bank"'s query is [0.84, 0.84]."""
+    queries, keys, values = impl.qkv.project(river, W_QUERY, W_KEY, W_VALUE)
+    assert queries.shape == (3, 2) and keys.shape == (3, 2) and values.shape == (3, 3)
+    close(queries[1], [0.84, 0.84], atol=1e-4)
+    torch.testing.assert_close(values, river @ W_VALUE)
+
+
+def test_project_journey_query(impl, journey, close):
+    """With the seed-123 weights the query of "journey" is [0.4306, 1.4551]; keys and values are (6, 2)."""
+    queries, keys, values = impl.qkv.project(journey, *journey_weights())
+    close(queries[1], [0.4306, 1.4551], atol=1e-4)
+    assert keys.shape == (6, 2) and values.shape == (6, 2)
+
+
+def test_project_rejects_wrong_weight_shape(impl, river):
+    """A weight whose first dim is not d_in raises ValueError."""
+    with pytest.raises(ValueError):
+        impl.qkv.project(river, torch.ones(3, 2), W_KEY, W_VALUE)
+
+
+def test_sdpa_river(impl, river, close):
+    """Scaled dot-product attention of the projected river sentence gives the lecture's 3x3 output."""
+    expected = [[0.992, 0.221, 0.261], [0.957, 0.314, 0.256], [0.986, 0.232, 0.263]]
+    q, k, v = river @ W_QUERY, river @ W_KEY, river @ W_VALUE
+    close(impl.qkv.scaled_dot_product_attention(q, k, v), expected, atol=1e-3, rtol=0, hints=known.attention_hints(q, k, v))
+
+
+def test_sdpa_finance(impl, finance, close):
+    """Scaled dot-product attention of the projected finance sentence gives the lecture's 3x3 output."""
+    expected = [[0.188, 1.158, 0.169], [0.297, 1.089, 0.180], [0.204, 1.146, 0.172]]
+    q, k, v = finance @ W_QUERY, finance @ W_KEY, finance @ W_VALUE
+    close(impl.qkv.scaled_dot_product_attention(q, k, v), expected, atol=1e-3, rtol=0, hints=known.attention_hints(q, k, v))
+
+
+def test_sdpa_journey(impl, journey, close):
+    """For "journey" (weights [0.1500, 0.2264, ...] after dividing by sqrt(2)) the context vector is [0.3061, 0.8210]."""
+    W_query, W_key, W_value = journey_weights()
+    queries, keys, values = journey @ W_query, journey @ W_key, journey @ W_value
+    out = impl.qkv.scaled_dot_product_attention(queries[1:2], keys, values)
+    assert out.shape == (1, 2)
+    close(out, [[0.3061, 0.8210]], atol=1e-4)
+    close(impl.qkv.scaled_dot_product_attention(queries, keys, values), SEED_123_OUTPUT, atol=1e-4)
+
+
+def test_sdpa_scales_by_sqrt_dk(impl, close):
+    """The scores are divided by sqrt(d_k), the key width: softmax(Q K^T / sqrt(d_k)) V, on batched (2, 4, 8) queries."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 4, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 3)
+    hints = known.attention_hints(q, k, v)
+    close(attempt(lambda: impl.qkv.scaled_dot_product_attention(q, k, v), hints),
+          torch.softmax(q @ k.transpose(-2, -1) / 8 ** 0.5, dim=-1) @ v, hints=hints)
+
+
+def test_sdpa_mask(impl, close):
+    """A bool mask (True = may attend) gives masked keys weight 0; an all-True mask changes nothing."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(4, 2), torch.randn(4, 2), torch.randn(4, 3)
+    causal = torch.ones(4, 4, dtype=torch.bool).tril()
+    out = impl.qkv.scaled_dot_product_attention(q, k, v, mask=causal)
+    expected = torch.softmax((q @ k.T / 2 ** 0.5).masked_fill(~causal, float("-inf")), dim=-1) @ v
+    close(out, expected, hints=known.attention_hints(q, k, v, mask=causal))
+    close(out[0], v[0])  # the first query sees only the first key
+    everything = torch.ones(4, 4, dtype=torch.bool)
+    torch.testing.assert_close(impl.qkv.scaled_dot_product_attention(q, k, v, mask=everything),
+                               impl.qkv.scaled_dot_product_attention(q, k, v))
+
+
+def test_sdpa_keeps_float64(impl):
+    """float64 queries, keys and values give a float64 result."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(3, 2, dtype=torch.float64) for _ in range(3))
+    assert impl.qkv.scaled_dot_product_attention(q, k, v).dtype == torch.float64
+
+
+def test_sdpa_rejects_mismatched_dk(impl):
+    """Queries and keys of different widths raise ValueError."""
+    with pytest.raises(ValueError):
+        impl.qkv.scaled_dot_product_attention(torch.ones(3, 2), torch.ones(3, 4), torch.ones(3, 2))
+
+
+def test_self_attention_seed_0_river(impl, river, close):
+    """torch.manual_seed(0); SelfAttention(d_in=4, d_out=3) on the river sentence gives the lecture's output."""
+    torch.manual_seed(0)
+    module = impl.qkv.SelfAttention(d_in=4, d_out=3)
+    expected = [[0.540, 0.705, 1.030], [0.538, 0.706, 1.030], [0.541, 0.703, 1.025]]
+    close(module(river), expected, atol=1e-3)
+
+
+def test_self_attention_seed_0_finance(impl, finance, close):
+    """torch.manual_seed(0); SelfAttention(d_in=4, d_out=3) on the finance sentence gives the lecture's output."""
+    torch.manual_seed(0)
+    module = impl.qkv.SelfAttention(d_in=4, d_out=3)
+    expected = [[0.220, 0.418, 0.642], [0.213, 0.404, 0.624], [0.216, 0.409, 0.630]]
+    close(module(finance), expected, atol=1e-3)
+
+
+def test_self_attention_seed_123_journey(impl, journey, close):
+    """torch.manual_seed(123); SelfAttention(d_in=3, d_out=2) on the journey sentence gives the lecture's 6x2 output."""
+    torch.manual_seed(123)
+    module = impl.qkv.SelfAttention(d_in=3, d_out=2)
+    close(module(journey), SEED_123_OUTPUT, atol=1e-4)
+
+
+def test_self_attention_parameters(impl):
+    """SelfAttention holds W_query, W_key, W_value (in that order) as (d_in, d_out) nn.Parameters."""
+    module = impl.qkv.SelfAttention(d_in=4, d_out=3)
+    names = [name for name, _ in module.named_parameters()]
+    assert names == ["W_query", "W_key", "W_value"]
+    for name in names:
+        assert isinstance(getattr(module, name), nn.Parameter) and getattr(module, name).shape == (4, 3)
+
+
+def test_self_attention_batched(impl, river, finance):
+    """A batch (2, 3, 4) gives (2, 3, d_out), each sentence as if alone."""
+    torch.manual_seed(0)
+    module = impl.qkv.SelfAttention(d_in=4, d_out=3)
+    out = module(torch.stack([river, finance]))
+    assert out.shape == (2, 3, 3)
+    torch.testing.assert_close(out[0], module(river))
+    torch.testing.assert_close(out[1], module(finance))
+
+
+def test_self_attention_linear_seed_789(impl, journey, close):
+    """torch.manual_seed(789); SelfAttentionLinear(d_in=3, d_out=2) gives the lecture's 6x2 output."""
+    torch.manual_seed(789)
+    module = impl.qkv.SelfAttentionLinear(d_in=3, d_out=2)
+    close(module(journey), SEED_789_OUTPUT, atol=1e-4)
+
+
+def test_self_attention_linear_layers(impl):
+    """SelfAttentionLinear holds W_query, W_key, W_value as nn.Linear(d_in, d_out), bias only with qkv_bias=True."""
+    module = impl.qkv.SelfAttentionLinear(d_in=3, d_out=2)
+    names = [name for name, _ in module.named_children()]
+    assert names == ["W_query", "W_key", "W_value"]
+    for name in names:
+        layer = getattr(module, name)
+        assert isinstance(layer, nn.Linear) and layer.weight.shape == (2, 3) and layer.bias is None
+    assert impl.qkv.SelfAttentionLinear(d_in=3, d_out=2, qkv_bias=True).W_key.bias is not None
+
+
+def test_copy_linear_weights(impl, journey, close):
+    """copy_linear_weights makes the seed-123 SelfAttention compute the seed-789 SelfAttentionLinear's output."""
+    torch.manual_seed(789)
+    src = impl.qkv.SelfAttentionLinear(d_in=3, d_out=2)
+    torch.manual_seed(123)
+    dst = impl.qkv.SelfAttention(d_in=3, d_out=2)
+    returned = impl.qkv.copy_linear_weights(src, dst)
+    assert returned is dst, "copy_linear_weights returns dst"
+    close(dst(journey), SEED_789_OUTPUT, atol=1e-4)
+    torch.testing.assert_close(dst(journey), src(journey))

@@ -1,0 +1,111 @@
+"""Hidden suite, exercise 5: the decoder-attention quiz (decoder_attention, quiz_answer)."""
+import hints_quiz as known
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.suites import cases as S
+from grader.suites import checks as C
+from grader.suites.contract import Contract, Size, Subject
+from solutions import quiz as ref
+
+pytestmark = pytest.mark.quiz
+
+
+def decoder_cases() -> st.SearchStrategy[S.Case]:
+    """s (..., d), H (..., n, d) with n != d."""
+    return S.cases(("n", "d"), batch=(0, 2), scales=(1.0, 0.5, 2.0))
+
+
+WHAT = "decoder_attention(s, H)"
+QUIZ_V = (0.4387, 0.4855)  # published with the quiz (the docstring's example)
+
+
+def _inputs(case, device, dtype=torch.float32):
+    s = case.randn(*case.batch, case.d, dtype=dtype, device=device)
+    H = case.randn(*case.batch, case.n, case.d, dtype=dtype, device=device)
+    return s, H
+
+
+def _check(student, course, s, H, rtol=None, atol=None):
+    on = C.describe(s=s, H=H)
+    got = C.attempt(lambda: student.quiz.decoder_attention(s, H), WHAT, on, known.decoder_hints(s, H))
+    C.close(got, C.in_float64(ref.decoder_attention, s, H), what=WHAT, on=on, course=course, rtol=rtol, atol=atol,
+            hints=known.decoder_hints(s, H),
+            generic="scores H s (one per state), alphas = softmax over the n states, v = sum_i alpha_i h_i.")
+
+
+@pytest.mark.weight(2)
+def test_quiz_answer(student, course):
+    """quiz_answer() is the quiz's v = [0.4387, 0.4855] as a float32 tensor."""
+    got = C.expect_tensor(C.attempt(student.quiz.quiz_answer, "quiz_answer()", "no arguments"), "quiz_answer()",
+                          "no arguments")
+    want = torch.tensor(QUIZ_V)
+    if tuple(got.shape) != (2,):
+        raise C.CheckFailed(f"quiz_answer(): the result's shape has {C.shape_fact(got.shape, (2,))}; expected (2,), "
+                            f"the vector v.")
+    if got.dtype != torch.float32:
+        raise C.CheckFailed(f"quiz_answer() returned {C.dtype_name(got.dtype)}; expected float32 (torch.tensor of "
+                            f"Python floats is float32 by default).")
+    error = float((got.cpu().double() - want.double()).abs().max())
+    if not error <= 1e-4:
+        raise C.CheckFailed(f"quiz_answer() is not the quiz's v (off by {C.error_scale(error)}). Hint: use the quiz's s and "
+                            f"h1, h2, h3 as given, H = [h1, h2, h3] (one state per row), and call decoder_attention.")
+
+
+@pytest.mark.weight(3)
+@S.examples(8)
+@given(case=decoder_cases())
+def test_values(student, course, device, case):
+    """decoder_attention(s, H) equals sum_i softmax(H s)_i h_i for s (..., d), H (..., n, d), n != d, 0-2 batch dims."""
+    _check(student, course, *_inputs(case, device))
+
+
+@pytest.mark.weight(2)
+@S.examples(6)
+@given(case=decoder_cases())
+def test_return_weights(student, course, device, case):
+    """With return_weights=True the result is (v, alphas), alphas of shape (..., n), summing to 1 over the states."""
+    s, H = _inputs(case, device)
+    on = C.describe(s=s, H=H)
+    got = C.attempt(lambda: student.quiz.decoder_attention(s, H, return_weights=True), WHAT + " with return_weights=True",
+                    on, known.decoder_hints(s, H))
+    got = C.expect_tensors(got, 2, "decoder_attention(s, H, return_weights=True)", on, "the pair (v, alphas)")
+    v_want, alphas_want = C.in_float64(ref.decoder_attention, s, H, return_weights=True)
+    swapped = "the pair is (v, alphas), in that order"
+    if (tuple(v_want.shape) != tuple(alphas_want.shape)
+            and tuple(got[0].shape) == tuple(alphas_want.shape) and tuple(got[1].shape) == tuple(v_want.shape)):
+        raise C.CheckFailed(f"decoder_attention(..., return_weights=True) returned (alphas, v) on {on}. Hint: {swapped}.")
+    C.close(got[1], alphas_want, what="the alphas of decoder_attention", on=on, course=course,
+            hints=known.alphas_hints(s, H))
+    C.close(got[0], v_want, what="the v of decoder_attention", on=on, course=course,
+            hints=known.decoder_hints(s, H))
+
+
+@pytest.mark.weight(1)
+def test_large_scores(student, course, device):
+    """Large scores (s and H times 10) give finite results that match the reference."""
+    g = torch.Generator().manual_seed(course.seed)
+    s, H = torch.randn(3, 4, generator=g) * 10, torch.randn(3, 5, 4, generator=g) * 10
+    rtol, atol = C.tolerance(course, torch.float32, float((H @ s.unsqueeze(-1)).abs().max()))
+    _check(student, course, s.to(device), H.to(device), rtol=rtol, atol=atol)
+
+
+@pytest.mark.rule
+@pytest.mark.weight(1)
+def test_size_error(student, device):
+    """decoder_attention raises ValueError when s and H have different last dims."""
+    C.expect_raises(ValueError, lambda: student.quiz.decoder_attention(torch.ones(2, 3, device=device),
+                                                                      torch.ones(2, 5, 4, device=device)),
+                    WHAT, "s and the states in H have different sizes d",
+                    "compare s.shape[-1] with H.shape[-1] and raise ValueError(...) naming them")
+
+
+CONTRACT = Contract(subjects=(
+    Subject("decoder_attention", WHAT, ("s", "H"), ((2, 3), (2, 5, 3)), ref.decoder_attention,
+            values=lambda student, course, case: _check(student, course, *case.args),
+            instead="dot products, torch.softmax over the states, weighted sum.",
+            sizes=(Size("n=3, batch 2", ((2, 4), (2, 3, 4))), Size("n=9, batch 2", ((2, 4), (2, 9, 4))),
+                   Size("n=3, batch 6", ((6, 4), (6, 3, 4)))), loop_over="the encoder states or the batch"),
+))

@@ -1,0 +1,38 @@
+"""Known mistakes of exercise softmax, as functions of its input, dim and temperature."""
+from diagnosis import Hint
+from hints import NO_MAX, naive_softmax, softmax
+
+NO_KEEPDIM = ("a reduction is taken without keepdim=True (the row max or the sum), so it broadcasts over the wrong dim: "
+              "x.amax(dim, keepdim=True) and e.sum(dim, keepdim=True).")
+
+
+def softmax_hints(x, dim: int, t: float) -> list[Hint]:
+    """Mistakes of softmax(x, dim, t); the numerical ones in x's dtype, the others in float64."""
+    rank, x64 = x.dim(), x.double()
+    hints = []
+    if dim % rank != rank - 1:
+        hints.append(Hint("you normalize along the last dim whatever `dim` says: reduce along `dim` "
+                          "(amax(dim, keepdim=True), sum(dim, keepdim=True)).", lambda: softmax(x64 / t, -1),
+                          "softmax.last_dim_only"))
+    for other in range(rank):
+        if other != dim % rank and other != rank - 1:
+            hints.append(Hint(f"your weights sum to 1 along dim {other}, not along `dim`: use `dim` in every reduction.",
+                              lambda other=other: softmax(x64 / t, other), "softmax.wrong_dim"))
+    if t != 1:
+        hints.append(Hint("the temperature multiplies the scores: divide by it, exp(x / t), so that a low temperature "
+                          "sharpens.", lambda: softmax(x64 * t, dim), "softmax.temperature_multiplied"))
+        hints.append(Hint("the temperature is ignored: divide the scores by it before exp.", lambda: softmax(x64, dim),
+                          "softmax.temperature_ignored"))
+    e = (x64 / t - x64.amax(dim, keepdim=True) / t).exp()
+
+    def max_without_keepdim():  # broadcasts (or raises) as the student's does: shapes alone decide
+        z = (x64 / t - (x64 / t).amax(dim)).exp()
+        return z / z.sum(dim, keepdim=True)
+
+    hints += [Hint(NO_KEEPDIM, lambda: e / e.sum(dim), "softmax.no_keepdim"),
+              Hint(NO_KEEPDIM, max_without_keepdim, "softmax.no_keepdim"),
+              Hint(NO_MAX, lambda: naive_softmax(x / t, dim), "softmax.no_max"),
+              Hint("each row needs its own max: a max over the whole tensor (x.max()) leaves rows of small scores "
+                   "underflowing to 0 / 0; use x.amax(dim, keepdim=True).",
+                   lambda: naive_softmax(x / t - (x / t).max(), dim), "softmax.global_max")]
+    return hints

@@ -1,0 +1,62 @@
+"""Variants of exercise softmax's reference (grader/suites/variants.py): real bugs, which its suite must catch and
+its hints name; other correct styles, which earn full marks; loops and banned built-ins, which lose only their rule's share.
+`grader check-exercise softmax` grades each one."""
+from grader.suites.variants import Variants
+
+variants = Variants(__file__)
+bug, ok, part = variants.bug, variants.ok, variants.part
+
+SM = "z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0"
+SOFTMAX_BODY = f"""    z = x / temperature
+    {SM}
+    e = z.exp()
+    return e / e.sum(dim=dim, keepdim=True)"""  # a part variant replaces it whole
+
+bug("softmax", "last_dim_only", "softmax always normalizes the last dim, whatever `dim` says",
+    (SM, "z = z - z.amax(dim=-1, keepdim=True)"), ("return e / e.sum(dim=dim, keepdim=True)", "return e / e.sum(dim=-1, keepdim=True)"), shows=("softmax.last_dim_only",))
+bug("softmax", "no_max_subtraction", "softmax does not subtract the row max (exp overflows for large scores)",
+    ("    " + SM + "\n", ""), shows=("softmax.no_max",))
+bug("softmax", "no_keepdim", "softmax sums without keepdim=True, so the sum broadcasts over the wrong dim",
+    ("return e / e.sum(dim=dim, keepdim=True)", "return e / e.sum(dim=dim)"), shows=("softmax.no_keepdim",))
+bug("softmax", "temperature_multiplied", "softmax multiplies by the temperature instead of dividing",
+    ("z = x / temperature", "z = x * temperature"), shows=("softmax.temperature_multiplied",))
+bug("softmax", "global_max", "softmax subtracts the max of the whole tensor, not each row's",
+    (SM, "z = z - z.max()"), shows=("softmax.global_max",))
+bug("softmax", "inplace", "softmax divides and shifts the caller's tensor in place (x /= t, x -= max)",
+    ("z = x / temperature\n", "x /= temperature\n    z = x\n"), (SM, "z -= z.amax(dim=dim, keepdim=True)"))
+bug("softmax", "no_temperature_check", "softmax accepts a temperature <= 0 (no ValueError)",
+    ("""    if temperature <= 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+""", ""))
+bug("softmax", "detached", "softmax detaches its result from the autograd graph",
+    ("return e / e.sum(dim=dim, keepdim=True)", "return (e / e.sum(dim=dim, keepdim=True)).detach()"))
+bug("softmax", "float32", "softmax computes in float32 whatever the input dtype",
+    ("z = x / temperature", "z = x.float() / temperature"))
+bug("softmax", "clamp_instead_of_max", "softmax clamps the scores to [-80, 80] instead of subtracting the max",
+    (SM, "z = z.clamp(-80, 80)"))
+bug("softmax", "float32_cast_back", "softmax computes in float32 and casts the result back to the input's dtype",
+    ("z = x / temperature", "z = x.float() / temperature"),
+    ("return e / e.sum(dim=dim, keepdim=True)", "return (e / e.sum(dim=dim, keepdim=True)).to(x.dtype)"), shows=("float64.less_precise",))
+bug("softmax", "abs_max", "softmax subtracts the row's largest absolute value, which is inf for rows with -inf",
+    (SM, "z = z - z.abs().amax(dim=dim, keepdim=True)"))
+part("softmax", "torch_softmax", "softmax calls torch.softmax (a banned built-in); everything else right",
+     (SOFTMAX_BODY, "    return torch.softmax(x / temperature, dim=dim)"))
+part("softmax", "special_softmax", "softmax calls torch.special.softmax (a banned built-in under another name)",
+     (SOFTMAX_BODY, "    return torch.special.softmax(x / temperature, dim=dim)"))
+part("softmax", "aten_softmax", "softmax calls the operator torch.ops.aten._softmax directly (a banned built-in)",
+     (SOFTMAX_BODY, "    return torch.ops.aten._softmax.default(x / temperature, dim, False)"))
+ok("softmax", "logsumexp", "softmax as exp(z - logsumexp(z))",
+   ("""    z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0
+    e = z.exp()
+    return e / e.sum(dim=dim, keepdim=True)""", "    return torch.exp(z - torch.logsumexp(z, dim=dim, keepdim=True))"))
+ok("softmax", "movedim", "softmax over the last dim of x.movedim(dim, -1), moved back afterwards",
+   ("z = x / temperature", "z = x.movedim(dim, -1) / temperature"),
+   (SM, "z = z - z.amax(dim=-1, keepdim=True)"),
+   ("return e / e.sum(dim=dim, keepdim=True)", "return (e / e.sum(dim=-1, keepdim=True)).movedim(-1, dim)"))
+ok("softmax", "float64_inside", "softmax computed in float64 and cast back to the input's dtype",
+   ("z = x / temperature", "z = x.to(torch.float64) / temperature"),
+   ("return e / e.sum(dim=dim, keepdim=True)", "return (e / e.sum(dim=dim, keepdim=True)).to(x.dtype)"))
+bug("softmax", "max_no_keepdim", "softmax takes the row max without keepdim=True",
+    (SM, "z = z - z.amax(dim=dim)"), shows=("softmax.no_keepdim",))
+bug("softmax", "max_namedtuple", "softmax subtracts x.max(dim, keepdim=True), a (values, indices) pair (a TypeError)",
+    (SM, "z = z - z.max(dim=dim, keepdim=True)"))
