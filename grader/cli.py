@@ -79,7 +79,7 @@ def _new_exercise(args) -> int:
         print(f"grader: {error}", file=sys.stderr)
         return 2
     for path in written:
-        print(f"wrote {path.relative_to(course_root(args.course))}")
+        print(f"wrote {path.resolve().relative_to(course_root(args.course))}")
     print(f"exercise {args.name} works as it is (an example that scales a tensor): make it yours in "
           f"tests/course/{args.name}/ and solutions/{args.name}.py, then run `grader check-exercise {args.name}`")
     return 0

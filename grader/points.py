@@ -13,6 +13,10 @@ from grader.course import Course
 
 STAGES = ("setup", "call", "teardown")
 VALUES, RULE = "values", "rule"
+# What a rule's check says when it was not judged because the exercise's values are wrong (the suites write it):
+# the values checks say what to fix, and the reports list such rules last, in one line.
+DEFERRED = ("not judged yet: this rule is checked once the values are right on the same inputs (the values checks "
+            "say what is wrong)")
 
 
 @dataclass
@@ -27,6 +31,11 @@ class TestScore:
     feedback: str = ""
     kind: str = VALUES  # values or rule
     misconception: str = ""  # the id of the known mistake the feedback names (its result reproduces the student's)
+
+    @property
+    def deferred(self) -> bool:
+        """A rule not judged yet because the exercise's values are wrong (it says nothing the values checks do not)."""
+        return self.status == "failed" and DEFERRED in self.feedback
 
 
 @dataclass

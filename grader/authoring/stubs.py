@@ -77,8 +77,8 @@ STUB_LINE = re.compile(r'^[ \t]*raise NotImplementedError\("' + stub_message.PAT
 def unstarted(source: str, stub: str) -> bool:
     """Whether ``source`` still holds every ``raise NotImplementedError(...)`` line of ``stub``: none of its stubs
     filled in yet (whatever else changed around them)."""
-    present = {line.strip() for line in STUB_LINE.findall(source)}
-    lines = [line.strip() for line in STUB_LINE.findall(stub)]
+    present = {match[0].strip() for match in STUB_LINE.finditer(source)}
+    lines = [match[0].strip() for match in STUB_LINE.finditer(stub)]
     return bool(lines) and all(line in present for line in lines)
 
 

@@ -39,8 +39,16 @@ def overview(grade: Grade) -> str:
 
 
 def failures(exercise: ExerciseScore) -> list[TestScore]:
-    """The exercise's failed tests."""
-    return [t for t in exercise.tests if t.status == "failed"]
+    """The exercise's failed tests, those that say what to fix first: the rules not judged yet (``deferred``) last."""
+    failed = [t for t in exercise.tests if t.status == "failed"]
+    return [t for t in failed if not t.deferred] + [t for t in failed if t.deferred]
+
+
+def deferred_line(tests: list[TestScore]) -> str:
+    """The one line that stands for the rules not judged yet among ``tests`` (or "")."""
+    count = sum(t.deferred for t in tests)
+    return (f"{count} rule{'s are' if count != 1 else ' is'} judged once the values are right (the checks above say "
+            f"what to fix)") if count else ""
 
 
 def complete(exercise: ExerciseScore) -> bool:
@@ -101,11 +109,11 @@ def what_to_fix(exercise: ExerciseScore, limit: int = 3) -> str:
     """One paragraph for the student: the exercise's problem, or its first failures with their feedback."""
     if collapsed(exercise):
         return collapsed(exercise)
-    failed = failures(exercise)
+    failed = [t for t in failures(exercise) if not t.deferred]
     lines = [failure_text(t) for t in failed[:limit]]
     if len(failed) > limit:
         lines.append(f"... and {len(failed) - limit} more failed check(s)")
-    return "\n".join(lines)
+    return "\n".join(filter(None, [*lines, deferred_line(exercise.tests)]))
 
 
 def feedback_line(exercise: ExerciseScore) -> tuple[str, int] | None:

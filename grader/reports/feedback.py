@@ -1,8 +1,10 @@
 """Feedback pages: a student's feedback as Markdown and HTML (batch writes ``feedback/<student>.md`` and ``.html``).
 
 The score is the final one; the overrides and the late penalty applied to it (``records.adjust``) are listed
-under it, each with its points and reason. Per exercise: its points, and each check with a "passed" or "failed"
-badge (a word and a colour, not an emoji), its points and, when it failed, its feedback; an exercise that could not
+under it, each with its points and reason. Per exercise: its points, and each check with a badge (a word and a
+colour, not an emoji: "failed", "not judged yet" for a rule that waits for right values, "holds" for a rule that
+holds but pays once the values are right, "passed"), its points and, when it failed, its feedback, the failures
+first and the rules not judged yet after them; an exercise that could not
 run at all shows why, once, and one whose failures have one cause (unfinished stubs, a missing name) says it once;
 then their checks are one collapsed line (in HTML, a ``<details>`` that lists them). A submission that
 could not be graded gets one paragraph: what was wrong and what to do. Everything is read from the student's
@@ -14,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.points import DEFERRED
 from grader.reports.advice import one_cause, points, same_reason
 from grader.reports.files import write_atomic
 from grader.reports.page import html_page
@@ -31,6 +34,24 @@ class Check:
     what: str  # the check's student-facing name (its docstring line)
     points: str  # "0 / 2.5"
     feedback: str
+    earned: bool = True  # a passed check earned all its points (a rule earns them as far as the values are right)
+
+    @property
+    def deferred(self) -> bool:
+        """A rule not judged yet: the exercise's values are wrong (the values checks say what)."""
+        return not self.passed and DEFERRED in self.feedback
+
+    @property
+    def word(self) -> str:
+        """Its badge: failed, not judged yet, holds (pays once the values are right) or passed."""
+        if self.passed:
+            return "passed" if self.earned else "holds"
+        return "not judged yet" if self.deferred else "failed"
+
+    @property
+    def order(self) -> int:
+        """Where it is listed: what to fix first, then the rules that wait for it, then what holds."""
+        return ("failed", "not judged yet", "holds", "passed").index(self.word)
 
 
 @dataclass(frozen=True)
@@ -95,9 +116,10 @@ def feedback_sections(data: dict, titles: Mapping[str, str]) -> list[Section]:
         by_exercise.setdefault(test["name"].split(":", 1)[0], []).append(test)
     sections = []
     for module, result in data["exercises"].items():
-        checks = [Check(test["status"] == "passed", test["name"].split(": ", 1)[-1],
-                        f"{points(test.get('score', 0))} / {points(test.get('max_score', 0))}", test["output"])
-                  for test in by_exercise.get(module, [])]
+        checks = sorted((Check(test["status"] == "passed", test["name"].split(": ", 1)[-1],
+                               f"{points(test.get('score', 0))} / {points(test.get('max_score', 0))}", test["output"],
+                               test.get("score", 0) >= test.get("max_score", 0))
+                         for test in by_exercise.get(module, [])), key=lambda check: check.order)
         sections.append(Section(module, titles.get(module, ""), f"{points(result['score'])} / "
                                 f"{points(result['max_score'])}", result.get("problem", ""), checks,
                                 one_cause([check.feedback for check in checks if not check.passed])))
@@ -122,8 +144,11 @@ def _feedback_markdown(data: dict, sections: list[Section]) -> str:
             lines += [said, "", f"{_same_reason(section)}.", ""]
             continue
         for check in section.checks:
-            if check.passed:
-                lines.append(f"- passed ({check.points}): {markdown(check.what)}")
+            if check.deferred:
+                lines.append(f"- {check.word} ({check.points}): {markdown(check.what)}")
+            elif check.passed:
+                pays = "" if check.earned else " (pays once the values are right)"
+                lines.append(f"- {check.word} ({check.points}): {markdown(check.what)}{pays}")
             else:
                 lines.append(f"- **failed** ({check.points}): {markdown(check.what)}  \n  {markdown(check.feedback)}")
         lines.append("")
@@ -152,8 +177,9 @@ def _feedback_html(data: dict, sections: list[Section]) -> str:
             names = "".join(f"<li>{html(check.what)}</li>" for check in section.checks if not check.passed)
             parts.append(f"<details><summary>{_same_reason(section)}</summary><ul>{names}</ul></details>")
             continue
-        rows = [f"<tr class='{_word(check)}'><td><span class='badge {_word(check)}'>{_word(check)}</span></td>"
-                f"<td>{html(check.what)}" + ("" if check.passed else f"<p class='feedback'>{html(check.feedback)}</p>")
+        rows = [f"<tr class='{_css(check)}'><td><span class='badge {_css(check)}'>{check.word}</span></td>"
+                f"<td>{html(check.what)}" + (f"<p class='feedback'>{html(check.feedback)}</p>"
+                                             if check.word == "failed" else "")
                 + f"</td><td class='num'>{check.points}</td></tr>" for check in section.checks]
         parts.append(f"<div class='wide'><table class='checks' id='checks-{html(section.module, MAX_NAME)}'><thead><tr>"
                      "<th>result</th><th>check</th>"
@@ -172,5 +198,6 @@ def _same_reason(section: Section) -> str:
     return same_reason(sum(not check.passed for check in section.checks), ran=not section.problem)
 
 
-def _word(check: Check) -> str:
-    return "passed" if check.passed else "failed"
+def _css(check: Check) -> str:
+    """The badge's class: its word, one token."""
+    return check.word.replace(" ", "-")

@@ -7,6 +7,7 @@ from grader.points import Grade
 from grader.reports.advice import (
     collapsed,
     complete,
+    deferred_line,
     failure_text,
     failures,
     points,
@@ -47,6 +48,7 @@ def markdown_summary(grade: Grade, *, title: str = "Grade", files: Mapping[str, 
         if collapsed(exercise):
             out += [f"- {markdown(what_to_fix(exercise))}", ""]
             continue
-        out += [f"- {markdown(failure_text(test))}" for test in failures(exercise)]
+        out += [f"- {markdown(failure_text(test))}" for test in failures(exercise) if not test.deferred]
+        out += [f"- {markdown(line)}" for line in [deferred_line(exercise.tests)] if line]
         out.append("")
     return "\n".join(out)

@@ -44,8 +44,6 @@ class CheckFailed(AssertionError):
 
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
-DEFERRED = ("not judged yet: this rule is checked once the values are right on the same inputs (the values checks "
-            "say what is wrong)")
 DTYPE_HINT = ("Hint: no .float()/.double(), no hard-coded dtype=... when you create tensors: use x.dtype, "
               "x.new_*(...) or torch.*_like(x)")
 LESS_PRECISE = ("the float64 result is less precise than its input: right at float32 precision, not at float64, so "
@@ -122,11 +120,30 @@ def diagnosed(message: str, hint: Hint | None) -> CheckFailed:
     return CheckFailed(message + phrase(hint), misconception=hint.id if hint else "")
 
 
-MEANINGS = [  # (part of torch's message, what it says happened, in the student's words)
+MEANINGS = [  # (part of torch's message, what it says happened and what to do, in the student's words)
     ("Mismatch in shape: grad_output", "the result's shape differs from the expected one (see the values checks)"),
     ("leaf Variable that requires grad is being used in an in-place operation",
      "an input that requires grad was changed in place"),
     ("cannot be called on meta tensors", "an operation needed the values of a meta tensor, which has none"),
+    ("view size is not compatible with input tensor's size and stride",
+     "view() of a tensor whose memory is not laid out in order (after a transpose): use reshape(...), or "
+     ".contiguous() before view(...)"),
+    ("with a bool tensor is not supported", "arithmetic on a bool mask (1 - mask, -mask): invert it with ~mask and "
+                                            "apply it with masked_fill"),
+    ("on a bool tensor is not supported", "arithmetic on a bool mask (1 - mask, -mask): invert it with ~mask and "
+                                          "apply it with masked_fill"),
+    ("as parameter", "a plain tensor was assigned to a module's parameter: create it as nn.Parameter(...), or copy "
+                     "values into the existing one under torch.no_grad() (param.copy_(...))"),
+    ("must be a 3D tensor", "torch.bmm takes 3-D tensors only: use @ (torch.matmul), which handles any number of batch "
+                            "dims"),
+    ("shapes cannot be multiplied", "a matrix product of tensors whose inner sizes differ: check which dims you "
+                                    "multiply (transpose(-2, -1) of the keys, the weights' orientation)"),
+    ("to have the same dtype", "tensors of different dtypes in one operation: an integer tensor used as values, or a "
+                               "tensor created without dtype=x.dtype"),
+    ("only supports boolean masks", "masked_fill needs a bool mask: compare (mask == 0) or create it with "
+                                    "dtype=torch.bool"),
+    ("not implemented for 'Long'", "an integer tensor was used where values must be floating point (torch.arange and "
+                                   "torch.tensor of ints give int64): pass dtype=x.dtype"),
 ]
 
 

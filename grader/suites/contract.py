@@ -24,6 +24,7 @@ import pytest
 import torch
 
 from grader.course import SUITE_PREFIX
+from grader.points import DEFERRED
 from grader.sandbox.imports import forbidden, rule
 from grader.sandbox.problems import STUB_PHRASE, SubmissionProblem
 from grader.suites import checks as C
@@ -231,7 +232,7 @@ def judged(student, course, exercise, subject, device, check, scale: float = 1.0
             raise  # a missing file or name costs what it should have held, said the same way in every check
         if STUB_PHRASE in str(failure) or values_right(student, course, exercise, subject, device, scale):
             raise  # an unfilled stub is said as such, like in every other check
-        raise CheckFailed(f"{subject.what}: {C.DEFERRED}") from None
+        raise CheckFailed(f"{subject.what}: {DEFERRED}") from None
 
 
 @checks("float64_kept")

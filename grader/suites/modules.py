@@ -8,11 +8,11 @@ import itertools
 
 import torch
 
+from grader.points import DEFERRED
 from grader.sandbox.dropout import KeyedDropout, keyed_dropout
 from grader.sandbox.problems import StudentError
 from grader.sandbox.proxy import RemoteObject, load_params_step
 from grader.suites.checks import (
-    DEFERRED,
     CheckFailed,
     Hint,
     as64,

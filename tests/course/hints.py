@@ -73,16 +73,31 @@ def attention_mistakes(q, k, v, *, group: str, scale_name: str, scale: float | N
     def run(**how):
         return finish(attend(q, k, v, how.pop("scale", scale), how.pop("allowed", mask), **how))
 
+    def activated(on_projections: bool):
+        """The result with an activation the attention has not: on the projections, or on the result."""
+        return [lambda f=f: (finish(attend(f(q), f(k), f(v), scale, mask)) if on_projections else f(run()))
+                for f in (torch.relu, torch.tanh, torch.sigmoid)]
+
     hints = [Hint(f"you divide the scores by the key width itself; divide by its square root, {scale_name}.",
                   lambda: run(scale=d_k), f"{group}.scale_by_d"),
              Hint(f"the scores are not scaled: divide Q K^T by {scale_name} before the softmax.", lambda: run(scale=1.0),
                   f"{group}.no_scaling"),
+             Hint(f"you multiply the scores by {scale_name}: divide them by it, before the softmax.",
+                  lambda: run(scale=1 / scale), f"{group}.scale_multiplied"),
+             Hint(f"the scaling comes after the softmax: divide Q K^T by {scale_name} first, then normalize.",
+                  lambda: finish(attend(q, k, v, 1.0, mask) / scale), f"{group}.scaled_after_softmax"),
              Hint("the softmax runs over the queries (dim -2); it must run over the keys, the last dim.",
                   lambda: run(dim=-2), f"{group}.softmax_over_queries"),
              Hint(BATCHED_T, lambda: finish(attend(q, reversed_dims(k).transpose(-2, -1), v, scale, mask)),
                   f"{group}.batched_T")]
     hints += [Hint(f"you scale by sqrt({name}); scale by {scale_name}.", lambda width=width: run(scale=math.sqrt(width)),
                    f"{group}.scale_by_{name}") for name, width in (widths or {}).items()]
+    hints += [Hint("an activation (relu, tanh, sigmoid) is applied to the queries, keys or values: attention uses the "
+                   "projections as they are.", alternative, f"{group}.activation_on_projections")
+              for alternative in activated(on_projections=True)]
+    hints += [Hint("an activation (relu, tanh, sigmoid) is applied to the result: attention returns the weighted "
+                   "values (through the output projection, where there is one) as they are.", alternative,
+                   f"{group}.activation_on_output") for alternative in activated(on_projections=False)]
     if mask is None:
         return hints
     hints += [Hint("no mask: a position sees what it must not; fill the masked scores with -inf before the softmax.",

@@ -25,7 +25,7 @@ import torch
 from courses import course_variant
 
 from grader import ROOT
-from grader.course import COURSE_FILE, course, load_course
+from grader.course import COURSE_FILE, CourseError, course, load_course
 from grader.grade import grade_submission
 from grader.intake.submission import stage
 from grader.reports.results import RESULTS_SCHEMA
@@ -387,7 +387,7 @@ def test_a_suite_with_skip_or_xfail_marks_is_refused(tmp_path, course, monkeypat
     suite = course.suites_dir / "hidden_marked.py"
     suite.write_text("import pytest\n\npytestmark = pytest.mark.softmax\n\n\n"
                      "@pytest.mark.skipif(True, reason='never')\ndef test_skipped(student):\n    pass\n")
-    with pytest.raises(RuntimeError, match="hidden_marked.py::test_skipped: a suite skips with pytest.skip"):
+    with pytest.raises(CourseError, match="hidden_marked.py::test_skipped: a suite skips with pytest.skip"):
         run_suites(WorkerSession(None, str(tmp_path), course.grading.limits), course, "cpu", suites=[suite])
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ MODULES: dict[str, str] = json.loads(EXERCISES_FILE.read_text(encoding="utf-8"))
 RESULTS = pytest.StashKey[dict]()  # module -> [Result] of the run
 IMPLS = ("exercises", "solutions")
 STUB_MESSAGE = stub_message.PATTERN  # what a generated stub raises
+DID_NOT_RAISE = re.compile(r"DID NOT RAISE <class '(?:[\w.]*\.)?(?P<name>\w+)'>")  # pytest.raises, nothing raised
 
 
 def pytest_addoption(parser):
@@ -214,6 +216,10 @@ def _explain(excinfo, package: Path) -> dict:
     frames = _frames_in(error.__traceback__, package)
     where = f" ({_display(frames[-1][0])}, line {frames[-1][1]})" if frames else ""
     first = (str(error).strip().splitlines() or [""])[0][:300]
+    missing = DID_NOT_RAISE.match(first)
+    if missing:  # pytest.raises' own words, said as the check means them
+        return {"problem": f"returned instead of raising {missing['name']}: check the arguments first and raise "
+                           f"{missing['name']}(...) with a message saying what is wrong"}
     if isinstance(error, AssertionError):
         return {"problem": f"failed: {first or 'an assertion of the check'}"}
     return {"problem": f"raised {type(error).__name__}: {first}{where}"}

@@ -1,7 +1,8 @@
 """Exercise 7: causal attention (``exercises/causal.py``)."""
+import hints_causal as known
 import pytest
 import torch
-from checking import test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
+from checking import attempt, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 from torch import nn
 
 pytestmark = pytest.mark.causal
@@ -14,19 +15,16 @@ def make(impl, seed=0, **kwargs):
     return impl.causal.CausalAttention(**arguments).eval()
 
 
-def test_causal_mask_3(impl):
+def test_causal_mask_3(impl, close):
     """causal_mask(3) is the bool lower triangle [[T, F, F], [T, T, F], [T, T, T]]."""
-    mask = impl.causal.causal_mask(3)
-    assert mask.dtype == torch.bool and mask.shape == (3, 3)
-    assert torch.equal(mask, torch.tensor([[True, False, False], [True, True, False], [True, True, True]]))
+    expected = torch.tensor([[True, False, False], [True, True, False], [True, True, True]])
+    close(impl.causal.causal_mask(3), expected, atol=0, rtol=0, hints=known.causal_mask_hints(3))
 
 
-def test_causal_mask_6(impl):
+def test_causal_mask_6(impl, close):
     """causal_mask(6) is True exactly where j <= i."""
-    mask = impl.causal.causal_mask(6)
-    assert mask.dtype == torch.bool and mask.shape == (6, 6)
     i, j = torch.meshgrid(torch.arange(6), torch.arange(6), indexing="ij")
-    assert torch.equal(mask, j <= i)
+    close(impl.causal.causal_mask(6), j <= i, atol=0, rtol=0, hints=known.causal_mask_hints(6))
 
 
 def test_causal_attention_submodules(impl):
@@ -67,18 +65,29 @@ def test_causal_attention_ignores_the_future(impl, journey):
     assert not torch.allclose(before[:, -1], after[:, -1])
 
 
-def test_causal_attention_matches_masked_softmax(impl, journey):
-    """The output is softmax(masked Q K^T / sqrt(d_out)) V, computed here with plain torch."""
-    module = make(impl, seed=1)
-    x = journey.unsqueeze(0)
+def masked_attention(module, x):
+    """softmax(masked Q K^T / sqrt(d_out)) V with the module's own layers, written out here with plain torch."""
+    T = x.shape[1]
     q, k, v = module.W_query(x), module.W_key(x), module.W_value(x)
-    scores = (q @ k.transpose(-2, -1) / 2 ** 0.5).masked_fill(~torch.ones(6, 6, dtype=torch.bool).tril(), float("-inf"))
-    torch.testing.assert_close(module(x), torch.softmax(scores, dim=-1) @ v)
+    scores = (q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5).masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(),
+                                                                        float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
 
 
-def test_causal_attention_shorter_sequence(impl, journey):
-    """A sequence shorter than context_length works: (1, 4, 3) gives (1, 4, 2)."""
-    assert make(impl)(journey[:4].unsqueeze(0)).shape == (1, 4, 2)
+def test_causal_attention_matches_masked_softmax(impl, journey, close):
+    """The output is softmax(masked Q K^T / sqrt(d_out)) V, computed here with plain torch."""
+    module = make(impl, seed=1, d_out=4)
+    x = journey.unsqueeze(0)
+    hints = known.module_hints(module, x, context_length=6)
+    close(attempt(lambda: module(x), hints), masked_attention(module, x), hints=hints)
+
+
+def test_causal_attention_shorter_sequence(impl, journey, close):
+    """A sequence shorter than context_length works: (1, 4, 3) gives (1, 4, 2), the mask cut to 4 tokens."""
+    module = make(impl, seed=2)
+    x = journey[:4].unsqueeze(0)
+    hints = known.module_hints(module, x, context_length=6)
+    close(attempt(lambda: module(x), hints), masked_attention(module, x), hints=hints)
 
 
 def test_causal_attention_rejects_long_sequence(impl, journey):

@@ -85,3 +85,9 @@ bug("causal", "scale_by_T", "CausalAttention scales by sqrt(keys.shape[1]), the 
     (CS, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(keys.shape[1])"))
 ok("causal", "mask_in_forward", "causal with Llama's -inf triu(1) mask made in forward on x's device and dtype, added",
    (CF, 'scores = scores + torch.full((T, T), float("-inf"), device=x.device, dtype=x.dtype).triu(1)'))
+bug("causal", "relu_output", "CausalAttention applies a relu to its result",
+    ("return weights @ values  # (B, T, d_out)", "return torch.relu(weights @ values)"),
+    shows=("causal.activation_on_output",))
+bug("causal", "mask_by_arithmetic", "CausalAttention inverts the bool mask with 1 - mask",
+    ('scores = scores.masked_fill(~self.mask[:T, :T], float("-inf"))',
+     'scores = scores.masked_fill((1 - self.mask[:T, :T]).bool(), float("-inf"))'))

@@ -1,7 +1,8 @@
 """Exercise 6: a dictionary made of attention (``exercises/dictionary.py``)."""
+import hints_dictionary as known
 import pytest
 import torch
-from checking import test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
+from checking import attempt, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 
 pytestmark = pytest.mark.dictionary
 
@@ -16,16 +17,30 @@ def dictionary_qkv():
     return Q, K, V
 
 
-def test_one_hot(impl):
+def one_hot(index: int, n: int) -> torch.Tensor:
+    """The one-hot vector, written out here: the right answer the known mistakes are computed from."""
+    return torch.eye(n)[index]
+
+
+def lookup(table: dict, key, temperature: float) -> torch.Tensor:
+    """The lecture's lookup, written out here: softmax(one_hot(key) I^T / temperature) @ values."""
+    keys = list(table)
+    query = one_hot(keys.index(key), len(keys))
+    values = torch.tensor([table[k] for k in keys], dtype=torch.float32)
+    return torch.softmax(query @ torch.eye(len(keys)).T / temperature, dim=-1) @ values
+
+
+def test_one_hot(impl, close):
     """one_hot(1, 3) is the float32 vector [0, 1, 0]."""
-    vector = impl.dictionary.one_hot(1, 3)
-    assert vector.dtype == torch.float32
-    assert torch.equal(vector, torch.tensor([0.0, 1.0, 0.0]))
+    close(impl.dictionary.one_hot(1, 3), torch.tensor([0.0, 1.0, 0.0]), atol=0, rtol=0,
+          hints=known.one_hot_hints(1, 3, one_hot))
 
 
-def test_one_hot_vectors_are_orthonormal(impl):
-    """The one-hot vectors of 0..4 stacked are the 5x5 identity."""
-    assert torch.equal(torch.stack([impl.dictionary.one_hot(i, 5) for i in range(5)]), torch.eye(5))
+def test_one_hot_vectors_are_orthonormal(impl, close):
+    """The one-hot vectors of 0..4 are the rows of the 5x5 identity."""
+    for index in range(5):
+        close(impl.dictionary.one_hot(index, 5), torch.eye(5)[index], atol=0, rtol=0,
+              hints=known.one_hot_hints(index, 5, one_hot))
 
 
 @pytest.mark.parametrize("index", [3, -1])
@@ -38,25 +53,27 @@ def test_one_hot_rejects_index_out_of_range(impl, index):
 def test_lookup_low_temperature_returns_stored_value(impl, close):
     """lookup(table, 1, temperature=0.01) returns the stored value [5, 7] as float32."""
     value = impl.dictionary.lookup(TABLE, 1, temperature=0.01)
-    assert value.dtype == torch.float32 and value.shape == (2,)
-    close(value, [5.0, 7.0], atol=1e-4)
+    close(value, torch.tensor([5.0, 7.0]), atol=1e-4, hints=known.lookup_hints(TABLE, 1, 0.01, lookup))
 
 
 def test_lookup_every_key(impl, close):
     """At temperature 0.01 every key returns its own value."""
     for key, stored in TABLE.items():
-        close(impl.dictionary.lookup(TABLE, key, temperature=0.01), stored, atol=1e-4)
+        close(impl.dictionary.lookup(TABLE, key, temperature=0.01), stored, atol=1e-4,
+              hints=known.lookup_hints(TABLE, key, 0.01, lookup))
 
 
 def test_lookup_temperature_one_blends(impl, close):
     """At temperature 1 the lookup of key 1 blends all values: [3.9403, 5.0925]."""
-    close(impl.dictionary.lookup(TABLE, 1, temperature=1.0), [3.9403, 5.0925], atol=1e-4)
+    close(impl.dictionary.lookup(TABLE, 1, temperature=1.0), [3.9403, 5.0925], atol=1e-4,
+          hints=known.lookup_hints(TABLE, 1, 1.0, lookup))
 
 
 def test_lookup_string_keys(impl, close):
     """Keys need not be integers: the dict's order decides the one-hot vectors."""
-    table = {"apple": [1.0, 0.0, 2.0], "pear": [4.0, 4.0, 4.0]}
-    close(impl.dictionary.lookup(table, "pear", temperature=0.01), [4.0, 4.0, 4.0], atol=1e-4)
+    table = {"pear": [4.0, 4.0, 4.0], "apple": [1.0, 0.0, 2.0]}  # not in sorted order
+    close(impl.dictionary.lookup(table, "pear", temperature=0.01), [4.0, 4.0, 4.0], atol=1e-4,
+          hints=known.lookup_hints(table, "pear", 0.01, lookup))
 
 
 def test_lookup_unknown_key(impl):
@@ -68,28 +85,30 @@ def test_lookup_unknown_key(impl):
 def test_attention_quiz_low_temperature(impl, decoder_states, close):
     """attention of the quiz at temperature 0.01 returns h1 = [0.5539, 0.7239], shape (1, 1, 2)."""
     s, H = decoder_states
-    result = impl.dictionary.attention(s[None, None], H[None], H[None], temperature=0.01)
-    assert result.shape == (1, 1, 2)
-    close(result, [[[0.5539, 0.7239]]], atol=1e-4)
+    Q, K, V = s[None, None], H[None], H[None]
+    close(impl.dictionary.attention(Q, K, V, temperature=0.01), [[[0.5539, 0.7239]]], atol=1e-4,
+          hints=known.dictionary_hints(Q, K, V, 0.01))
 
 
 def test_attention_dictionary_example(impl, close):
     """attention of the dictionary example at temperature 0.01 returns [[[5, 7]]]."""
-    close(impl.dictionary.attention(*dictionary_qkv(), temperature=0.01), [[[5.0, 7.0]]], atol=1e-4)
+    close(impl.dictionary.attention(*dictionary_qkv(), temperature=0.01), [[[5.0, 7.0]]], atol=1e-4,
+          hints=known.dictionary_hints(*dictionary_qkv(), 0.01))
 
 
 def test_attention_default_temperature_is_one(impl, close):
     """The default temperature is 1: the dictionary example blends to [3.9403, 5.0925]."""
-    close(impl.dictionary.attention(*dictionary_qkv()), [[[3.9403, 5.0925]]], atol=1e-4)
+    close(impl.dictionary.attention(*dictionary_qkv()), [[[3.9403, 5.0925]]], atol=1e-4,
+          hints=known.dictionary_hints(*dictionary_qkv(), 1.0))
 
 
-def test_attention_has_no_sqrt_scaling(impl):
+def test_attention_has_no_sqrt_scaling(impl, close):
     """attention is softmax(Q K^T / temperature) V, without dividing by sqrt(d_k)."""
     torch.manual_seed(0)
     Q, K, V = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
-    result = impl.dictionary.attention(Q, K, V, temperature=0.5)
-    assert result.shape == (2, 3, 6)
-    torch.testing.assert_close(result, torch.softmax(Q @ K.transpose(-2, -1) / 0.5, dim=-1) @ V)
+    hints = known.dictionary_hints(Q, K, V, 0.5)
+    close(attempt(lambda: impl.dictionary.attention(Q, K, V, temperature=0.5), hints),
+          torch.softmax(Q @ K.transpose(-2, -1) / 0.5, dim=-1) @ V, hints=hints)
 
 
 @pytest.mark.parametrize("temperature", [0.0, -0.5])

@@ -1,7 +1,8 @@
 """Exercise 8: multi-head attention (``exercises/multihead.py``)."""
+import hints_multihead as known
 import pytest
 import torch
-from checking import test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
+from checking import attempt, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 from torch import nn
 
 pytestmark = pytest.mark.multihead
@@ -53,11 +54,12 @@ def test_multihead_layers(impl):
 
 
 @pytest.mark.parametrize("num_heads", [1, 2, 4])
-def test_multihead_matches_heads_computed_one_by_one(impl, journey, num_heads):
+def test_multihead_matches_heads_computed_one_by_one(impl, journey, close, num_heads):
     """The output equals num_heads causal heads of size d_out // num_heads, concatenated, then out_proj."""
-    module = make(impl, seed=num_heads, num_heads=num_heads)
+    module = make(impl, seed=num_heads, num_heads=num_heads, d_out=8)
     x = torch.stack([journey, journey.flip(0)])
-    torch.testing.assert_close(module(x), reference(module, x, num_heads))
+    hints = known.multihead_hints(module, x, num_heads, context_length=6)
+    close(attempt(lambda: module(x), hints), reference(module, x, num_heads), hints=hints)
 
 
 def test_multihead_first_token_sees_only_itself(impl, journey):
@@ -76,9 +78,12 @@ def test_multihead_ignores_the_future(impl, journey):
     torch.testing.assert_close(module(x)[:, :-1], module(changed)[:, :-1])
 
 
-def test_multihead_shorter_sequence(impl, journey):
-    """A sequence shorter than context_length works: (1, 4, 3) gives (1, 4, 4)."""
-    assert make(impl)(journey[:4].unsqueeze(0)).shape == (1, 4, 4)
+def test_multihead_shorter_sequence(impl, journey, close):
+    """A sequence shorter than context_length works: (1, 4, 3) gives (1, 4, 4), the mask cut to 4 tokens."""
+    module = make(impl, seed=5)
+    x = journey[:4].unsqueeze(0)
+    hints = known.multihead_hints(module, x, 2, context_length=6)
+    close(attempt(lambda: module(x), hints), reference(module, x, 2), hints=hints)
 
 
 def test_multihead_rejects_long_sequence(impl, journey):

@@ -89,7 +89,7 @@ bug("multihead", "merge_view", "MultiHeadAttention merges the transposed heads w
 bug("multihead", "scale_by_head_dim", "MultiHeadAttention divides the scores by head_dim, not its square root",
     (MS, "scores = queries @ keys.transpose(-2, -1) / self.head_dim"), shows=("multihead.scale_by_d",))
 bug("multihead", "softmax_over_heads", "MultiHeadAttention normalizes over dim 1, the heads",
-    (MW, "weights = self.dropout(torch.softmax(scores, dim=1))"))
+    (MW, "weights = self.dropout(torch.softmax(scores, dim=1))"), shows=("multihead.softmax_over_heads",))
 bug("multihead", "qkv_bias_ignored", "MultiHeadAttention ignores qkv_bias (bias=False always)",
     ("""        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
@@ -103,3 +103,7 @@ bug("multihead", "assert_divisible", "MultiHeadAttention checks d_out % num_head
     ("""        if num_heads <= 0 or d_out % num_heads:
             raise ValueError(f"d_out ({d_out}) must be divisible by num_heads ({num_heads})")""",
      """        assert d_out % num_heads == 0, "d_out must be divisible by num_heads\""""))
+bug("multihead", "no_scaling", "MultiHeadAttention does not scale the scores by sqrt(head_dim)",
+    (MS, "scores = queries @ keys.transpose(-2, -1)  # (B, heads, T, T)"), shows=("multihead.no_scaling",))
+bug("multihead", "view_after_transpose", "MultiHeadAttention merges the heads with view after a transpose",
+    (MERGE, "context = (weights @ values).transpose(1, 2).view(B, T, -1)"))

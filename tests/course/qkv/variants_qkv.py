@@ -107,3 +107,10 @@ ok("qkv", "finfo_quarter", "qkv scaling queries and keys each by d_k ** -0.25, m
     """    dst.load_state_dict({name: getattr(src, name).weight.T for name in ("W_query", "W_key", "W_value")})"""))
 bug("qkv", "mask_added", "scaled_dot_product_attention adds the bool mask to the scores",
     (MF, "scores = scores + mask"))
+bug("qkv", "scale_multiplied", "scaled_dot_product_attention multiplies the scores by sqrt(d_k)",
+    (SC, "scores = queries @ keys.transpose(-2, -1) * math.sqrt(d_k)"), shows=("attention.scale_multiplied",))
+bug("qkv", "scaled_after_softmax", "scaled_dot_product_attention divides by sqrt(d_k) after the softmax",
+    (SC, "scores = queries @ keys.transpose(-2, -1)"),
+    (RET, "return torch.softmax(scores, dim=-1) / math.sqrt(d_k) @ values"), shows=("attention.scaled_after_softmax",))
+bug("qkv", "bmm_3d_only", "scaled_dot_product_attention uses torch.bmm, which takes 3-D tensors only",
+    (SC, "scores = torch.bmm(queries, keys.transpose(-2, -1)) / math.sqrt(d_k)"))

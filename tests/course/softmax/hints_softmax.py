@@ -6,6 +6,12 @@ NO_KEEPDIM = ("a reduction is taken without keepdim=True (the row max or the sum
               "x.amax(dim, keepdim=True) and e.sum(dim, keepdim=True).")
 
 
+def _sm_all(z):
+    """exp(z) / sum(exp(z)) over every entry of z (shifted by its max, which changes nothing)."""
+    e = (z - z.max()).exp()
+    return e / e.sum()
+
+
 def softmax_hints(x, dim: int, t: float) -> list[Hint]:
     """Mistakes of softmax(x, dim, t); the numerical ones in x's dtype, the others in float64."""
     rank, x64 = x.dim(), x.double()
@@ -34,5 +40,7 @@ def softmax_hints(x, dim: int, t: float) -> list[Hint]:
               Hint(NO_MAX, lambda: naive_softmax(x / t, dim), "softmax.no_max"),
               Hint("each row needs its own max: a max over the whole tensor (x.max()) leaves rows of small scores "
                    "underflowing to 0 / 0; use x.amax(dim, keepdim=True).",
-                   lambda: naive_softmax(x / t - (x / t).max(), dim), "softmax.global_max")]
+                   lambda: naive_softmax(x / t - (x / t).max(), dim), "softmax.global_max"),
+              Hint("you normalize over the whole tensor: the sum (and the max) run along `dim` only, so that each row "
+                   "along it sums to 1 (e.sum(dim, keepdim=True)).", lambda: _sm_all(x64 / t), "softmax.whole_tensor")]
     return hints

@@ -60,3 +60,6 @@ bug("softmax", "max_no_keepdim", "softmax takes the row max without keepdim=True
     (SM, "z = z - z.amax(dim=dim)"), shows=("softmax.no_keepdim",))
 bug("softmax", "max_namedtuple", "softmax subtracts x.max(dim, keepdim=True), a (values, indices) pair (a TypeError)",
     (SM, "z = z - z.max(dim=dim, keepdim=True)"))
+bug("softmax", "whole_tensor", "softmax normalizes over the whole tensor (a global max and a global sum)",
+    (SM, "z = z - z.max()"), ("return e / e.sum(dim=dim, keepdim=True)", "return e / e.sum()"),
+    shows=("softmax.whole_tensor",))
