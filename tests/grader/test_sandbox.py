@@ -922,7 +922,7 @@ def test_readonly_without_mount_setattr(run):
 
 
 def test_plan_masks_a_course_kept_elsewhere(monkeypatch):
-    """The root of a course graded from outside the repository (``Zygote(hide=...)``, the lifeline's ``--hide``) is
+    """The root of a course graded from outside the repository (``Zygote(hide=...)``, told to the zygote on its standard input) is
     masked like the repository: its suites and references stay out of the sandbox's view."""
     monkeypatch.setattr(rootfs, "HIDDEN_TREES", ["/usr/share"])
     ops = rootfs.plan_root(None, expose_cuda=False)
