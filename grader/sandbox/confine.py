@@ -204,7 +204,7 @@ def confine(submission_dir: str | os.PathLike, limits: Limits, *, require: bool 
     sub = os.path.realpath(os.fspath(submission_dir))
     if not os.path.isdir(sub):
         raise NotADirectoryError(errno.ENOTDIR, "submission is not a directory", sub)
-    if sub == os.path.realpath(REPO_ROOT):
+    if REPO_ROOT is not None and sub == os.path.realpath(REPO_ROOT):
         raise ValueError("the submission directory is the grader's repository")
     keep = tuple(sorted({int(fd) for fd in keep_fds}))
     ok, why = probe()

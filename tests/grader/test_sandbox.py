@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -930,6 +931,20 @@ def test_plan_masks_a_course_kept_elsewhere(monkeypatch):
     assert ops.index(("bind", "/usr", "/usr")) < ops.index(("mask", "/usr/share"))
     monkeypatch.setattr(rootfs, "HIDDEN_TREES", [])
     assert ("mask", "/usr/share") not in rootfs.plan_root(None, expose_cuda=False)
+
+
+def test_an_installed_grader_hides_its_repository_only_where_it_has_one(monkeypatch):
+    """Run from its repository the grader hides that folder; installed (not editable) into a site-packages folder,
+    which holds no course but the packages workers import, it hides nothing there: that folder used to be hidden as
+    "the repository" (masked, and left unbound), so workers could import nothing of what was installed with it."""
+    installed = Path(sysconfig.get_path("purelib"))
+    assert rootfs.repository(installed / "grader" / "sandbox" / "rootfs.py") is None
+    assert rootfs.repository(REPO / "grader" / "sandbox" / "rootfs.py") == REPO
+    monkeypatch.setattr(rootfs, "REPO_ROOT", None)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(installed)])
+    ops = rootfs.plan_root(None, expose_cuda=False)
+    assert not [op for op in ops if op[0] == "mask" and rootfs._inside(op[1], str(installed.resolve()))], ops
+    assert any(op[0] == "bind" and rootfs._inside(str(installed.resolve()), op[1]) for op in ops), ops
 
 
 def test_plan_masks_and_excludes_the_repo(monkeypatch):
