@@ -12,8 +12,12 @@ submission, then (``reports.github.report``):
   ``$GITHUB_OUTPUT`` as ``result``, with ``score`` and ``max-score`` beside it;
 * the terminal summary and, last, the plain line ``Score: 83.5/100`` go to standard output.
 
-The exit status is 0 whatever the score (``--never-fail``, the default) or 1 below ``--min-score``;
-2 means the grader itself could not run (a broken course.yaml, a grader fault).
+Student code runs only in the sandbox: where none can be built the commit is not graded (unless
+``require_sandbox`` is False, for code one trusts).
+
+The exit status is 0 whatever the score (``--never-fail``, the default) or 1 below ``--min-score``; 2 means the
+grader cannot run as asked (a broken course.yaml, a missing path, an unknown device); 3 a grader fault (no sandbox
+can be built here, the grader failed): no score is given at all, only the job summary and an error saying why.
 """
 from __future__ import annotations
 
@@ -25,10 +29,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from grader import GRADER_FAULT_STATUS
 from grader.course import COURSE_FILE, Course, CourseError, load_course
 from grader.points import ExerciseScore, Grade
 from grader.reports.advice import complete, feedback_line, stubs_left
-from grader.reports.github import CiResult, report
+from grader.reports.github import CiResult, report, report_fault
 from grader.text import clean
 
 MAX_SCANNED_BYTES = 1 << 20  # the largest student file read to find a stub's line (the intake's default cap)
@@ -84,7 +89,8 @@ def not_graded(course: Course, message: str, folder: Path, workspace: Path, exec
                     execution_time, "0" * 64)
 
 
-def grade_checkout(checkout: Path, course: Course, zygote, device: str = "cpu", workspace: Path | None = None) -> CiResult:
+def grade_checkout(checkout: Path, course: Course, zygote, device: str = "cpu", workspace: Path | None = None,
+                   require_sandbox: bool = True) -> CiResult:
     """Grade the checkout's exercises; a submission that cannot be graded at all gives status "error"."""
     from grader.grade import grade_submission
     from grader.intake import IntakeError
@@ -93,7 +99,7 @@ def grade_checkout(checkout: Path, course: Course, zygote, device: str = "cpu", 
     folder = exercises_folder(checkout)
     started = time.monotonic()
     try:
-        outcome = grade_submission(checkout, course, zygote, device)
+        outcome = grade_submission(checkout, course, zygote, device, require_sandbox)
     except IntakeError as error:
         return not_graded(course, clean(str(error)), folder, workspace, time.monotonic() - started)
     grade = outcome.grade
@@ -110,7 +116,8 @@ def exit_status(grade: Grade, min_score: float | None) -> int:
 
 def run_ci(path: str | os.PathLike = ".", *, course_file: str | os.PathLike = COURSE_FILE, min_score: float | None = None,
            device: str = "cpu", env: Mapping[str, str] | None = None, stdout: TextIO | None = None, zygote=None,
-           results_path: str | None = None, junit_path: str | None = None, assignment: str | None = None) -> int:
+           results_path: str | None = None, junit_path: str | None = None, assignment: str | None = None,
+           require_sandbox: bool = True) -> int:
     """`grader ci`: grade the checkout at ``path`` on ``device`` (cpu, cuda or auto), as the whole course or as one
     ``assignment``, write the GitHub outputs, return the exit status."""
     env = os.environ if env is None else env
@@ -142,17 +149,16 @@ def run_ci(path: str | os.PathLike = ".", *, course_file: str | os.PathLike = CO
         from grader.sandbox.client import Zygote
 
         zygote = Zygote(hide=(course.root,))
-    status = None
     try:
-        outcome = grade_checkout(checkout, course, zygote, device, workspace)
-    except Exception as error:  # a grader fault: still tell the student, and fail the step whatever the policy
+        outcome = grade_checkout(checkout, course, zygote, device, workspace, require_sandbox)
+    except Exception as error:  # a grader fault: no score at all; tell the student why, and fail the step
         message = f"the grader failed ({type(error).__name__}: {clean(str(error))}); please tell your instructor"
         print(f"grader: {message}", file=sys.stderr)
-        outcome = not_graded(course, message, exercises_folder(checkout), workspace)
-        status = 2
+        report_fault(message, title=course.title, env=env, stdout=stdout)
+        return GRADER_FAULT_STATUS
     finally:
         if own:
             zygote.close()
     report(outcome, title=course.title, env=env, stdout=stdout, device=device, results_path=results_path,
            junit_path=junit_path)
-    return status if status is not None else exit_status(outcome.grade, min_score)
+    return exit_status(outcome.grade, min_score)

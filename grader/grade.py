@@ -63,10 +63,12 @@ class Outcome:
 
 
 def grade_submission(path, course: Course, zygote: Zygote | None = None, device: str = "cpu",
-                     require_sandbox: bool = False, select: str | None = None) -> Outcome:
+                     require_sandbox: bool = True, select: str | None = None) -> Outcome:
     """Grade one submission on ``course`` (the whole course, or one assignment: ``Course.assignment``); raises
-    IntakeError when it cannot be graded at all. A notebook graded on the whole course is graded as the assignment
-    of the exercises it carries cells of (``02_softmax.ipynb`` out of its own points, about its own exercise).
+    IntakeError when it cannot be graded at all, GraderFault where no sandbox can be built (unless
+    ``require_sandbox`` is False: code one trusts then runs with resource limits only, and the grade says so). A
+    notebook graded on the whole course is graded as the assignment of the exercises it carries cells of
+    (``02_softmax.ipynb`` out of its own points, about its own exercise).
 
     Without a ``zygote`` one is started after intake (so a submission that cannot be graded is refused at once)
     and stopped at the end.

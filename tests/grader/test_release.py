@@ -16,6 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from no_namespaces import refused
 
 from grader import ROOT, cli
 from grader.authoring.release import (
@@ -448,21 +449,24 @@ def test_gradescope_zip(tmp_path):
             assert check.returncode == 0, check.stdout
 
 
-def run_autograder(tmp_path, grader_shim: str) -> tuple[subprocess.CompletedProcess, Path]:
-    """Gradescope's layout in a folder (AUTOGRADER) with an empty submission, run with ``grader`` as the shell script
-    ``grader_shim``: the run and the autograder's root."""
+def run_autograder(tmp_path, grader_shim: str, launch=list, files=()) -> tuple[subprocess.CompletedProcess, Path]:
+    """Gradescope's layout in a folder (AUTOGRADER) with a submission of ``files`` (none: empty), run with ``grader``
+    as the shell script ``grader_shim`` (and the command line given to ``launch``): the run and the autograder's
+    root."""
     path = gradescope_zip(tmp_path / "autograder.zip")
     root = tmp_path / "autograder"
     with zipfile.ZipFile(path) as archive:
         archive.extractall(root / "source")
     (root / "submission").mkdir()
+    for file in files:
+        shutil.copy(file, root / "submission")
     shims = tmp_path / "bin"
     shims.mkdir()
     (shims / "grader").write_text(grader_shim)
     (shims / "grader").chmod(0o755)
     env = {**os.environ, "AUTOGRADER": str(root), "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
-    run = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
-                         timeout=300)
+    run = subprocess.run(launch(["bash", str(root / "source" / "run_autograder")]), env=env, capture_output=True,
+                         text=True, timeout=300)
     return run, root
 
 
@@ -483,6 +487,16 @@ def test_run_autograder_never_records_a_grader_fault_as_a_score(tmp_path):
     run, root = run_autograder(tmp_path, shim)
     assert run.returncode == 1 and "no score is recorded" in run.stderr
     assert calls.read_text().count("call") == 2
+    assert not (root / "results" / "results.json").exists()
+
+
+def test_run_autograder_grades_nothing_without_a_sandbox(tmp_path):
+    """Where the container refuses namespaces, the real grader refuses to run student code (exit status 3, twice):
+    no results.json, no score, and the reason in the autograder's output."""
+    run, root = run_autograder(tmp_path, f'#!/bin/sh\nexec "{sys.executable}" -m grader "$@"\n', launch=refused,
+                               files=[ROOT / "solutions" / "scores.py"])
+    assert run.returncode == 1 and "the grader failed twice (exit status 3); no score is recorded" in run.stderr
+    assert " ".join(run.stderr.split()).count("no sandbox can be built here") == 2, run.stderr
     assert not (root / "results" / "results.json").exists()
 
 

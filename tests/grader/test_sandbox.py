@@ -33,8 +33,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from grader.sandbox import TRUSTED_OPTION, rootfs, seccomp, syscalls, uids
 from grader.sandbox import confine as sandbox
-from grader.sandbox import rootfs, seccomp, syscalls, uids
 from grader.sandbox.limits import Limits, _cpu_hard_limit
 
 torch.set_num_threads(1)
@@ -849,7 +849,7 @@ def test_confine_time_and_address_space(run):
 
 def test_degrades_to_rlimits_without_namespaces(run, sub):
     """Without namespaces confine applies rlimits (and the syscall filter) only and says why; with require=True
-    it raises."""
+    it raises, saying why and how to allow the sandbox or grade trusted code without it."""
     def body():
         sandbox._probe_result = (False, "forced by the test")
         try:
@@ -865,7 +865,9 @@ def test_degrades_to_rlimits_without_namespaces(run, sub):
                 "environ": dict(os.environ), "seccomp": _status()["Seccomp"]}
 
     res, _ = run(body, confine=False)
-    assert res["raised"] == "forced by the test"
+    assert res["raised"] == sandbox.refusal("forced by the test")
+    assert res["raised"].startswith("no sandbox can be built here (forced by the test)")
+    assert TRUSTED_OPTION in res["raised"]
     assert res["desc"] == "rlimits only: forced by the test"
     assert res["pid"] != 1 and res["cwd"] == os.path.realpath(sub)
     assert res["limits"] == [5, 1 << 20, 100, 0, sandbox.PROBE_LIMITS.memory_mb << 20]
