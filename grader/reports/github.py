@@ -32,7 +32,7 @@ class CiResult:
     grade: Grade
     status: str  # pass, fail or error (the submission could not be graded)
     message: str  # why it could not be graded, for status "error"
-    files: dict[str, tuple[str, int]]  # exercise -> (path from the workspace, line or 0)
+    files: dict[str, tuple[str, int]]  # exercise -> (path from the repository's root, line or 0)
     execution_time: float
     sha256: str
 
