@@ -22,3 +22,8 @@ if str(PUBLIC) not in sys.path:
 def course_root(course_file: str | Path) -> Path:
     """The folder a course.yaml's paths are relative to (``Course.root``); known without reading the file."""
     return Path(course_file).resolve().parent
+
+# The exit status of `grader grade`, `batch` and `ci` when grading failed through no fault of the submission (a grader
+# fault, no sandbox here; for `grade`, also a course, assignment or device the grader cannot use): no score is given,
+# and the submission must be graded again. (`grader grade`'s 2 means the submission itself cannot be graded.)
+GRADER_FAULT_STATUS = 3

@@ -47,6 +47,7 @@ from grader.records.publish import publish
 from grader.reports.feedback import write_feedback
 from grader.reports.files import write_json
 from grader.reports.gradebook import write_gradebook
+from grader.sandbox.confine import require_namespaces
 from grader.sandbox.lifeline import die_with_parent
 from grader.similarity.report import class_report, summary_rows
 from grader.text import clean, student_id
@@ -299,12 +300,14 @@ def _job_process(batch: int):
 
 
 def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "cpu", force: bool = False,
-              require_sandbox: bool = False, dask: str | None = None, progress=None,
+              require_sandbox: bool = True, dask: str | None = None, progress=None,
               assignment: str | None = None, records: Records | None = None) -> list[dict]:
     """Grade every submission of ``source`` without a final record under the same fingerprint, on the whole course
     or as ``assignment`` (nbgrader's layout: each notebook as its own assignment, only ``assignment``'s if given);
     write the class's reports with the instructor's ``records`` (roster, overrides, submission times) applied
-    (``records.publish``) and return the class's rows as they show it."""
+    (``records.publish``) and return the class's rows as they show it. With ``require_sandbox``, a machine where no
+    sandbox can be built stops the batch before anyone is graded (SandboxUnavailable; on a remote Dask cluster, each
+    worker's own refusal is a grader fault of that submission, recorded as not final)."""
     out = Path(out)
     course = load_course(course_file)
     if assignment:
@@ -314,6 +317,8 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     check_suites(course)  # so does an error in the course's suites: no submission is graded against them
     entries = [e if e.assignment else Entry(e.student, e.path, assignment) for e in discover(source, course)
                if assignment in (None, e.assignment) or e.assignment is None]
+    if require_sandbox and dask in (None, "local"):  # the jobs run on this machine
+        require_namespaces()
     material = material_fingerprint(Path(course_file))
     (out / "results").mkdir(parents=True, exist_ok=True)
     staging = out / ".staging"

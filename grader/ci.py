@@ -4,34 +4,37 @@ The checkout's ``exercises/`` folder (or the folder itself, where it has none) i
 submission, then (``reports.github.report``):
 
 * a job summary (exercises, points, what to fix) is appended to ``$GITHUB_STEP_SUMMARY``;
-* an annotation per exercise that lost points points at the student's file, and at the line
-  where the feedback names one (tracebacks, import and syntax errors carry "<module>.py, line 12";
-  an unfinished stub is found by its ``raise NotImplementedError``): an error, or a notice for
-  an exercise not started yet;
+* an annotation per exercise that lost points points at the student's file (its path in the checkout), and at
+  the line where the feedback names one (tracebacks, import and syntax errors carry "<module>.py, line 12"; an
+  unfinished stub is found by its ``raise NotImplementedError`` in the graded copy): an error, or a notice for an
+  exercise not started yet;
 * the GitHub Classroom result (base64 JSON, see ``reports.classroom.CLASSROOM_SCHEMA``) goes to
   ``$GITHUB_OUTPUT`` as ``result``, with ``score`` and ``max-score`` beside it;
 * the terminal summary and, last, the plain line ``Score: 83.5/100`` go to standard output.
 
-The exit status is 0 whatever the score (``--never-fail``, the default) or 1 below ``--min-score``;
-2 means the grader itself could not run (a broken course.yaml, a grader fault).
+The checkout is read only by the intake (``grade.grade_submission``), as any submission is, and its code runs only
+in the sandbox: where none can be built the commit is not graded (unless ``require_sandbox`` is False, for code one
+trusts).
+
+The exit status is 0 whatever the score (``--never-fail``, the default) or 1 below ``--min-score``; 2 means the
+grader cannot run as asked (a broken course.yaml, a missing path, an unknown device); 3 a grader fault (no sandbox
+can be built here, the grader failed): no score is given at all, only the job summary and an error saying why.
 """
 from __future__ import annotations
 
 import os
-import stat
 import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from grader import GRADER_FAULT_STATUS
 from grader.course import COURSE_FILE, Course, CourseError, load_course
 from grader.points import ExerciseScore, Grade
 from grader.reports.advice import complete, feedback_line, stubs_left
-from grader.reports.github import CiResult, report
+from grader.reports.github import CiResult, report, report_fault
 from grader.text import clean
-
-MAX_SCANNED_BYTES = 1 << 20  # the largest student file read to find a stub's line (the intake's default cap)
 
 
 def exercises_folder(checkout: Path) -> Path:
@@ -39,66 +42,45 @@ def exercises_folder(checkout: Path) -> Path:
     return checkout / "exercises" if (checkout / "exercises").is_dir() else checkout
 
 
-def _relative(path: Path, workspace: Path) -> str:
-    """``path`` from the workspace: its folders resolved (``os.path.realpath`` never raises, a link loop included), its
-    file name as written (a student's link is the file GitHub shows, and is never followed)."""
-    path = os.path.abspath(path)
-    real = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
-    return os.path.relpath(real, os.path.realpath(workspace)).replace(os.sep, "/")
+def _relative(path: Path, checkout: Path) -> str:
+    """``path`` from the checkout's root, as GitHub names the repository's files: worked out from the names alone
+    (nothing of the checkout is looked at, a student's link is never followed)."""
+    return os.path.relpath(os.path.abspath(path), os.path.abspath(checkout)).replace(os.sep, "/")
 
 
-def _stub_line(path: Path, target: str) -> int:
-    """The line of ``raise NotImplementedError("<target>: ...")`` in the student's file, or 0. Only a regular file
-    of at most MAX_SCANNED_BYTES is read (never through a symlink, never a FIFO or device that would block)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return 0
-    with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-            return 0
-        data = file.read(MAX_SCANNED_BYTES + 1)
-    if len(data) > MAX_SCANNED_BYTES:
-        return 0
-    lines = data.decode("utf-8", errors="replace").splitlines()
-    needle = f'NotImplementedError("{target}:'
-    return next((number for number, line in enumerate(lines, 1) if needle in line), 0)
-
-
-def locate(exercise: ExerciseScore, folder: Path, workspace: Path) -> tuple[str, int]:
-    """(path from the workspace, line) of the place the exercise's feedback points at; line 0 for the whole file."""
+def locate(exercise: ExerciseScore, folder: Path, checkout: Path, stub_lines: Mapping[str, int]) -> tuple[str, int]:
+    """(path from the checkout, line) of the place the exercise's feedback points at, else of its first stub left
+    (``stub_lines``: ``grade.Outcome.stub_lines``); line 0 for the whole file."""
     named = feedback_line(exercise)
     if named is not None:
-        return _relative(folder / named[0], workspace), named[1]
-    path = folder / f"{exercise.module}.py"
+        return _relative(folder / named[0], checkout), named[1]
     stubs = stubs_left(exercise)
-    return _relative(path, workspace), _stub_line(path, stubs[0]) if stubs else 0
+    return _relative(folder / f"{exercise.module}.py", checkout), stub_lines.get(stubs[0], 0) if stubs else 0
 
 
-def not_graded(course: Course, message: str, folder: Path, workspace: Path, execution_time: float = 0.0) -> CiResult:
+def not_graded(course: Course, message: str, folder: Path, checkout: Path, execution_time: float = 0.0) -> CiResult:
     """The outcome for a commit that could not be graded at all: zero points, status "error", ``message`` as a note."""
     exercises = [ExerciseScore(e.module, e.title, 0.0, float(e.points), "not graded (see the note above)")
                  for e in course.exercises]
-    files = {e.module: (_relative(folder / f"{e.module}.py", workspace), 0) for e in course.exercises}
+    files = {e.module: (_relative(folder / f"{e.module}.py", checkout), 0) for e in course.exercises}
     return CiResult(Grade(exercises, notes=[f"cannot grade this commit: {message}"]), "error", message, files,
                     execution_time, "0" * 64)
 
 
-def grade_checkout(checkout: Path, course: Course, zygote, device: str = "cpu", workspace: Path | None = None) -> CiResult:
+def grade_checkout(checkout: Path, course: Course, zygote, device: str = "cpu", require_sandbox: bool = True) -> CiResult:
     """Grade the checkout's exercises; a submission that cannot be graded at all gives status "error"."""
     from grader.grade import grade_submission
     from grader.intake import IntakeError
 
-    workspace = workspace or Path.cwd()
     folder = exercises_folder(checkout)
     started = time.monotonic()
     try:
-        outcome = grade_submission(checkout, course, zygote, device)
+        outcome = grade_submission(checkout, course, zygote, device, require_sandbox)
     except IntakeError as error:
-        return not_graded(course, clean(str(error)), folder, workspace, time.monotonic() - started)
+        return not_graded(course, clean(str(error)), folder, checkout, time.monotonic() - started)
     grade = outcome.grade
-    files = {e.module: (_relative(checkout / outcome.sources[e.module], workspace), 0) if e.module in outcome.sources
-             else locate(e, folder, workspace) for e in grade.exercises}
+    files = {e.module: (outcome.sources[e.module], 0) if e.module in outcome.sources
+             else locate(e, folder, checkout, outcome.stub_lines) for e in grade.exercises}
     status = "pass" if all(map(complete, grade.exercises)) else "fail"
     return CiResult(grade, status, "", files, outcome.results["execution_time"], outcome.results["submission_sha256"])
 
@@ -110,9 +92,11 @@ def exit_status(grade: Grade, min_score: float | None) -> int:
 
 def run_ci(path: str | os.PathLike = ".", *, course_file: str | os.PathLike = COURSE_FILE, min_score: float | None = None,
            device: str = "cpu", env: Mapping[str, str] | None = None, stdout: TextIO | None = None, zygote=None,
-           results_path: str | None = None, junit_path: str | None = None, assignment: str | None = None) -> int:
+           results_path: str | None = None, junit_path: str | None = None, assignment: str | None = None,
+           require_sandbox: bool = True) -> int:
     """`grader ci`: grade the checkout at ``path`` on ``device`` (cpu, cuda or auto), as the whole course or as one
-    ``assignment``, write the GitHub outputs, return the exit status."""
+    ``assignment``, write the GitHub outputs, return the exit status. Its files are named from ``path``, the
+    repository's root."""
     env = os.environ if env is None else env
     stdout = stdout or sys.stdout
     try:
@@ -136,23 +120,21 @@ def run_ci(path: str | os.PathLike = ".", *, course_file: str | os.PathLike = CO
     except DeviceError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
-    workspace = Path(env.get("GITHUB_WORKSPACE") or Path.cwd())
     own = zygote is None
     if own:
         from grader.sandbox.client import Zygote
 
         zygote = Zygote(hide=(course.root,))
-    status = None
     try:
-        outcome = grade_checkout(checkout, course, zygote, device, workspace)
-    except Exception as error:  # a grader fault: still tell the student, and fail the step whatever the policy
+        outcome = grade_checkout(checkout, course, zygote, device, require_sandbox)
+    except Exception as error:  # a grader fault: no score at all; tell the student why, and fail the step
         message = f"the grader failed ({type(error).__name__}: {clean(str(error))}); please tell your instructor"
         print(f"grader: {message}", file=sys.stderr)
-        outcome = not_graded(course, message, exercises_folder(checkout), workspace)
-        status = 2
+        report_fault(message, title=course.title, env=env, stdout=stdout)
+        return GRADER_FAULT_STATUS
     finally:
         if own:
             zygote.close()
     report(outcome, title=course.title, env=env, stdout=stdout, device=device, results_path=results_path,
            junit_path=junit_path)
-    return status if status is not None else exit_status(outcome.grade, min_score)
+    return exit_status(outcome.grade, min_score)

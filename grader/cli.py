@@ -6,12 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from grader import COURSE_FILE, __version__, course_root
-
-# `grader grade`'s exit status when grading failed through no fault of the submission (a grader fault, or a course,
-# assignment or device the grader cannot use): 2 means the submission itself cannot be graded (final: 0 points and
-# why), 3 that it must be graded again.
-GRADER_FAULT_STATUS = 3
+from grader import COURSE_FILE, GRADER_FAULT_STATUS, __version__, course_root
+from grader.sandbox import TRUSTED_OPTION
 
 
 def _load(args):
@@ -134,7 +130,7 @@ def _grade(args) -> int:
             return GRADER_FAULT_STATUS
         try:
             outcome = grade_submission(args.submission, course, zygote=zygote, device=device,
-                                       require_sandbox=args.require_sandbox)
+                                       require_sandbox=not args.allow_unsandboxed)
             write_json(outcome.results, args.out)
         except IntakeError as error:
             console.print(Text.assemble("grader: cannot grade ", terminal(args.submission), ": ", terminal(str(error))))
@@ -193,6 +189,7 @@ def _batch(args) -> int:
     from grader.course import CourseError, load_course
     from grader.grade import DeviceError, resolve_device
     from grader.records.table import TableError
+    from grader.sandbox.confine import SandboxUnavailable
     from grader.text import terminal
 
     console = Console(stderr=True, soft_wrap=True)
@@ -200,11 +197,14 @@ def _batch(args) -> int:
     try:
         records = _records(args, load_course(args.course))
         rows = run_batch(args.submissions, args.out, course_file=args.course, jobs=args.jobs, device=resolve_device(args.device),
-                         force=args.force, require_sandbox=args.require_sandbox, dask=args.dask, progress=progress,
-                         assignment=args.assignment, records=records)
+                         force=args.force, require_sandbox=not args.allow_unsandboxed, dask=args.dask,
+                         progress=progress, assignment=args.assignment, records=records)
     except (BatchError, CourseError, DeviceError, TableError) as error:
         console.print(Text.assemble("grader: ", terminal(str(error))))
         return 2
+    except SandboxUnavailable as error:  # nobody was graded: no record is written
+        console.print(Text.assemble("grader: ", terminal(str(error))))
+        return GRADER_FAULT_STATUS
     finally:
         if hasattr(progress, "task"):
             progress.stop()
@@ -331,6 +331,7 @@ def _collect(args) -> int:
     from grader.collect import CLONE_MB, CLONE_SECONDS, CollectError, collect
     from grader.course import CourseError
     from grader.grade import DeviceError, resolve_device
+    from grader.sandbox.confine import SandboxUnavailable
 
     try:
         repositories = collect(args.roster, args.out, deadline=args.deadline, course_file=args.course,
@@ -340,6 +341,9 @@ def _collect(args) -> int:
     except (CollectError, CourseError, DeviceError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
+    except SandboxUnavailable as error:  # collected, and nobody graded
+        print(f"grader: {error}", file=sys.stderr)
+        return GRADER_FAULT_STATUS
     failed = [r for r in repositories if not r.commit]
     print(f"collected {len(repositories) - len(failed)} of {len(repositories)} repositories -> "
           f"{Path(args.out) / 'collected.csv'}; grades in {Path(args.out) / 'grades'}")
@@ -352,7 +356,8 @@ def _ci(args) -> int:
     from grader.ci import run_ci
 
     return run_ci(args.path, course_file=args.course, min_score=args.min_score, device=args.device,
-                  results_path=args.results, junit_path=args.junit, assignment=args.assignment)
+                  results_path=args.results, junit_path=args.junit, assignment=args.assignment,
+                  require_sandbox=not args.allow_unsandboxed)
 
 
 def _class_flags(parser) -> None:
@@ -362,6 +367,17 @@ def _class_flags(parser) -> None:
     parser.add_argument("--jobs", type=int, default=max(1, len(os.sched_getaffinity(0))), help="parallel gradings (default: CPUs)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto; default: %(default)s")
     parser.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to grade with")
+
+
+def _sandbox_flags(command) -> None:
+    """Whether student code may run where no sandbox can be built: never (the default), or, for code one trusts,
+    with resource limits only."""
+    choice = command.add_mutually_exclusive_group()
+    choice.add_argument("--require-sandbox", action="store_true", help="refuse to grade where no sandbox can be "
+                                                                       "built: a grader fault, exit status 3 (the default)")
+    choice.add_argument(TRUSTED_OPTION, dest="allow_unsandboxed", action="store_true",
+                        help="for code you trust only: where no sandbox can be built, grade with resource limits only "
+                             "(the grade says so in a WARNING)")
 
 
 def _record_flags(command) -> None:
@@ -408,7 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--out", default="results.json", help="where to write results.json (default: %(default)s)")
     grade.add_argument("--device", default="cpu", help="cpu, cuda or auto (cuda when present); default: %(default)s")
     grade.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to grade with")
-    grade.add_argument("--require-sandbox", action="store_true", help="refuse to grade where no sandbox can be built")
+    _sandbox_flags(grade)
     grade.add_argument("--assignment", metavar="NAME", help="grade as this assignment of course.yaml, out of its points (default: the whole course; a notebook: the exercises it holds)")
     grade.set_defaults(run=_grade)
 
@@ -417,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
                                            "nbgrader's submitted/ folder, or a text file listing paths")
     _class_flags(batch)
     batch.add_argument("--force", action="store_true", help="regrade even submissions whose results are up to date")
-    batch.add_argument("--require-sandbox", action="store_true", help="refuse to grade where no sandbox can be built")
+    _sandbox_flags(batch)
     batch.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster: tcp://SCHEDULER:8786, or 'local' for a LocalCluster")
     batch.add_argument("--assignment", metavar="NAME", help="grade every submission as this assignment (default: the whole course; nbgrader's submitted/: each notebook as its own)")
     _record_flags(batch)
@@ -475,6 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--results", metavar="FILE", help="also write results.json (Gradescope's format) to FILE")
     ci.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     ci.add_argument("--assignment", metavar="NAME", help="grade as this assignment of course.yaml, out of its points")
+    _sandbox_flags(ci)
     ci.set_defaults(run=_ci)
     return parser
 

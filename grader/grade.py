@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -12,7 +13,7 @@ from grader.intake.submission import stage
 from grader.points import Grade, score
 from grader.reports.results import results
 from grader.sandbox.client import WorkerSession, Zygote
-from grader.sandbox.problems import SubmissionProblem
+from grader.sandbox.problems import STUB_MESSAGE, SubmissionProblem
 from grader.suites.plugin import run_suites
 from grader.text import clean
 
@@ -60,13 +61,27 @@ class Outcome:
     results: dict
     isolation: str
     sources: dict[str, str] = field(default_factory=dict)  # module -> the handout notebook its code came from
+    stub_lines: dict[str, int] = field(default_factory=dict)  # stub left (``<module>.<function>``) -> the line raising
+
+
+def stub_lines(folder: Path) -> dict[str, int]:
+    """Where each stub left in a staged submission raises: ``<module>.<function>`` (or ``...<Class>.forward``) -> the
+    line of its first ``NotImplementedError`` message in ``folder``'s files (the intake's copy, never the original)."""
+    lines: dict[str, int] = {}
+    for path in sorted(folder.glob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            for match in STUB_MESSAGE.finditer(line):
+                lines.setdefault(match["target"], number)
+    return lines
 
 
 def grade_submission(path, course: Course, zygote: Zygote | None = None, device: str = "cpu",
-                     require_sandbox: bool = False, select: str | None = None) -> Outcome:
+                     require_sandbox: bool = True, select: str | None = None) -> Outcome:
     """Grade one submission on ``course`` (the whole course, or one assignment: ``Course.assignment``); raises
-    IntakeError when it cannot be graded at all. A notebook graded on the whole course is graded as the assignment
-    of the exercises it carries cells of (``02_softmax.ipynb`` out of its own points, about its own exercise).
+    IntakeError when it cannot be graded at all, GraderFault where no sandbox can be built (unless
+    ``require_sandbox`` is False: code one trusts then runs with resource limits only, and the grade says so). A
+    notebook graded on the whole course is graded as the assignment of the exercises it carries cells of
+    (``02_softmax.ipynb`` out of its own points, about its own exercise).
 
     Without a ``zygote`` one is started after intake (so a submission that cannot be graded is refused at once)
     and stopped at the end.
@@ -87,6 +102,7 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
         for module, problem in staged.problems.items():
             session.broken[module] = SubmissionProblem("intake", problem)
         report = run_suites(session, course, device, select=select)
+        stubs = stub_lines(staged.directory)
     finally:
         try:
             session.close()
@@ -110,5 +126,5 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
                    visibility=course.visibility)
     if course.assignment_name:
         data["assignment"] = course.assignment_name
-    return Outcome(grade, data, session.isolation, staged.sources)
+    return Outcome(grade, data, session.isolation, staged.sources, stubs)
 

@@ -21,7 +21,7 @@ from grader.reports.junit import junit_xml
 from grader.reports.markdown import markdown_summary
 from grader.reports.results import results
 from grader.reports.terminal import print_summary
-from grader.text import workflow_data, workflow_property
+from grader.text import markdown, workflow_data, workflow_property
 
 # GitHub shows at most 10 error (and 10 warning, 10 notice) annotations per step; one per exercise stays under it.
 MAX_ANNOTATIONS = 10
@@ -32,7 +32,7 @@ class CiResult:
     grade: Grade
     status: str  # pass, fail or error (the submission could not be graded)
     message: str  # why it could not be graded, for status "error"
-    files: dict[str, tuple[str, int]]  # exercise -> (path from the workspace, line or 0)
+    files: dict[str, tuple[str, int]]  # exercise -> (path from the repository's root, line or 0)
     execution_time: float
     sha256: str
 
@@ -91,3 +91,12 @@ def report(outcome: CiResult, *, title: str, env: Mapping[str, str], stdout: Tex
         for line in annotations(outcome):
             print(line, file=stdout)
     print(score_line(grade), file=stdout, flush=True)
+
+
+def report_fault(message: str, *, title: str, env: Mapping[str, str], stdout: TextIO) -> None:
+    """What `grader ci` writes when the grader failed (a grader fault): the job summary and an error say why, and no
+    score is given anywhere (no Classroom result or score in ``$GITHUB_OUTPUT``, no score line)."""
+    _append(env.get("GITHUB_STEP_SUMMARY"), f"## {markdown(title)}: not graded\n\n{markdown(message)}")
+    if env.get("GITHUB_ACTIONS") == "true":
+        print(workflow_command("error", message, title="The grader failed on this commit"), file=stdout)
+    print("No score: the grader failed on this commit", file=stdout, flush=True)

@@ -6,3 +6,6 @@ sandbox: ``worker``. Between them: ``wire``. Building the sandbox: ``confine`` w
 ``limits``, ``syscalls`` and ``uids``, and ``cgroup``; ``lifeline`` ties every helper process's life to its
 parent's and starts the zygote.
 """
+
+# The option of `grader grade`, `batch` and `ci` that lets code one trusts run where no sandbox can be built.
+TRUSTED_OPTION = "--allow-unsandboxed"

@@ -45,9 +45,11 @@ class WorkerSession:
     """Grading one submission: a worker that is restarted after a crash or a time-out, and the limits."""
 
     def __init__(self, zygote: Zygote, submission: str, limits: Limits, device: str = "cpu",
-                 require_sandbox: bool = False, modules: tuple[str, ...] | None = None, exercises: Path | None = None):
-        """``modules``: the exercise modules to import and call (default: every exercise of the project's course);
-        ``exercises``: the course's stubs folder, whose stub messages are recognized (default: the project's)."""
+                 require_sandbox: bool = True, modules: tuple[str, ...] | None = None, exercises: Path | None = None):
+        """``require_sandbox``: a worker that cannot be confined is a GraderFault (False: it runs with resource limits
+        only, for code one trusts); ``modules``: the exercise modules to import and call (default: every exercise of
+        the project's course); ``exercises``: the course's stubs folder, whose stub messages are recognized (default:
+        the project's)."""
         self.zygote, self.submission, self.limits = zygote, submission, limits
         self.modules = modules or project_course().modules
         self.stubs = handout_stubs(str(exercises or project_course().exercises_dir))

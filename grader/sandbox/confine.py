@@ -34,6 +34,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 
+from grader.sandbox import TRUSTED_OPTION
 from grader.sandbox.limits import Limits, set_address_space, set_rlimits
 from grader.sandbox.rootfs import (
     MS_PRIVATE,
@@ -66,7 +67,8 @@ from grader.sandbox.syscalls import (
 )
 from grader.sandbox.uids import SANDBOX_GID, SANDBOX_UID
 
-__all__ = ["HOSTNAME", "PROBE_LIMITS", "SANDBOX_ENV", "SandboxUnavailable", "confine", "probe"]
+__all__ = ["HOSTNAME", "PROBE_LIMITS", "SANDBOX_ENV", "SandboxUnavailable", "confine", "probe", "refusal",
+           "require_namespaces"]
 
 HOSTNAME = "sandbox"
 SANDBOX_ENV = {
@@ -131,6 +133,30 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())[:300]
 
 
+def refusal(why: str) -> str:
+    """One line for a grader that needs the sandbox where ``why`` (the probe's reason) keeps it from being built:
+    what is missing, how to allow it, and the option that grades code one trusts without it."""
+    if sys.platform != "linux":
+        allow = "grade on Linux"
+    elif os.geteuid() == 0:
+        allow = ("as root the grader needs CAP_SYS_ADMIN: in a container, run it with that capability (Docker: "
+                 "--cap-add SYS_ADMIN) and a seccomp and AppArmor profile that allow unshare and mount")
+    else:
+        allow = ("allow unprivileged user namespaces, as root: sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 "
+                 "(Ubuntu 23.10 and later), sysctl -w kernel.unprivileged_userns_clone=1 (older Debian and Ubuntu "
+                 "kernels), user.max_user_namespaces above 0; in a container, a seccomp and AppArmor profile that "
+                 "allow unshare and mount")
+    return (f"no sandbox can be built here ({why}), and student code never runs without one: {allow}; or, for "
+            f"code you trust only, grade with {TRUSTED_OPTION} (resource limits only)")
+
+
+def require_namespaces() -> None:
+    """Raise SandboxUnavailable (``refusal``) where no namespace sandbox can be built here."""
+    ok, why = probe()
+    if not ok:
+        raise SandboxUnavailable(refusal(why))
+
+
 def _run_probe() -> tuple[bool, str]:
     if libc is None:
         return False, f"namespaces need Linux (this is {sys.platform})"
@@ -154,6 +180,8 @@ def _run_probe() -> tuple[bool, str]:
             if os.getpid() != 1:
                 raise SandboxUnavailable("not pid 1 of a new pid namespace")
             code, msg = 0, b"ok"
+        except _NotEntered as e:  # says what the kernel refused
+            msg = str(e).encode()
         except BaseException as e:  # noqa: BLE001 - report anything
             msg = _one_line(f"{type(e).__name__}: {e}").encode()
         finally:
@@ -195,7 +223,7 @@ def confine(submission_dir: str | os.PathLike, limits: Limits, *, require: bool 
             expose_cuda: bool = False, keep_fds: Sequence[int] = ()) -> str:
     """Enter the sandbox. Called in a freshly forked, single-threaded child. Returns, in the confined
     process only, a short description of the isolation achieved ("namespaces" or "rlimits only: <reason>").
-    With require=True, raises SandboxUnavailable instead of degrading.
+    With require=True, raises SandboxUnavailable (``refusal``) instead of degrading.
 
     With namespaces the calling process never returns: it becomes the supervisor and
     exits with the inner process's status (its exit code, or 128+signal). A failure
@@ -204,7 +232,7 @@ def confine(submission_dir: str | os.PathLike, limits: Limits, *, require: bool 
     sub = os.path.realpath(os.fspath(submission_dir))
     if not os.path.isdir(sub):
         raise NotADirectoryError(errno.ENOTDIR, "submission is not a directory", sub)
-    if sub == os.path.realpath(REPO_ROOT):
+    if REPO_ROOT is not None and sub == os.path.realpath(REPO_ROOT):
         raise ValueError("the submission directory is the grader's repository")
     keep = tuple(sorted({int(fd) for fd in keep_fds}))
     ok, why = probe()
@@ -214,7 +242,7 @@ def confine(submission_dir: str | os.PathLike, limits: Limits, *, require: bool 
         except _NotEntered as e:
             why = str(e)
     if require:
-        raise SandboxUnavailable(why)
+        raise SandboxUnavailable(refusal(why))
     _rlimits_only(sub, limits, keep)
     return f"rlimits only: {why}"
 

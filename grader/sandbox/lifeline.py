@@ -1,13 +1,15 @@
 """Tie a process's life to its parent's, and start the zygote that way (importable without torch).
 
-``python -m grader.sandbox.lifeline PARENT_PID CONTROL_FD [--no-namespaces] [--hide PATH]...`` is how the grading process starts its
-zygote: the parent-death signal is set, and the parent checked, before the ~2 s import of torch, so a
-grading process killed at any moment leaves no zygote behind.
+Run as ``__main__`` with the arguments PARENT_PID CONTROL_FD (``zygote.BOOTSTRAP``), it is how the grading process
+starts its zygote: the parent-death signal is set, and the parent checked, before the ~2 s import of torch, so a
+grading process killed at any moment leaves no zygote behind. Its settings (the folders to hide, whether to build
+namespaces, the variables it takes on) come as a JSON line on its standard input, never in its environment or on its
+command line, which every worker inherits.
 """
 from __future__ import annotations
 
 import ctypes
-import itertools
+import json
 import os
 import signal
 import sys
@@ -45,12 +47,14 @@ def describe_status(status: int) -> str:
 
 if __name__ == "__main__":
     die_with_parent(int(sys.argv[1]))
+    settings = json.loads(sys.stdin.readline())
+    os.environ.update(settings["environ"])  # before the sandbox's modules read them
     from grader.sandbox import confine as sandbox
     from grader.sandbox import rootfs, worker
 
-    if "--no-namespaces" in sys.argv[3:]:  # Zygote(namespaces=False): test the degraded path
+    if not settings["namespaces"]:  # Zygote(namespaces=False): test the degraded path
         sandbox._probe_result = (False, "namespaces turned off for this zygote (Zygote(namespaces=False))")
-    rootfs.HIDDEN_TREES.extend(path for flag, path in itertools.pairwise(sys.argv[3:]) if flag == "--hide")
+    rootfs.HIDDEN_TREES.extend(settings["hide"])
     worker.zygote_main(int(sys.argv[2]))
     sys.stderr.flush()
     os._exit(0)  # its workers are reaped and their cgroups removed: tearing down torch's interpreter would only

@@ -10,16 +10,29 @@ import ctypes
 import errno
 import os
 import re
+import site
 import sys
+import sysconfig
 from pathlib import Path
 
 from grader.sandbox.limits import Limits
 from grader.sandbox.syscalls import checked, fsencode, libc, os_error, syscall
 
 SUBMISSION_DIR = "/submission"
-REPO_ROOT = Path(__file__).resolve().parents[2]  # holds hidden tests and solutions
+
+
+def repository(package_file: str | os.PathLike) -> Path | None:
+    """The grader's repository, the folder above the ``grader`` package that ``package_file`` (one of its modules'
+    files) is in: it holds hidden tests and solutions. None for a grader installed into a site-packages folder, which
+    holds no course (the course it grades is hidden as one of HIDDEN_TREES) and the Python packages workers need."""
+    root = Path(package_file).resolve().parents[2]
+    installed = {*site.getsitepackages(), site.getusersitepackages(), *(sysconfig.get_path(n) for n in ("purelib", "platlib"))}
+    return None if str(root) in {os.path.realpath(folder) for folder in installed} else root
+
+
+REPO_ROOT = repository(__file__)
 # More folders hidden like REPO_ROOT: the root of a course graded from elsewhere (its suites and references).
-# The zygote is told them on its command line (``--hide PATH``), before any worker exists.
+# The zygote is told them on its standard input (``Zygote(hide=...)``), before any worker exists.
 HIDDEN_TREES: list[str] = []
 try:
     _IMPORT_CWD = os.path.realpath(os.getcwd())
@@ -105,7 +118,8 @@ def plan_root(sub: str | None, expose_cuda: bool) -> list[tuple]:
     private /tmp, ("mask", dst) empty read-only tmpfs over a hidden path that a bind would
     otherwise reveal. Sorted so that a mount point's parents are mounted first.
     """
-    hidden = {os.path.realpath(REPO_ROOT), _IMPORT_CWD, *(os.path.realpath(tree) for tree in HIDDEN_TREES)}
+    trees = [*HIDDEN_TREES, REPO_ROOT] if REPO_ROOT is not None else HIDDEN_TREES
+    hidden = {_IMPORT_CWD, *(os.path.realpath(tree) for tree in trees)}
     try:
         hidden.add(os.path.realpath(os.getcwd()))
     except OSError:

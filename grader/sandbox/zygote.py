@@ -21,6 +21,17 @@ from grader import ROOT
 if TYPE_CHECKING:
     from grader.sandbox.limits import Limits
 
+# The zygote's whole environment, so the environment block every worker inherits (what /proc/self/environ shows,
+# whatever the sandbox sets later): constants, nothing of the grader's paths or variables.
+ZYGOTE_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "PYTHONHASHSEED": "0",
+              "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+# Variables of the grading process that the zygote takes on, told on its standard input with the folders to hide.
+PASSED_ON = ("CUDA_VISIBLE_DEVICES", "GRADER_SANDBOX_UID", "GRADER_SANDBOX_GID", "GRADER_CGROUP")
+# The zygote's command line (every worker's /proc/self/cmdline) holds no path either: it reads the grader's folder
+# from its standard input and runs grader.sandbox.lifeline from there.
+BOOTSTRAP = ("import json, runpy, sys; sys.path[0] = json.loads(sys.stdin.readline()); "
+             "runpy.run_module('grader.sandbox.lifeline', run_name='__main__', alter_sys=True)")
+
 
 class GraderFault(RuntimeError):
     """The grader itself could not do its job (the zygote died, a required sandbox is unavailable):
@@ -45,15 +56,14 @@ class Zygote:
         self.spawned = 0
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.log = tempfile.TemporaryFile()
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "PYTHONPATH": str(ROOT),
-               "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
-        env.update({k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "GRADER_SANDBOX_UID", "GRADER_SANDBOX_GID", "GRADER_CGROUP")
-                    if k in os.environ})
-        flags = ([] if self.namespaces else ["--no-namespaces"]) + [arg for path in self.hide for arg in ("--hide", path)]
-        self.process = subprocess.Popen([sys.executable, "-m", "grader.sandbox.lifeline", str(os.getpid()), str(theirs.fileno()), *flags],
-                                        pass_fds=[theirs.fileno()], env=env, cwd="/", stdin=subprocess.DEVNULL,
+        self.process = subprocess.Popen([sys.executable, "-s", "-c", BOOTSTRAP, str(os.getpid()), str(theirs.fileno())],
+                                        pass_fds=[theirs.fileno()], env=ZYGOTE_ENV, cwd="/", stdin=subprocess.PIPE,
                                         stdout=subprocess.DEVNULL, stderr=self.log)
         theirs.close()
+        settings = {"namespaces": self.namespaces, "hide": self.hide,
+                    "environ": {name: os.environ[name] for name in PASSED_ON if name in os.environ}}
+        with self.process.stdin as stdin:  # two short lines: the pipe holds them without blocking
+            stdin.write(f"{json.dumps(str(ROOT))}\n{json.dumps(settings)}\n".encode())
 
     def alive(self) -> bool:
         return self.process.poll() is None

@@ -21,6 +21,7 @@ from test_formats import RAISED, SYNTAX, make_grade
 from grader import ROOT
 from grader.ci import exercises_folder, exit_status, locate, not_graded, run_ci
 from grader.course import course
+from grader.grade import stub_lines
 from grader.reports.classroom import CLASSROOM_SCHEMA
 from grader.reports.github import CiResult, annotations, report, workflow_command
 from grader.reports.results import GRADESCOPE_SCHEMA, RESULTS_SCHEMA
@@ -143,18 +144,27 @@ def test_annotations_are_capped():
 
 def test_locate_points_at_the_students_file_and_line(tmp_path):
     grade = make_grade()
-    workspace = tmp_path / "repo"
-    folder = workspace / "exercises"
+    checkout = tmp_path / "repo"
+    folder = checkout / "exercises"
     folder.mkdir(parents=True)
-    (folder / "qkv.py").write_text('import torch\n\n\ndef project(x):\n    raise NotImplementedError("qkv.project: '
-                                   'fill in this stub (see its docstring)")\n')
     softmax, context, qkv, scores = grade.exercises[1], grade.exercises[2], grade.exercises[3], grade.exercises[0]
-    assert locate(softmax, folder, workspace) == ("exercises/softmax.py", 12)
-    assert locate(context, folder, workspace) == ("exercises/context.py", 3)
-    assert locate(qkv, folder, workspace) == ("exercises/qkv.py", 5)  # the stub's raise line
-    assert locate(scores, folder, workspace) == ("exercises/scores.py", 0)
-    assert locate(softmax, folder, tmp_path) == ("repo/exercises/softmax.py", 12)
-    assert exercises_folder(workspace) == folder and exercises_folder(folder) == folder
+    stubs = {"qkv.project": 5}  # where the graded copy's stub raises (grade.stub_lines)
+    assert locate(softmax, folder, checkout, stubs) == ("exercises/softmax.py", 12)
+    assert locate(context, folder, checkout, stubs) == ("exercises/context.py", 3)
+    assert locate(qkv, folder, checkout, stubs) == ("exercises/qkv.py", 5)  # the stub's raise line
+    assert locate(qkv, folder, checkout, {}) == ("exercises/qkv.py", 0)
+    assert locate(scores, folder, checkout, stubs) == ("exercises/scores.py", 0)
+    assert locate(softmax, folder, tmp_path, stubs) == ("repo/exercises/softmax.py", 12)
+    assert exercises_folder(checkout) == folder and exercises_folder(folder) == folder
+
+
+def test_stub_lines_are_read_from_the_staged_copy(tmp_path):
+    """Each stub left, at the line of its first raise; other files' lines do not count."""
+    (tmp_path / "qkv.py").write_text('import torch\n\n\ndef project(x):\n    raise NotImplementedError("qkv.project: '
+                                     'fill in this stub (see its docstring)")\n\n\ndef again(x):\n    raise '
+                                     'NotImplementedError("qkv.project: fill in this stub (see its docstring)")\n')
+    (tmp_path / "notes.txt").write_text('raise NotImplementedError("qkv.other: fill in this stub (see its docstring)")')
+    assert stub_lines(tmp_path) == {"qkv.project": 5}
 
 
 def test_exit_policy():
@@ -210,19 +220,33 @@ def test_ci_grades_the_solutions_to_full_marks(github, zygote):
     assert "Every check passed: full marks" in github.summary.read_text()
 
 
-def test_a_stub_line_is_looked_for_in_regular_files_only(tmp_path):
-    """Finding a stub's line never blocks on a FIFO, follows a symlink or reads a huge file: it gives line 0."""
-    from grader.ci import MAX_SCANNED_BYTES, _stub_line
+_opened: list[str] | None = None  # while a test records them: the paths this process opens or lists
 
-    regular = tmp_path / "softmax.py"
-    regular.write_text('def f():\n    raise NotImplementedError("softmax.f: fill in this stub")\n')
-    assert _stub_line(regular, "softmax.f") == 2
-    fifo = tmp_path / "fifo.py"
-    os.mkfifo(fifo)  # opening it for reading would wait for a writer forever
-    assert _stub_line(fifo, "softmax.f") == 0
-    link = tmp_path / "link.py"
-    link.symlink_to(regular)
-    assert _stub_line(link, "softmax.f") == 0
-    huge = tmp_path / "huge.py"
-    huge.write_bytes(regular.read_bytes() + b"#" * MAX_SCANNED_BYTES)
-    assert _stub_line(huge, "softmax.f") == 0
+
+def _record_opens(event: str, args: tuple) -> None:
+    if _opened is not None and event in ("open", "os.listdir", "os.scandir") and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        _opened.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(_record_opens)  # (a hook cannot be removed: it records only while _opened is a list)
+
+
+def test_ci_reads_the_checkout_only_through_the_intake(github, zygote):
+    """`grader ci` opens no file of the checkout in the grading process: the intake reads it (in a bounded child of
+    its own), and the annotation's line of an unfinished stub comes from the intake's copy. (It used to read the
+    student's file again to find that line.)"""
+    global _opened
+    shutil.copytree(ROOT / "exercises", github.workspace / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
+    out, _opened = io.StringIO(), []
+    try:
+        assert run_ci(github.workspace, env=github.env, stdout=out, zygote=zygote, assignment="04_qkv") == 0
+        opened, _opened = _opened, None
+    finally:
+        _opened = None
+    checkout = str(github.workspace)
+    assert not [path for path in opened if path == checkout or path.startswith(checkout + os.sep)], opened
+    notice = next(line for line in out.getvalue().splitlines() if line.startswith("::notice file=exercises/qkv.py"))
+    first = notice.split("fill in ", 1)[1].split(",")[0]  # the first stub the feedback names
+    line = next(n for n, text in enumerate((ROOT / "exercises" / "qkv.py").read_text().splitlines(), 1)
+                if f'NotImplementedError("{first}:' in text)
+    assert notice.startswith(f"::notice file=exercises/qkv.py,line={line},"), notice

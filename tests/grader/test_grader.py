@@ -690,18 +690,19 @@ def test_drawn_cases_are_kept_in_a_validated_file_per_suite_that_a_new_process_r
     assert run() == (first, "drawn by hypothesis: test_softmax.test_values")
 
 
-def test_without_namespaces_grading_still_works_with_a_warning_and_require_sandbox_refuses(private_tmp, course):
-    """Where no namespace sandbox can be built (forced here with Zygote(namespaces=False)), workers get rlimits
-    only: the submission is still graded, with a warning in the output; with require_sandbox=True the grader
-    refuses (GraderFault) instead of producing a grade."""
+def test_without_namespaces_grading_refuses_unless_the_code_is_trusted(private_tmp, course):
+    """Where no namespace sandbox can be built (forced here with Zygote(namespaces=False)) the grader refuses
+    (GraderFault, saying how to allow the sandbox) instead of producing a grade; for code one trusts
+    (require_sandbox=False) workers get rlimits only and the grade says so in a warning."""
     degraded = Zygote(namespaces=False)
     try:
-        outcome = grade_submission(SOLUTIONS, only(course, "quiz"), degraded, select="quiz")
+        with pytest.raises(GraderFault, match=r"sandbox could not be set up: no sandbox can be built here \(namespaces "
+                                              r"turned off for this zygote.*--allow-unsandboxed"):
+            grade_submission(SOLUTIONS, only(course, "quiz"), degraded, select="quiz")
+        outcome = grade_submission(SOLUTIONS, only(course, "quiz"), degraded, require_sandbox=False, select="quiz")
         assert outcome.isolation.startswith("rlimits only"), outcome.isolation
         assert outcome.results["exercises"]["quiz"]["score"] == outcome.results["exercises"]["quiz"]["max_score"]
         assert "WARNING: no sandbox" in outcome.results["output"]
-        with pytest.raises(GraderFault, match="sandbox could not be set up"):
-            grade_submission(SOLUTIONS, only(course, "quiz"), degraded, require_sandbox=True, select="quiz")
     finally:
         degraded.close()
     leftover = list(private_tmp.glob("grader-*"))

@@ -95,9 +95,10 @@ def secret_env():
 
 
 @pytest.fixture(scope="module")
-def zygote(secret_env, private_tmp, device):
-    """The module's zygote; it knows the device its cases grade on (``--device``), which the helpers below pass on."""
-    z = Zygote()
+def zygote(secret_env, private_tmp, device, course):
+    """The module's zygote, hiding the course's folder as `grader grade` does; it knows the device its cases grade on
+    (``--device``), which the helpers below pass on."""
+    z = Zygote(hide=(course.root,))
     z.device = device
     yield z
     z.close()
@@ -333,13 +334,14 @@ def test_forged_results_land_nowhere(tmp_path, zygote, course, private_tmp, base
 
 
 def test_snooping_finds_no_tests_references_or_secrets(tmp_path, zygote, course, baseline, capfd):
-    """Walking the filesystem, /proc and the environment finds no hidden suite, no reference and no secret;
-    and everything else is graded normally."""
-    path = hostile_submission(tmp_path, "snoop", secret_name=SECRET_NAME)
+    """Walking the filesystem, /proc and the environment finds no hidden suite, no reference and no secret, and the
+    environment blocks and command lines /proc shows name none of the grader's folders or variables (they named the
+    repository, PYTHONPATH of the zygote, and the course's folder, its --hide); everything else is graded normally."""
+    path = hostile_submission(tmp_path, "snoop", secret_name=SECRET_NAME, paths=[str(ROOT), str(course.root)])
     results = grade(path, course, zygote)
     assert_trick_earns_nothing(results, everything=True, baseline=baseline)
     text = raised_by(path, course, zygote)
-    assert "SNOOPED secrets=[] refs=[] tests=[]" in text, text
+    assert "SNOOPED secrets=[] refs=[] tests=[] leaks=[]" in text, text
     assert "BEGIN SOLUTION" not in json.dumps(results)
     captured = capfd.readouterr()
     assert SECRET not in captured.out + captured.err

@@ -21,7 +21,7 @@ import pytest
 GRADER = Path(__file__).resolve().parents[2] / "grader"
 MAX_LINES = 500
 WORKER = "grader.sandbox.worker"
-LAUNCHER = "grader.sandbox.lifeline"  # `python -m grader.sandbox.lifeline` starts the zygote, which runs the worker
+LAUNCHER = "grader.sandbox.lifeline"  # run as __main__ (grader.sandbox.zygote.BOOTSTRAP), it starts the zygote, which runs the worker
 GRADING_CLIENT = ("grader.sandbox.client", "grader.sandbox.proxy")
 
 

@@ -2,7 +2,6 @@
 steps run; the Gradescope autograder zip is complete and its scripts work."""
 from __future__ import annotations
 
-import base64
 import importlib.metadata
 import json
 import os
@@ -16,6 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from no_namespaces import refused
 
 from grader import ROOT, cli
 from grader.authoring.release import (
@@ -35,7 +35,6 @@ from grader.authoring.release import (
 from grader.authoring.stubs import render_exercises
 from grader.cli import GRADER_FAULT_STATUS
 from grader.course import course
-from grader.reports.classroom import CLASSROOM_SCHEMA
 from grader.reports.results import GRADESCOPE_SCHEMA
 from grader.sandbox.problems import GraderFault
 
@@ -302,34 +301,54 @@ def _steps(workflow) -> dict[str, dict]:
 
 
 def test_workflow_structure(handout, workflow):
+    """The workflow's shape: what each step is given, and the order that keeps the submission out of everything but
+    the sandbox (it is run as GitHub runs it by tests/grader/test_workflow.py)."""
     text = (handout / WORKFLOW).read_text()
     assert "@@" not in text
     assert workflow["name"] == "Autograding Tests" and set(workflow["on"]) == {"push", "workflow_dispatch"}
     assert workflow["permissions"] == {"checks": "write", "actions": "read", "contents": "read"}
     assert workflow["env"]["GRADER_REPOSITORY"] == "course-org/attention-grader" and workflow["env"]["GRADER_REF"] == "v1"
-    assert workflow["env"]["GRADER_POLICY"] == "--never-fail"
+    assert workflow["env"]["GRADER_POLICY"] == "--never-fail" and workflow["env"]["PIP_CONFIG_FILE"] == "/dev/null"
+    assert workflow["defaults"] == {"run": {"shell": "bash"}}
     job = workflow["jobs"]["autograding"]
     assert job["name"] == "Autograding Tests", "the Classroom reporter looks for the check run of this name"
     assert job["runs-on"] == "ubuntu-latest" and job["timeout-minutes"] <= 60
     steps = job["steps"]
     ids = {step["id"] for step in steps if "id" in step}
     for step in steps:
-        assert set(step) <= {"name", "id", "if", "uses", "with", "env", "run", "continue-on-error", "shell"}, step
+        assert set(step) <= {"name", "id", "if", "uses", "with", "env", "run", "continue-on-error", "working-directory"}, step
         assert ("uses" in step) != ("run" in step), step["name"]
         if "run" in step:
             assert "${{" not in step["run"], f"{step['name']}: pass expressions through env, not into the script"
         for reference in re.findall(r"steps\.([\w-]+)\.outputs", json.dumps(step)):
             assert reference in ids, reference
+    names = [step["name"] for step in steps]
+    assert names == ["Set up Python", "Install PyTorch (CPU build) and pytest", "Fetch the grader", "Install the grader",
+                     "Check out the submission", "Allow the grader's sandbox", "Grade",
+                     "Report the score to GitHub Classroom", "Public checks only (no grader secret here)"]
     uses = [step["uses"] for step in steps if "uses" in step]
-    assert uses == ["actions/checkout@v4", "actions/setup-python@v5", "classroom-resources/autograding-grading-reporter@v1"]
+    assert uses == ["actions/setup-python@v5", "actions/checkout@v4", "classroom-resources/autograding-grading-reporter@v1"]
     by_name = _steps(workflow)
-    assert by_name["Set up Python"]["with"]["python-version"] == "3.11"
+    assert by_name["Set up Python"]["with"] == {"python-version": "3.11"}, "no cache: any job of the repository writes it"
+    assert by_name["Check out the submission"]["with"] == {"path": "submission", "persist-credentials": False}
+    before = steps[:names.index("Check out the submission")]
+    for step in before:  # every Python started before the checkout is isolated, in the runner's temporary folder
+        if "run" in step:
+            assert step["working-directory"] == "${{ runner.temp }}", step["name"]
+            calls = re.findall(r"python\S*\"? (-\w+)", step["run"])
+            assert all(flag == "-I" for flag in calls), (step["name"], calls)
     fetch = by_name["Fetch the grader"]
     assert fetch["env"] == {"GRADER_TOKEN": "${{ secrets.GRADER_TOKEN }}"} and text.count("secrets.") == 1
+    assert "@github.com" not in fetch["run"] and "http.extraheader" in fetch["run"]
+    assert "|| true" not in by_name["Allow the grader's sandbox"]["run"]
+    grade = by_name["Grade"]
+    assert grade["id"] == "autograder" and grade["working-directory"] == "${{ runner.temp }}"
+    assert '-I -m grader ci "${GITHUB_WORKSPACE}/submission"' in grade["run"] and "${GRADER_POLICY}" in grade["run"]
     reporter = by_name["Report the score to GitHub Classroom"]
     assert reporter["with"] == {"runners": "autograder"} and reporter["continue-on-error"] is True
     assert reporter["env"]["AUTOGRADER_RESULTS"] == "${{ steps.autograder.outputs.result }}"
-    assert "grader ci . ${GRADER_POLICY}" in by_name["Grade"]["run"] and by_name["Grade"]["id"] == "autograder"
+    public = by_name["Public checks only (no grader secret here)"]
+    assert public["if"] == "steps.grader.outputs.available == 'false'" and public["working-directory"] == "submission"
 
 
 def test_workflow_follows_the_github_workflow_schema(workflow):
@@ -353,79 +372,6 @@ def test_workflow_lints(handout, workflow):
         if "run" in step:
             check = subprocess.run(["shellcheck", "--shell=bash", "-"], input=step["run"], capture_output=True, text=True)
             assert check.returncode == 0, f"{step['name']}:\n{check.stdout}"
-
-
-class Runner:
-    """Runs a workflow step's script as GitHub does (bash -eo pipefail), with the GITHUB_* files in a folder."""
-
-    def __init__(self, root: Path, workspace: Path, workflow: dict):
-        self.workflow, self.workspace = workflow, workspace
-        self.shims = root / "bin"
-        self.shims.mkdir()
-        for name, command in (("python", f'exec "{sys.executable}" "$@"'), ("grader", f'exec "{sys.executable}" -m grader "$@"')):
-            (self.shims / name).write_text(f"#!/bin/sh\n{command}\n")
-            (self.shims / name).chmod(0o755)
-        self.temp = root / "runner-temp"
-        self.temp.mkdir()
-        self.summary, self.output = root / "summary.md", root / "output.txt"
-
-    def run(self, step: dict, **extra) -> subprocess.CompletedProcess:
-        self.summary.write_text("")
-        self.output.write_text("")
-        env = {**os.environ, **{k: str(v) for k, v in self.workflow.get("env", {}).items()},
-               **{k: ("" if "${{" in str(v) else str(v)) for k, v in step.get("env", {}).items()}, **extra,
-               "PATH": f"{self.shims}{os.pathsep}{os.environ['PATH']}", "GITHUB_ACTIONS": "true",
-               "GITHUB_WORKSPACE": str(self.workspace), "GITHUB_OUTPUT": str(self.output),
-               "GITHUB_STEP_SUMMARY": str(self.summary), "RUNNER_TEMP": str(self.temp)}
-        env.pop("GRADER_TOKEN", None) if "GRADER_TOKEN" not in extra else None
-        return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=self.workspace,
-                              env=env, capture_output=True, text=True, timeout=600)
-
-    def outputs(self) -> dict[str, str]:
-        return dict(line.split("=", 1) for line in self.output.read_text().splitlines() if "=" in line)
-
-
-# What each step needs; the steps run here are the ones that need neither the network nor sudo.
-NOT_RUN_HERE = {"Check out the submission": "the handout is the checkout", "Set up Python": "an action",
-                "Install PyTorch (CPU build) and pytest": "the network (its pins are checked against this machine)",
-                "Allow the grader's sandbox": "sudo", "Report the score to GitHub Classroom": "an action"}
-
-
-@pytest.mark.slow
-def test_workflow_steps_run(handout, workflow, tmp_path):
-    """Without the secret the grader is not fetched and the public checks run; with the grader installed, the
-    Grade step grades the stubs (zero) and writes the Classroom result."""
-    steps = _steps(workflow)
-    assert set(steps) == set(NOT_RUN_HERE) | {"Fetch the grader", "Grade", "Public checks only (no grader secret here)"}
-    workspace = tmp_path / "checkout"
-    shutil.copytree(handout, workspace)
-    runner = Runner(tmp_path, workspace, workflow)
-
-    fetch = runner.run(steps["Fetch the grader"])
-    assert fetch.returncode == 0, fetch.stderr
-    assert runner.outputs() == {"available": "false"} and "::notice title=Public checks only::" in fetch.stdout
-
-    public = runner.run(steps["Public checks only (no grader secret here)"])
-    assert public.returncode == 0, public.stdout + public.stderr
-    summary = runner.summary.read_text()
-    assert summary.startswith("## Public checks only") and "no score was computed" in summary
-    assert re.search(r"\d+ failed", summary) and " passed" not in summary.split("```")[1].splitlines()[-2]
-    assert "Public checks: pytest exit status 1" in public.stdout
-
-    grade = runner.run(steps["Grade"])
-    assert grade.returncode == 0, grade.stdout[-3000:] + grade.stderr[-3000:]
-    assert grade.stdout.splitlines()[-1] == "Score: 0/100"
-    commands = [line for line in grade.stdout.splitlines() if line.startswith("::")]
-    assert commands[0].startswith("::stop-commands::") and commands[1] == f"::{commands[0].split('::')[2]}::"
-    notices = commands[2:]
-    assert len(notices) == len(MODULES) and all(line.startswith("::notice file=exercises/") for line in notices)
-    assert all(re.search(r",line=\d+,", line) for line in notices), "each points at its first stub's line"
-    outputs = runner.outputs()
-    result = json.loads(base64.b64decode(outputs["result"]))
-    jsonschema.validate(result, CLASSROOM_SCHEMA)
-    assert result["status"] == "fail" and result["max_score"] == 100 and sum(t["score"] for t in result["tests"]) == 0
-    assert outputs["score"] == "0" and outputs["max-score"] == "100"
-    assert runner.summary.read_text().startswith(f"## {course().title}: 0 / 100")
 
 
 # ----------------------------------------------------------------- Gradescope
@@ -453,21 +399,24 @@ def test_gradescope_zip(tmp_path):
             assert check.returncode == 0, check.stdout
 
 
-def run_autograder(tmp_path, grader_shim: str) -> tuple[subprocess.CompletedProcess, Path]:
-    """Gradescope's layout in a folder (AUTOGRADER) with an empty submission, run with ``grader`` as the shell script
-    ``grader_shim``: the run and the autograder's root."""
+def run_autograder(tmp_path, grader_shim: str, launch=list, files=()) -> tuple[subprocess.CompletedProcess, Path]:
+    """Gradescope's layout in a folder (AUTOGRADER) with a submission of ``files`` (none: empty), run with ``grader``
+    as the shell script ``grader_shim`` (and the command line given to ``launch``): the run and the autograder's
+    root."""
     path = gradescope_zip(tmp_path / "autograder.zip")
     root = tmp_path / "autograder"
     with zipfile.ZipFile(path) as archive:
         archive.extractall(root / "source")
     (root / "submission").mkdir()
+    for file in files:
+        shutil.copy(file, root / "submission")
     shims = tmp_path / "bin"
     shims.mkdir()
     (shims / "grader").write_text(grader_shim)
     (shims / "grader").chmod(0o755)
     env = {**os.environ, "AUTOGRADER": str(root), "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
-    run = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
-                         timeout=300)
+    run = subprocess.run(launch(["bash", str(root / "source" / "run_autograder")]), env=env, capture_output=True,
+                         text=True, timeout=300)
     return run, root
 
 
@@ -488,6 +437,16 @@ def test_run_autograder_never_records_a_grader_fault_as_a_score(tmp_path):
     run, root = run_autograder(tmp_path, shim)
     assert run.returncode == 1 and "no score is recorded" in run.stderr
     assert calls.read_text().count("call") == 2
+    assert not (root / "results" / "results.json").exists()
+
+
+def test_run_autograder_grades_nothing_without_a_sandbox(tmp_path):
+    """Where the container refuses namespaces, the real grader refuses to run student code (exit status 3, twice):
+    no results.json, no score, and the reason in the autograder's output."""
+    run, root = run_autograder(tmp_path, f'#!/bin/sh\nexec "{sys.executable}" -m grader "$@"\n', launch=refused,
+                               files=[ROOT / "solutions" / "scores.py"])
+    assert run.returncode == 1 and "the grader failed twice (exit status 3); no score is recorded" in run.stderr
+    assert " ".join(run.stderr.split()).count("no sandbox can be built here") == 2, run.stderr
     assert not (root / "results" / "results.json").exists()
 
 

