@@ -6,8 +6,9 @@ Stages, each recorded in OUT/summary.json (ok, seconds, findings) and logged, no
 
 - environment: GPU, driver, Python, torch and CUDA versions, kernel, and the isolation grading gets there
   (namespaces, seccomp, cgroups);
-- grade: `grader grade` of the references (full marks) and of the stubs (zero) on ``--device``, with and
-  without ``--require-sandbox``;
+- grade: `grader grade` of the references (full marks) and of the stubs (zero) on ``--device``, with the sandbox
+  required (the default) and with ``--allow-unsandboxed`` (where none can be built, that one grades with resource
+  limits only);
 - corpus: one `grader batch` of the references, the stubs and every variant of tests/grader/corpus on the CPU and
   one on ``--device``, compared test by test (the same list of tests, the same points: any difference is a finding);
 - hostile: the hostile suite (tests/grader/test_hostile.py) graded on ``--device``;
@@ -20,6 +21,7 @@ few variants and hostile cases), so that a lent GPU's minutes go to the GPU.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -34,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests" / "grader" / "corpus")]
 
+import descendants  # noqa: E402
 from variants import VARIANTS  # noqa: E402
 
 from grader.course import course  # noqa: E402
@@ -176,13 +179,14 @@ def read(path: str) -> str:
 
 
 def grade(options) -> dict:
-    """The references score full marks and the stubs zero on the device, with the sandbox required or not."""
+    """The references score full marks and the stubs zero on the device, with the sandbox required (the default) and
+    with ``--allow-unsandboxed``."""
     findings, runs = [], []
     total = course().total_points
     for name, folder, expected in (("references", "solutions", total), ("stubs", "exercises", 0)):
         for require in (False, True):
             out = options.work / "grade" / f"{name}-{'required' if require else 'plain'}.json"
-            args = ["grade", folder, "--device", options.device, "--out", str(out)] + (["--require-sandbox"] if require else [])
+            args = ["grade", folder, "--device", options.device, "--out", str(out)] + ([] if require else ["--allow-unsandboxed"])
             code, output, seconds = grader(*args)
             score = json.loads(out.read_text())["score"] if code == 0 and out.exists() else None
             runs.append({"what": name, "require_sandbox": require, "status": code, "score": score, "seconds": seconds})
@@ -300,16 +304,38 @@ STAGES = {"environment": environment, "grade": grade, "batch": batch, "corpus": 
 
 
 def grader_processes() -> set[str]:
-    """The processes of the grader's sandbox now alive (zygotes, lifelines, workers), as 'pid args' lines."""
-    code, output, _ = run(["ps", "-eo", "pid,args"], 30)
-    return {line.strip()[:200] for line in output.splitlines()[1:] if "grader.sandbox" in line}
+    """This run's processes of the grader's sandbox now alive (zygotes, lifelines, workers), as 'pid args' lines: the
+    descendants of this process (it adopts their orphans: ``descendants.adopt_orphans``), never another user's."""
+    me, parents, lines = os.getpid(), {}, {}
+    for entry in os.listdir("/proc"):
+        try:
+            fields = descendants.stat(entry)
+            with open(f"/proc/{entry}/cmdline", "rb") as file:
+                args = file.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, ValueError, IndexError):
+            continue
+        if fields[0] != "Z":
+            parents[int(entry)], lines[int(entry)] = int(fields[1]), f"{entry} {args}"[:200]
+
+    def ours(pid: int) -> bool:
+        while pid in parents and pid != me:
+            pid = parents[pid]
+        return pid == me
+
+    return {line for pid, line in lines.items() if "grader.sandbox" in line and ours(pid)}
 
 
 def leftovers(options, before: set[str]) -> list[str]:
     """Processes of the grader that a stage left alive (those alive ``before`` it excepted), and processes that still
-    hold the GPU. Processes killed a moment ago get up to ``GRACE_SECONDS`` to be gone."""
+    hold the GPU. Processes killed a moment ago get up to ``GRACE_SECONDS`` to be gone (and are reaped)."""
     deadline = time.monotonic() + GRACE_SECONDS
-    while (left := grader_processes() - before) and time.monotonic() < deadline:
+    while True:
+        for pid in descendants.children():
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+        left = grader_processes() - before
+        if not left or time.monotonic() >= deadline:
+            break
         time.sleep(0.5)
     findings = [f"left running: {line}" for line in sorted(left)]
     if options.device == "cuda" and shutil.which("nvidia-smi"):
@@ -334,6 +360,7 @@ def main() -> int:
         print(json.dumps(cuda_in_the_sandbox()))
         return 0
     options.out.mkdir(parents=True, exist_ok=True)
+    descendants.adopt_orphans()  # the grader's orphans (zygotes, workers) are this run's to count and reap
     # The submissions and the batches' outputs (thousands of files) stay out of OUT, which holds only the findings.
     options.work = Path(tempfile.mkdtemp(prefix="gpu-check-"))
     summary = {"device": options.device, "quick": options.quick, "stages": {}}
