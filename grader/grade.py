@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import stub_message
 import torch
 
 from grader.course import Course
@@ -13,7 +14,7 @@ from grader.intake.submission import stage
 from grader.points import Grade, score
 from grader.reports.results import results
 from grader.sandbox.client import WorkerSession, Zygote
-from grader.sandbox.problems import STUB_MESSAGE, SubmissionProblem
+from grader.sandbox.problems import SubmissionProblem
 from grader.suites.plugin import run_suites
 from grader.text import clean
 
@@ -70,7 +71,7 @@ def stub_lines(folder: Path) -> dict[str, int]:
     lines: dict[str, int] = {}
     for path in sorted(folder.glob("*.py")):
         for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-            for match in STUB_MESSAGE.finditer(line):
+            for match in stub_message.PATTERN.finditer(line):
                 lines.setdefault(match["target"], number)
     return lines
 
