@@ -307,7 +307,7 @@ def grader_processes() -> set[str]:
     """This run's processes of the grader's sandbox now alive (zygotes, lifelines, workers), as 'pid args' lines: the
     descendants of this process (it adopts their orphans: ``descendants.adopt_orphans``), never another user's."""
     me, parents, lines = os.getpid(), {}, {}
-    for entry in os.listdir("/proc"):
+    for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
             fields = descendants.stat(entry)
             with open(f"/proc/{entry}/cmdline", "rb") as file:
