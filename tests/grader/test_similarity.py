@@ -11,7 +11,7 @@ from grader.cli import main
 from grader.course import course
 from grader.similarity import compare_class, stub_sources
 from grader.similarity.compare import THRESHOLD
-from grader.similarity.report import pair_rows, render
+from grader.similarity.report import class_groups, groups, pair_rows, render, student_pairs
 from grader.similarity.tokens import MAX_TOKENS, logical_lines, normalize, stub_lines
 from grader.similarity.unused import defined_names, unused_rows
 
@@ -184,6 +184,51 @@ def test_rows_for_the_summary_point_at_the_pages_sections():
     for row in rows:
         assert f"id='{row['anchor']}'" in page
         assert row["score"] >= THRESHOLD and row["lines_a"] > 0 and row["lines_b"] > 0
+
+
+def _sharers_and_a_copy() -> dict[str, dict[str, str]]:
+    """Four students who all hand in the references, ada, and zed with a disguised copy of ada's files."""
+    references = {m: (ROOT / "solutions" / f"{m}.py").read_text(encoding="utf-8") for m in MODULES}
+    klass = {student: dict(references) for student in ("dee", "eli", "fay", "gus")}
+    klass["ada"], klass["zed"] = ADA, {m: disguise(t, "zed") for m, t in ADA.items()}
+    return klass
+
+
+def test_pairs_are_rolled_up_by_student_and_joined_into_groups():
+    """Per exercise, the four who share the references are one group (3 pairs join it, 3 more are its other pairs)
+    and ada and zed another; across exercises, the groups table names each set of students once with its exercises,
+    and the student pairs are listed most exercises first."""
+    report = compare_class(_sharers_and_a_copy())
+    sharers = ("dee", "eli", "fay", "gus")
+    found = groups("qkv", report.pairs["qkv"])
+    assert sorted(group.students for group in found) == [("ada", "zed"), sharers]
+    big = next(group for group in found if group.students == sharers)
+    assert len(big.joining) == 3 and len(big.others) == 3
+    assert {s for pair, _ in big.joining for s in (pair.a, pair.b)} == set(sharers)  # the tree reaches everyone
+    rows = {students: [module for module, _ in exercises] for students, exercises in class_groups(report)}
+    assert set(rows) == {sharers, ("ada", "zed")} and rows["ada", "zed"] == list(SUBSTANTIAL)
+    rolled = student_pairs(report)
+    assert len(rolled) == 7 and rolled[-1][0] == ("ada", "zed")  # six sharer pairs, flagged in more exercises
+    assert [len(flagged) for _, flagged in rolled] == sorted((len(flagged) for _, flagged in rolled), reverse=True)
+
+
+def test_only_the_pairs_joining_a_group_are_shown_side_by_side_and_every_pair_keeps_its_anchor():
+    report = compare_class(_sharers_and_a_copy())
+    page = render(report)
+    shown = sum(len(group.joining) for m in MODULES for group in groups(m, report.pairs[m]))
+    flagged = sum(len(pairs) for pairs in report.pairs.values())
+    assert page.count("<section class='pair'") == shown < flagged
+    assert all(f"id='{row['anchor']}'" in page for row in pair_rows(report))
+    assert page.index("<h2 id='groups'>") < page.index("<h2 id='student-pairs'>") < page.index("<h2 id='scores'>")
+
+
+def test_entries_of_one_student_are_rolled_up_as_one():
+    """A batch of nbgrader assignments compares ``student/assignment`` entries: the roll-up joins a student's."""
+    klass = {f"{student}/{module}": {module: text} for student, files in
+             {"ada": ADA, "zed": {m: disguise(t, "zed") for m, t in ADA.items()}}.items()
+             for module, text in files.items()}
+    [(students, flagged)] = student_pairs(compare_class(klass))
+    assert students == ("ada", "zed") and len(flagged) == len(SUBSTANTIAL)
 
 
 def test_the_command_writes_the_report_for_a_folder_of_submissions(tmp_path, capsys):
