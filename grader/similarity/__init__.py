@@ -1,8 +1,9 @@
 """Similarity: pairs of submissions whose code is suspiciously alike, per exercise.
 
 Evidence for an instructor to look at, never a penalty: nothing here changes a score. The code is never run or
-imported, only tokenized (``tokens``); fingerprints, winnowing and the score are in ``compare``; the report pages and
-the rows for the class summary in ``report``. docs/similarity.md explains the method, the threshold and the figures.
+imported, only tokenized (``tokens``) and parsed to leave out the code nothing runs or uses (``unused``);
+fingerprints, winnowing and the score are in ``compare``; the report pages and the rows for the class summary in
+``report``. docs/similarity.md explains the method, the threshold and the figures.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from grader.course import Course
 from grader.course import course as project_course
 from grader.similarity.compare import MIN_SHARED, THRESHOLD, Pair, similar_pairs
 from grader.similarity.tokens import Normalized, normalize, stub_lines
+from grader.similarity.unused import defined_names
 
 
 @dataclass
@@ -38,12 +40,14 @@ def compare_class(sources: Mapping[str, Mapping[str, str | bytes]], course: Cour
                   min_shared: int = MIN_SHARED) -> Report:
     """Compare the files of a class (student -> {module: source}) exercise by exercise, for each exercise of
     ``course`` (default: the project's), with the code of ``stubs`` (module -> stub text; default: the course's
-    exercises/) removed; a file that cannot be read is noted and left out."""
+    exercises/) removed, and the code that neither runs nor serves the names the stub defines; a file that cannot
+    be read is noted and left out."""
     course = course or project_course()
     stubs = stub_sources(course) if stubs is None else stubs
     report = Report(course.modules, {}, {}, {})
     for module in course.modules:
         stub = stub_lines(stubs.get(module, ""))
+        required = defined_names(stubs.get(module, ""))
         files: dict[str, Normalized] = {}
         texts: dict[str, str] = {}
         for student in sorted(sources):
@@ -55,7 +59,7 @@ def compare_class(sources: Mapping[str, Mapping[str, str | bytes]], course: Cour
             except UnicodeDecodeError:
                 report.notes.append((student, module, "not UTF-8 text: not compared"))
                 continue
-            files[student] = normalize(texts[student], stub)
+            files[student] = normalize(texts[student], stub, required)
             if files[student].note:
                 report.notes.append((student, module, files[student].note))
         report.compared[module] = len(files)

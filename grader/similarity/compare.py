@@ -4,8 +4,9 @@ Every ``K`` consecutive normalized symbols of a unit (``tokens.normalize``) make
 Winnowing (Schleimer, Wilkerson and Aiken 2003, the algorithm of MOSS) keeps the smallest hash of every ``WINDOW``
 consecutive k-grams: two files that share a run of ``K + WINDOW - 1`` symbols share a kept fingerprint. An inverted
 index of the kept fingerprints yields the candidate pairs without comparing all pairs; only candidates get the exact
-score, the Dice coefficient of their sets of k-grams, ``2 |A ∩ B| / (|A| + |B|)``. K-grams that more than
-``common_limit`` files of the class share (textbook lines, what the exercise dictates) count for nobody, as in MOSS.
+score, the containment of the smaller set of k-grams in the other, ``|A ∩ B| / min(|A|, |B|)``: code added to one
+side (padding a copy) lowers no score. K-grams that more than ``common_limit`` files of the class share (textbook
+lines, what the exercise dictates) count for nobody, as in MOSS.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from grader.similarity.tokens import Normalized
 
 K = 12  # symbols per k-gram: about one line of code
 WINDOW = 8  # winnowing window: a shared run of K + WINDOW - 1 = 19 symbols is always seen
-THRESHOLD = 0.85  # Dice score from which a pair is flagged (see docs/similarity.md for the calibration)
+THRESHOLD = 0.85  # score from which a pair is flagged (see docs/similarity.md for the calibration)
 MIN_SHARED = 40  # shared k-grams a flagged pair needs at least: alike one-liners of a tiny exercise are no evidence
 MIN_UNCOMMON = 20  # of which at least this many not common to the class (two or three lines of their own)
 COMMON_SHARE, COMMON_FLOOR = 0.05, 10  # a k-gram in more than max(10, 5% of the files) is common to the class
@@ -42,10 +43,10 @@ class Pair:
     exercise: str
     a: str
     b: str
-    score: float  # Dice coefficient of their k-grams, 0..1
+    score: float  # containment of the smaller file's k-grams in the other's, 0..1
     shared: int  # k-grams in common, less those common to the class
     fragments: tuple[Fragment, ...]
-    units: tuple[tuple[str, str, float], ...]  # (function of a, its closest function of b, their Dice score)
+    units: tuple[tuple[str, str, float], ...]  # (function of a, its closest function of b, their score)
 
 
 @dataclass
@@ -108,6 +109,12 @@ def winnow(hashes: list[int], places: list[tuple[int, int]]) -> set[int]:
     return kept
 
 
+def containment(shared: int, a: int, b: int) -> float:
+    """The share of the smaller of two sets (sizes ``a`` and ``b``) that the ``shared`` elements make: 1 when one
+    holds the other whole, however much the other adds."""
+    return shared / min(a, b) if shared else 0.0
+
+
 def common_limit(files: int) -> int:
     """A k-gram in more files than this is common to the class and counts for nobody."""
     return max(COMMON_FLOOR, math.ceil(COMMON_SHARE * files))
@@ -140,10 +147,10 @@ def similar_pairs(exercise: str, files: dict[str, Normalized], threshold: float 
     pairs = []
     for (a, b), count in shared.items():
         first, second = prepared[a], prepared[b]
-        if 2 * count < 0.5 * threshold * (len(first.fingerprints) + len(second.fingerprints)):
+        if containment(count, len(first.fingerprints), len(second.fingerprints)) < 0.5 * threshold:
             continue  # the fingerprints, a sample of the k-grams, rule it out
         together = len(first.kept & second.kept)
-        score = 2 * together / (len(first.kept) + len(second.kept))
+        score = containment(together, len(first.kept), len(second.kept))
         if score >= threshold and together >= MIN_UNCOMMON and len(first.every & second.every) >= min_shared:
             pairs.append(Pair(exercise, a, b, round(score, 4), together, fragments(first, second),
                               closest_units(first, second)))
@@ -195,7 +202,7 @@ def fragments(a: _File, b: _File) -> tuple[Fragment, ...]:
 
 def closest_units(a: _File, b: _File) -> tuple[tuple[str, str, float], ...]:
     """For each function (unit) of ``a`` that shares k-grams with ``b``: the unit of ``b`` it shares most with, and
-    the Dice score of the two: a reordered copy shows which function became which."""
+    the score of the two: a reordered copy shows which function became which."""
     def unit_sets(file: _File) -> dict[int, set[int]]:
         sets: dict[int, set[int]] = defaultdict(set)
         for value, (unit, _) in zip(file.hashes, file.places):
@@ -211,5 +218,5 @@ def closest_units(a: _File, b: _File) -> tuple[tuple[str, str, float], ...]:
         if best:
             other = b_units[-negative]
             closest.append((a.normalized.units[unit].name, b.normalized.units[-negative].name,
-                            round(2 * best / (len(values) + len(other)), 4)))
+                            round(containment(best, len(values), len(other)), 4)))
     return tuple(closest)

@@ -1,12 +1,15 @@
-"""The similarity report: similarity.html (each flagged pair side by side, matching lines highlighted),
-similarity.json and the rows the class summary shows; and reading a class's files for it.
+"""The similarity report: similarity.html (the flagged pairs rolled up by student pair and by group of students, then
+per exercise the pairs joining each group side by side, matching lines highlighted), similarity.json and the rows
+the class summary shows; and reading a class's files for it.
 
 Every string from a submission (student ids, code, function names, notes) goes through ``grader.text.html``.
 """
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.course import Course
@@ -30,13 +33,13 @@ def class_report(sources: Mapping[str, Mapping[str, bytes]], course: Course, out
 
 
 def anchor(pair: Pair, rank: int) -> str:
-    """The id of a pair's section in similarity.html (``<module>-1`` for the exercise's first pair)."""
+    """The id of a pair's place in similarity.html, its section or its row (``<module>-1``: the exercise's first)."""
     return f"{pair.exercise}-{rank}"
 
 
 def pair_rows(report: Report) -> list[dict]:
     """One row per flagged pair, for the class summary: exercise, students (raw: escape them for the page), score
-    (0..1), shared k-grams, matching lines in each file, and the anchor of its section in similarity.html."""
+    (0..1), shared k-grams, matching lines in each file, and the anchor of its place in similarity.html."""
     rows = []
     for module in report.modules:
         for rank, pair in enumerate(report.pairs.get(module, []), 1):
@@ -66,8 +69,11 @@ def _summary_shape(rows: list[dict]) -> list[dict]:
 
 
 def write_report(report: Report, out: Path) -> None:
-    """similarity.html and similarity.json (the rows and the notes) in ``out``."""
+    """similarity.html and similarity.json (the rows, the groups of each exercise and the notes) in ``out``."""
     data = {"pairs": pair_rows(report), "compared": report.compared,
+            "groups": [{"exercise": group.exercise, "students": [clean(s, MAX_NAME) for s in group.students],
+                        "pairs": len(group.joining) + len(group.others)}
+                       for module in report.modules for group in groups(module, report.pairs.get(module, []))],
             "notes": [{"student": clean(s, MAX_NAME), "exercise": m, "note": clean(n)} for s, m, n in report.notes]}
     for row in data["pairs"]:
         row["a"], row["b"] = clean(row["a"], MAX_NAME), clean(row["b"], MAX_NAME)
@@ -75,9 +81,83 @@ def write_report(report: Report, out: Path) -> None:
     write_atomic(render(report), out / "similarity.html")
 
 
+@dataclass(frozen=True)
+class Group:
+    """Students of one exercise joined by flagged pairs, each alike enough to some other (not necessarily all to
+    all)."""
+
+    exercise: str
+    students: tuple[str, ...]
+    joining: tuple[tuple[Pair, int], ...]  # (pair, rank) joining each student to the group by their closest
+    others: tuple[tuple[Pair, int], ...]  # classmate (a maximum spanning tree), and the group's other pairs
+
+
+def groups(exercise: str, pairs: list[Pair]) -> list[Group]:
+    """The groups that ``pairs`` (one exercise's flagged pairs, best first) join, in the order of their best pair;
+    each pair with its rank in ``pairs``."""
+    leader: dict[str, str] = {}
+
+    def find(student: str) -> str:
+        leader.setdefault(student, student)
+        while leader[student] != student:
+            leader[student] = student = leader[leader[student]]
+        return student
+
+    joins = []
+    for pair in pairs:
+        a, b = find(pair.a), find(pair.b)
+        joins.append(a != b)
+        leader[b] = a
+    found: dict[str, tuple[set, list, list]] = {}
+    for rank, (pair, joining) in enumerate(zip(pairs, joins), 1):
+        students, tree, others = found.setdefault(find(pair.a), (set(), [], []))
+        students.update((pair.a, pair.b))
+        (tree if joining else others).append((pair, rank))
+    return [Group(exercise, tuple(sorted(students)), tuple(tree), tuple(others))
+            for students, tree, others in found.values()]
+
+
+def student_of(key: str) -> str:
+    """The student a class's entry belongs to (a batch's entries of nbgrader assignments are ``student/assignment``)."""
+    return key.partition("/")[0]
+
+
+def student_pairs(report: Report) -> list[tuple[tuple[str, str], list[tuple[Pair, int]]]]:
+    """Each two students flagged together, with their flagged pairs (and ranks) in the course's order: those
+    flagged in most exercises first, then by their best score."""
+    found: defaultdict[tuple[str, str], list[tuple[Pair, int]]] = defaultdict(list)
+    for module in report.modules:
+        for rank, pair in enumerate(report.pairs.get(module, []), 1):
+            found[tuple(sorted((student_of(pair.a), student_of(pair.b))))].append((pair, rank))
+    return sorted(found.items(), key=lambda item: (-len(item[1]), -max(p.score for p, _ in item[1]), item[0]))
+
+
+def class_groups(report: Report) -> list[tuple[tuple[str, ...], list[tuple[str, str]]]]:
+    """Each set of students that is a group in some exercise, with those exercises (module, anchor of the group in
+    similarity.html): those found in most exercises first, then the smaller (the fewer students share code, the less
+    likely a common source explains it)."""
+    found: defaultdict[tuple[str, ...], list[tuple[str, str]]] = defaultdict(list)
+    for module in report.modules:
+        for number, group in enumerate(groups(module, report.pairs.get(module, [])), 1):
+            students = tuple(sorted({student_of(student) for student in group.students}))
+            found[students].append((module, group_anchor(group, number)))
+    return sorted(found.items(), key=lambda item: (-len(item[1]), len(item[0]), item[0]))
+
+
+def group_anchor(group: Group, number: int) -> str:
+    """The id of a group's place in similarity.html: its heading, or for two students their pair's section."""
+    if len(group.students) == 2:
+        return anchor(*group.joining[0])
+    return f"{group.exercise}-group-{number}"
+
+
 STYLE = ("body{font-family:sans-serif;max-width:90em;margin:2em auto;padding:0 1em}"
+         "table{border-collapse:collapse;margin:.5em 0}th,td{text-align:left;padding:.2em .6em;"
+         "border-bottom:1px solid #ddd;vertical-align:top}td{overflow-wrap:anywhere}.num{text-align:right}"
          ".pair{border:1px solid #ccc;border-radius:4px;padding:.5em 1em;margin:1em 0}"
-         ".side{display:grid;grid-template-columns:1fr 1fr;gap:1em}"
+         # minmax(0, 1fr): a long line scrolls inside its side instead of widening the column past the page
+         ".side{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1em}"
+         ".side h4{overflow-wrap:anywhere}"
          ".code{font-family:monospace;font-size:.85em;white-space:pre;overflow-x:auto;border:1px solid #eee}"
          ".code span{display:block}.code i{color:#888;font-style:normal;display:inline-block;width:3.5em}"
          ".code b{font-weight:normal;border-left:4px solid #555;padding-left:.3em}"
@@ -87,19 +167,30 @@ STYLE = ("body{font-family:sans-serif;max-width:90em;margin:2em auto;padding:0 1
 
 
 def render(report: Report) -> str:
-    """similarity.html: per exercise, the flagged pairs, best first, each with both files side by side."""
+    """similarity.html: the pairs of students flagged across exercises, the groups, then per exercise its groups,
+    the pairs joining each group side by side (best first) and its other pairs listed."""
     flagged = sum(len(pairs) for pairs in report.pairs.values())
+    rolled = student_pairs(report)
+    recurring = class_groups(report)
     parts = ["<h1>Similar submissions</h1>",
              "<p>Pairs whose code is alike after renaming, reformatting, reordering functions and removing comments, "
-             "docstrings and the stub's code; lines shared by many students count for nobody. This is evidence to "
+             "docstrings, the stub's code and code that nothing runs or uses; lines shared by many students count for "
+             "nobody. A pair's score is the share of the smaller file's code found in the other. This is evidence to "
              "look at, never a penalty: it changes no score. Alike code of a small exercise can be honest; read the "
              "matching lines before concluding anything.</p>",
-             f"<p>{flagged} pair{'s' * (flagged != 1)} flagged.</p>"]
+             f"<p>{flagged} pair{'s' * (flagged != 1)} of files flagged, between {len(rolled)} pair"
+             f"{'s' * (len(rolled) != 1)} of students, in {len(recurring)} group{'s' * (len(recurring) != 1)}.</p>"]
+    if recurring:
+        parts += [_class_groups(recurring), _student_pairs(rolled)]
     for module in report.modules:
         pairs = report.pairs.get(module, [])
-        parts.append(f"<h2 id='{module}'>{module}</h2><p>{report.compared.get(module, 0)} files compared; "
-                     f"{len(pairs) or 'no'} pair{'s' * (len(pairs) != 1)} flagged.</p>")
-        parts += [_pair(report, pair, rank) for rank, pair in enumerate(pairs, 1)]
+        compared = report.compared.get(module, 0)
+        found = groups(module, pairs)
+        parts.append(f"<h2 id='{module}'>{module}</h2><p>{compared} files compared ({compared * (compared - 1) // 2} "
+                     f"pairs); {len(pairs) or 'no'} pair{'s' * (len(pairs) != 1)} flagged"
+                     + (f", in {len(found)} group{'s' * (len(found) != 1)}" if pairs else "") + ".</p>")
+        for number, group in enumerate(found, 1):
+            parts.append(_group(report, group, number))
     if report.notes:
         parts.append("<h2>Files read only in part or not at all</h2><ul>")
         parts += [f"<li>{html(student, MAX_NAME)}, {module}: {html(note)}</li>"
@@ -107,6 +198,54 @@ def render(report: Report) -> str:
         parts.append("</ul>")
     return ("<!doctype html><html><head><meta charset='utf-8'><title>Similar submissions</title>"
             f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>\n")
+
+
+def _names(students) -> str:
+    return ", ".join(html(student, MAX_NAME) for student in students)
+
+
+def _student_pairs(rolled: list[tuple[tuple[str, str], list[tuple[Pair, int]]]]) -> str:
+    rows = []
+    for students, flagged in rolled:
+        links = ", ".join(f"<a href='#{anchor(pair, rank)}'>{pair.exercise} {pair.score:.0%}</a>"
+                          for pair, rank in flagged)
+        rows.append(f"<tr><td>{' and '.join(html(s, MAX_NAME) for s in students)}</td>"
+                    f"<td class='num'>{len(flagged)}</td><td>{links}</td>"
+                    f"<td class='num'>{max(pair.score for pair, _ in flagged):.0%}</td></tr>")
+    return ("<h2 id='student-pairs'>Student pairs</h2><p>Each two students flagged together in some exercise, those "
+            "flagged in most exercises first.</p><table id='student-pairs-table'><thead><tr><th>students</th>"
+            "<th class='num'>exercises</th><th>flagged in</th><th class='num'>highest</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _class_groups(recurring: list[tuple[tuple[str, ...], list[tuple[str, str]]]]) -> str:
+    rows = [f"<tr><td>{_names(students)}</td><td class='num'>{len(students)}</td><td class='num'>{len(exercises)}</td>"
+            "<td>" + ", ".join(f"<a href='#{target}'>{module}</a>" for module, target in exercises) + "</td></tr>"
+            for students, exercises in recurring]
+    return ("<h2 id='groups'>Groups</h2><p>Students joined by flagged pairs in one exercise (in a group of three or "
+            "more, each alike enough to another, not necessarily all to all: one common source, or code passed on), "
+            "those found in most exercises first, then the smaller groups.</p><table id='groups-table'><thead><tr>"
+            "<th>students</th><th class='num'>size</th><th class='num'>exercises</th><th>flagged in</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _group(report: Report, group: Group, number: int) -> str:
+    """A group: for three or more students a heading, the pairs joining it side by side, and its other pairs as
+    rows (each with its pair's anchor); for two, their pair."""
+    shown = "".join(_pair(report, pair, rank) for pair, rank in group.joining)
+    if len(group.students) == 2:
+        return shown
+    others = len(group.others)
+    rows = "".join(f"<tr id='{anchor(pair, rank)}'><td>{html(pair.a, MAX_NAME)} and {html(pair.b, MAX_NAME)}</td>"
+                   f"<td class='num'>{pair.score:.0%}</td><td class='num'>{pair.shared}</td></tr>"
+                   for pair, rank in group.others)
+    return (f"<h3 id='{group_anchor(group, number)}'>Group {number}: {len(group.students)} students, "
+            f"{len(group.joining) + others} pairs flagged</h3><p>{_names(group.students)}.</p>"
+            f"<p class='note'>Side by side: the {len(group.joining)} pairs joining each student to the group by their "
+            f"closest classmate" + (f"; the other {others} pair{'s' * (others != 1)} of the group below." if others
+                                    else ".") + "</p>" + shown
+            + (f"<table class='others'><thead><tr><th>students</th><th class='num'>score</th>"
+               f"<th class='num'>shared fingerprints</th></tr></thead><tbody>{rows}</tbody></table>" if others else ""))
 
 
 def _pair(report: Report, pair: Pair, rank: int) -> str:

@@ -1,7 +1,8 @@
 """Normalized token streams of one exercise file, per function, without running or importing anything.
 
-Read with ``tokenize`` only (no recursion, so deep nesting costs nothing; a syntax error ends the stream where the
-tokenizer stops). What a copy may change without changing the code is normalized away:
+Read with ``tokenize`` (no recursion, so deep nesting costs nothing; a syntax error ends the stream where the
+tokenizer stops); only which lines are unused comes from the syntax tree (``unused``). What a copy may change without
+changing the code is normalized away:
 
 * names of variables, parameters, functions, classes and of attributes the file assigns become ``N``/``A``; Python's
   keywords and builtins, the imported modules (``import torch as t``: ``t`` reads ``torch``) and the attributes the
@@ -11,7 +12,8 @@ tokenizer stops). What a copy may change without changing the code is normalized
   indentation becomes ``{``/``}`` relative to the enclosing function, so moving code in or out of a class changes
   nothing;
 * imports are dropped (the course dictates them), and so is every logical line that, normalized, is a line of the
-  stub students start from (signatures, ``raise NotImplementedError(...)``, ``super().__init__()``);
+  stub students start from (signatures, ``raise NotImplementedError(...)``, ``super().__init__()``), and code that
+  nothing runs or uses (``unused``: padding such as an unused helper or ``if _DEBUG:`` blocks);
 * each top-level function, class body and method is its own unit, so reordering them changes no fingerprint.
 """
 from __future__ import annotations
@@ -22,6 +24,8 @@ import keyword
 import tokenize
 import unicodedata
 from dataclasses import dataclass, field
+
+from grader.similarity.unused import unused_rows
 
 MAX_SOURCE_CHARS = 100_000  # characters of a file read (about 2,000 lines; a solution here is under 200)
 MAX_TOKENS = 20_000  # tokens of a file normalized
@@ -57,13 +61,19 @@ class _Line:
     tokens: list[tuple[int, str, int]]
 
 
-def logical_lines(text: str) -> tuple[list[_Line], str | None]:
-    """The logical lines of ``text`` (comments and blank lines dropped, f-strings as one STRING), and a note when
-    the tokenizer stopped early or a cap cut the file."""
-    note = None
-    text = text.removeprefix("\ufeff")  # Python reads source without its UTF-8 byte order mark
+def readable(text: str) -> tuple[str, str | None]:
+    """The part of ``text`` that is compared, as Python reads it (without a UTF-8 byte order mark), and a note when
+    the cap on characters cut it."""
+    text = text.removeprefix("\ufeff")
     if len(text) > MAX_SOURCE_CHARS:
-        text, note = text[:MAX_SOURCE_CHARS], f"only the first {MAX_SOURCE_CHARS:,} characters compared"
+        return text[:MAX_SOURCE_CHARS], f"only the first {MAX_SOURCE_CHARS:,} characters compared"
+    return text, None
+
+
+def logical_lines(text: str) -> tuple[list[_Line], str | None]:
+    """The logical lines of ``readable(text)`` (comments and blank lines dropped, f-strings as one STRING), and a
+    note when the tokenizer stopped early or a cap cut the file."""
+    text, note = readable(text)
     lines: list[_Line] = []
     current: list[tuple[int, str, int]] = []
     depth = start_depth = fstrings = count = 0
@@ -195,9 +205,12 @@ def _imports(lines: list[_Line]) -> dict[str, str]:
     return imported
 
 
-def normalize(text: str, stub: frozenset[tuple[str, ...]] = frozenset()) -> Normalized:
-    """``text`` as normalized units (see the module's docstring); lines of ``stub`` (``stub_lines``) removed."""
+def normalize(text: str, stub: frozenset[tuple[str, ...]] = frozenset(),
+              required: frozenset[str] = frozenset()) -> Normalized:
+    """``text`` as normalized units (see the module's docstring); lines of ``stub`` (``stub_lines``) removed, and
+    the code nothing runs or uses (``unused.unused_rows``, with the contract's names ``required``)."""
     lines, note = logical_lines(text)
+    unused = unused_rows(readable(text)[0], required)
     imported = _imports(lines)
     attributes = _defined_attributes(lines)
     module = Unit(MODULE_UNIT)
@@ -205,7 +218,7 @@ def normalize(text: str, stub: frozenset[tuple[str, ...]] = frozenset()) -> Norm
     previous_depth: dict[int, int] = {}  # id(unit) -> depth of its last kept line
     decorators: list[_Line] = []
     for line in lines:
-        if _is_import(line) or _is_docstring(line):
+        if _is_import(line) or _is_docstring(line) or line.tokens[0][2] in unused:
             continue
         while open_units and line.depth <= open_units[-1][0]:
             open_units.pop()

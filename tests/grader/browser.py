@@ -3,8 +3,8 @@
 ``probe(page)`` renders a copy of an HTML page, beside it so that its pictures and links resolve as they do for the
 page, with a script appended that reports, once everything loaded, what a person sees: the pictures and their
 natural width, the document's width against the window's, each table's rows as rendered text, the badges' words and
-colours, and the student table's order after a click on its "total" heading. ``screenshot(page, png)`` takes a
-picture. Run as a script, it grades the screenshot class (tests/grader/corpus/klass.py) and writes the docs'
+colours, the student table's order after a click on its "total" heading, and the left and right edges of the files
+shown side by side. ``screenshot(page, png)`` takes a picture. Run as a script, it grades the screenshot class (tests/grader/corpus/klass.py) and writes the docs'
 screenshots:
 
     python3 tests/grader/browser.py docs/img
@@ -46,6 +46,10 @@ window.addEventListener('load', () => {
     scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
     links: [...document.links].map(link => link.getAttribute('href')),
     headings: [...document.querySelectorAll('h1, h2')].map(text), tables, badges, sorted,
+    sides: [...document.querySelectorAll('.side > div')].map(side => {
+      const box = side.getBoundingClientRect();
+      return [box.left, box.right];
+    }),
   };
   const out = document.createElement('pre');
   out.id = 'probe-facts';

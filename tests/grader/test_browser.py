@@ -137,3 +137,15 @@ def test_an_unreadable_submission_gets_one_short_paragraph(graded_class):
     assert page["headings"] == ["Feedback for jon"] and not page["badges"]
     text = (graded_class / "feedback" / "jon.html").read_text(encoding="utf-8")
     assert "not a readable zip file" in text and "submit again" in text
+
+
+def test_similar_files_side_by_side_fit_a_1400_px_window(graded_class):
+    """similarity.html at 1400 px: each file shown side by side lies whole within the window (a long line scrolls
+    inside its own side; the grid's `1fr` columns used to grow with it and cut the right-hand file off), and the
+    groups table names the students who hand in the references, the HTML id as text."""
+    page = probe(graded_class / "similarity.html", size=(1400, 900))
+    assert page["sides"] and len(page["sides"]) % 2 == 0
+    assert all(0 <= left < right <= page["innerWidth"] for left, right in page["sides"]), page["sides"]
+    assert page["scrollWidth"] <= page["innerWidth"]
+    groups = page["tables"]["groups-table"]
+    assert any(HOSTILE_ID in row[0] and "dee" in row[0] for row in groups), groups
