@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from grader import COURSE_FILE, GRADER_FAULT_STATUS, __version__, course_root
+from grader.authoring.commands import add_authoring_commands
 from grader.sandbox import TRUSTED_OPTION
 
 
@@ -19,82 +20,6 @@ def _load(args):
     except CourseError as error:
         print(f"grader: {error}", file=sys.stderr)
         return None
-
-
-def _stubs(args) -> int:
-    from grader.authoring.stubs import stale_files, write_exercises
-
-    course = _load(args)
-    if course is None:
-        return 2
-    if args.check:
-        stale = stale_files(course=course)
-        if stale:
-            print(f"exercises/ is out of date with solutions/ ({', '.join(stale)}): run `python -m grader stubs`")
-            return 1
-        print("exercises/ is up to date")
-        return 0
-    changed = write_exercises(course=course)
-    print(f"regenerated {', '.join(changed)}" if changed else "exercises/ already up to date")
-    return 0
-
-
-def _notebooks(args) -> int:
-    from grader.authoring.lessons import LessonError
-    from grader.authoring.notebooks import generate_course, stale_notebooks
-
-    course = _load(args)
-    if course is None:
-        return 2
-    try:
-        if args.check:
-            stale = stale_notebooks(course=course)
-            if stale:
-                print(f"nbgrader/ is out of date with the lessons and solutions/ ({', '.join(map(str, stale))}): "
-                      "run `python -m grader notebooks`")
-                return 1
-            print("nbgrader/ is up to date")
-            return 0
-        changed = generate_course(course=course)
-    except LessonError as error:
-        print(f"grader: {error}", file=sys.stderr)
-        return 2
-    print(f"regenerated {len(changed)} file(s) in nbgrader/" if changed else "nbgrader/ already up to date")
-    return 0
-
-
-def _new_exercise(args) -> int:
-    from grader.authoring.lessons import LessonError
-    from grader.authoring.scaffold import ScaffoldError, new_exercise
-    from grader.course import CourseError
-
-    try:
-        written = new_exercise(Path(args.course), args.name, args.title or args.name.replace("_", " ").capitalize(),
-                               args.points)
-    except (CourseError, ScaffoldError, LessonError) as error:
-        print(f"grader: {error}", file=sys.stderr)
-        return 2
-    for path in written:
-        print(f"wrote {path.resolve().relative_to(course_root(args.course))}")
-    print(f"exercise {args.name} works as it is (an example that scales a tensor): make it yours in "
-          f"tests/course/{args.name}/ and solutions/{args.name}.py, then run `grader check-exercise {args.name}`")
-    return 0
-
-
-def _check_exercise(args) -> int:
-    from rich.console import Console
-
-    from grader.authoring.lessons import LessonError
-    from grader.authoring.scaffold import check_exercise, print_checks
-    from grader.course import CourseError
-
-    try:
-        with Console(stderr=True).status("checking") as status:
-            checks = check_exercise(Path(args.course), args.name, progress=lambda text: status.update(f"grading {text}"))
-    except (CourseError, LessonError) as error:
-        print(f"grader: {error}", file=sys.stderr)
-        return 2
-    return 0 if print_checks(checks, args.name, Console()) else 1
 
 
 def _grade(args) -> int:
@@ -306,27 +231,6 @@ def _similarity(args) -> int:
     return 0
 
 
-def _release(args) -> int:
-    from grader.authoring.release import ReleaseError, build_handout, gradescope_zip
-    from grader.course import CourseError
-
-    try:
-        handout = build_handout(args.outdir, course_file=args.course, grader_repository=args.grader_repository,
-                                grader_ref=args.grader_ref, force=args.force, assignment=args.assignment)
-    except (ReleaseError, CourseError) as error:
-        print(f"grader: {error}", file=sys.stderr)
-        return 2
-    for note in handout.notes:
-        print(f"note: {note}")
-    print(f"wrote the handout ({len(handout.files)} files) to {handout.root}; no line of the hidden suites or of the "
-          "solution blocks is in it, nor any of their specific numbers")
-    if args.gradescope:
-        autograder = gradescope_zip(args.gradescope, device=args.device, course_file=args.course, assignment=args.assignment)
-        print(f"wrote the Gradescope autograder to {autograder} "
-              "(instructors only: it holds the hidden suites)")
-    return 0
-
-
 def _collect(args) -> int:
     from grader.collect import CLONE_MB, CLONE_SECONDS, CollectError, collect
     from grader.course import CourseError
@@ -395,29 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    stubs = commands.add_parser("stubs", help="generate exercises/ from solutions/")
-    stubs.add_argument("--check", action="store_true", help="only report whether exercises/ is stale")
-    stubs.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
-    stubs.set_defaults(run=_stubs)
-
-    notebooks = commands.add_parser("notebooks", help="generate the nbgrader course (nbgrader/) from the exercises' lessons and solutions/")
-    notebooks.add_argument("--check", action="store_true", help="only report whether nbgrader/ is stale")
-    notebooks.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
-    notebooks.set_defaults(run=_notebooks)
-
-    new = commands.add_parser("new-exercise", help="add a complete exercise that works at once (tests/course/NAME/, "
-                                                    "its reference, course.yaml entry, stub and notebook)")
-    new.add_argument("name", help="the exercise's module: a lowercase identifier (the file students write)")
-    new.add_argument("--title", help="its title in the course (default: from the name)")
-    new.add_argument("--points", type=int, default=10, help="its points (default: %(default)s; total_points grows by them)")
-    new.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
-    new.set_defaults(run=_new_exercise)
-
-    check = commands.add_parser("check-exercise", help="verify an exercise as its author must (stub, notebook, public "
-                                                        "checks, reference, stub, variants, hints)")
-    check.add_argument("name", help="the exercise's module")
-    check.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
-    check.set_defaults(run=_check_exercise)
+    add_authoring_commands(commands, load=_load)
 
     grade = commands.add_parser("grade", help="grade one submission and write its results.json")
     grade.add_argument("submission", help="a folder with the exercise files (at its root or in exercises/), a .zip or a .ipynb")
@@ -455,20 +337,6 @@ def build_parser() -> argparse.ArgumentParser:
     similarity.add_argument("--threshold", type=float, help="score (0..1) from which a pair is flagged (default: "
                             "grader.similarity.compare.THRESHOLD, calibrated in docs/similarity.md)")
     similarity.set_defaults(run=_similarity)
-
-    release = commands.add_parser("release", help="build the students' handout (and, with --gradescope, the autograder zip)")
-    release.add_argument("outdir", help="folder to write the handout to (new or empty)")
-    release.add_argument("--force", action="store_true", help="replace the contents of a non-empty OUTDIR")
-    release.add_argument("--grader-repository", metavar="OWNER/NAME",
-                         help="required: the instructor's private repository the handout's workflow installs the "
-                              "grader from (e.g. my-course-org/attention-grader)")
-    release.add_argument("--grader-ref", default="main", help="branch or tag of that repository (default: %(default)s)")
-    release.add_argument("--gradescope", metavar="ZIP", help="also write Gradescope's autograder zip (setup.sh, run_autograder, "
-                                                            "the grader and its hidden suites) to ZIP")
-    release.add_argument("--device", default="cpu", help="device the Gradescope autograder grades on (default: %(default)s)")
-    release.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to describe in the handout")
-    release.add_argument("--assignment", metavar="NAME", help="release only this assignment's exercises (handout and Gradescope zip)")
-    release.set_defaults(run=_release)
 
     collect = commands.add_parser("collect", help="the grade of record: clone each student's repository at the deadline "
                                                    "and grade them all (collected.csv, submissions/, grades/)")

@@ -1,14 +1,53 @@
-"""Variants of the project's course for the tests: another course.yaml, the same files.
+"""The courses of the project's tests, in one place.
 
-A course's files are found beside its course.yaml, so a variant (shorter limits, say) is written into a folder of
-its own holding links to the course's solutions/, exercises/ and nbgrader/, and a tests/course/ of links to each
-exercise's folder and shared file (so that a test can add an exercise of its own beside them).
+* The live course (course.yaml): ``MODULES`` and ``TOTAL``, for the tests that grade it; they follow the course when
+  an exercise is added or removed.
+* ``sample_course()``: a frozen course of eight exercises and 100 points, for the tests of formats and reports, whose
+  figures ("Score: 60/100") must not change when course.yaml does; it grades nothing, so it needs no files.
+* ``course_variant``: another course.yaml beside the live course's files (shorter limits, say): a folder of its own
+  holding links to the course's solutions/, exercises/ and nbgrader/, and a tests/course/ of links to each
+  exercise's folder and shared file (so that a test can add an exercise of its own beside them).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from grader.course import COURSE_FILE, EXERCISES_FOLDER
+import yaml
+
+from grader.course import COURSE_FILE, EXERCISES_FOLDER, Course, course
+
+MODULES = course().modules  # the live course's exercises, in order
+TOTAL = course().total_points
+
+SAMPLE_COURSE = """\
+title: Self-attention in PyTorch
+total_points: 100
+seed: 20261121
+exercises:
+- {module: scores, title: Dot-product scores, points: 10}
+- {module: softmax, title: Softmax, points: 10}
+- {module: context, title: Attention without trainable weights, points: 10}
+- {module: qkv, title: 'Query, key and value projections', points: 20}
+- {module: quiz, title: The decoder-attention quiz, points: 10}
+- {module: dictionary, title: A dictionary made of attention, points: 10}
+- {module: causal, title: Causal attention, points: 15}
+- {module: multihead, title: Multi-head attention, points: 15}
+grading:
+  tolerances:
+    float64: {rtol: 1.0e-07, atol: 1.0e-09}
+    float32: {rtol: 0.0001, atol: 1.0e-05}
+    float16: {rtol: 0.01, atol: 0.002}
+    bfloat16: {rtol: 0.02, atol: 0.01}
+  devices: [cpu, cuda]
+  limits: {call_seconds: 2, import_seconds: 5, submission_seconds: 300, memory_mb: 4096, cpu_seconds: 120, processes: 64,
+    file_size_mb: 16, open_files: 256, tmp_mb: 64}
+  intake: {max_file_mb: 1, max_total_mb: 20, max_files: 500, seconds: 10, memory_mb: 512}
+"""
+
+
+def sample_course() -> Course:
+    """The frozen sample course (no files are read: it describes grades, it does not grade)."""
+    return Course.model_validate(yaml.safe_load(SAMPLE_COURSE))
 
 LINKED = ("solutions", "exercises", "nbgrader")
 

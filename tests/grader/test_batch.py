@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 from cluster import dask_cluster
-from courses import course_variant
+from courses import MODULES, TOTAL, course_variant
 
 from grader import ROOT
 from grader.batch import BatchError, _course, discover, run_batch
 from grader.course import COURSE_FILE, course
 
 pytestmark = pytest.mark.slow
-MODULES = course().modules  # the exercises of course.yaml, in order
 SOLUTIONS = ROOT / "solutions"
 BUGGY_SOFTMAX = '''import torch
 
@@ -72,7 +71,7 @@ def test_batch_writes_results_gradebook_feedback_and_summary(klass, tmp_path):
     out = tmp_path / "out"
     rows = run_batch(klass, out, course_file=COURSE_FILE, jobs=2)
     by_student = {r["student"]: r for r in rows}
-    assert by_student["good"]["score"] == by_student["good"]["max_score"] == 100
+    assert by_student["good"]["score"] == by_student["good"]["max_score"] == TOTAL
     assert 0 < by_student["buggy"]["score"] < 100 and by_student["buggy"]["exercises"]["softmax"]["score"] < 10
     assert all(by_student["buggy"]["exercises"][m]["score"] == by_student["good"]["exercises"][m]["score"] for m in MODULES if m != "softmax")
     assert by_student["empty"]["status"].startswith("error") and by_student["empty"]["score"] == 0
@@ -137,7 +136,7 @@ def test_threads_of_one_process_grade_as_if_alone(klass):
                          check=True).stdout
     together, alone = json.loads(out.splitlines()[-1])
     assert together == alone
-    assert alone[0] == 100 and alone[1] < 100
+    assert alone[0] == TOTAL and alone[1] < TOTAL
 
 
 WARM_POOL = """

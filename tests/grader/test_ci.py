@@ -16,6 +16,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from courses import TOTAL
 from test_formats import RAISED, SYNTAX, make_grade
 
 from grader import ROOT
@@ -25,9 +26,6 @@ from grader.grade import stub_lines
 from grader.reports.classroom import CLASSROOM_SCHEMA
 from grader.reports.github import CiResult, annotations, report, workflow_command
 from grader.reports.results import GRADESCOPE_SCHEMA, RESULTS_SCHEMA
-
-MODULES = course().modules  # the exercises of course.yaml, in order
-
 
 
 class GitHub:
@@ -176,7 +174,7 @@ def test_exit_policy():
 def test_not_graded_outcome(github):
     outcome = not_graded(course(), "holds none of the exercise files", github.workspace / "exercises", github.workspace)
     stdout = _reported(github, outcome)
-    assert stdout[-1] == "Score: 0/100"
+    assert stdout[-1] == f"Score: 0/{TOTAL}"
     assert [line for line in stdout if line.startswith("::")][2:] == [
         "::error title=The grader could not grade this commit::holds none of the exercise files"]
     result = github.result()
@@ -188,7 +186,7 @@ def test_ci_on_a_checkout_without_exercises(github, zygote):
     """A real run on an empty checkout: status error, exit 0 by default, 1 with --min-score."""
     out = io.StringIO()
     assert run_ci(github.workspace, env=github.env, stdout=out, zygote=zygote) == 0
-    assert github.result()["status"] == "error" and out.getvalue().splitlines()[-1] == "Score: 0/100"
+    assert github.result()["status"] == "error" and out.getvalue().splitlines()[-1] == f"Score: 0/{TOTAL}"
     assert run_ci(github.workspace, env=github.env, stdout=io.StringIO(), zygote=zygote, min_score=1) == 1
 
 
@@ -213,7 +211,7 @@ def test_ci_grades_the_solutions_to_full_marks(github, zygote):
     out = io.StringIO()
     assert run_ci(github.workspace, env=github.env, stdout=out, zygote=zygote, min_score=100) == 0
     stdout = out.getvalue().splitlines()
-    assert stdout[-1] == "Score: 100/100"
+    assert stdout[-1] == f"Score: {TOTAL}/{TOTAL}"
     assert [line for line in stdout if line.startswith("::")][2:] == [], "no annotation after stop/resume"
     result = github.result()
     assert result["status"] == "pass" and all(t["status"] == "pass" for t in result["tests"])

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from courses import TOTAL
 
 from grader.collect import CollectError, collect, fetch, parse_deadline, read_roster
 
@@ -132,7 +133,7 @@ def test_a_failing_clone_is_recorded_and_the_others_go_on(tmp_path):
     assert rows["dan"]["status"] == "not collected: git clone: the repository is larger than 1 MB"
     assert sorted(p.name for p in (out / "submissions").iterdir()) == ["ada"]
     grades = {row["student"]: row for row in csv.DictReader((out / "grades" / "gradebook.csv").open())}
-    assert set(grades) == {"ada"} and float(grades["ada"]["score"]) == 100.0
+    assert set(grades) == {"ada"} and float(grades["ada"]["score"]) == TOTAL
     assert "collected 1 of 4 repositories" in process.stdout
 
 

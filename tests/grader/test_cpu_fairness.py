@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from courses import TOTAL
 from test_hostile import hostile_submission, processes_named, wait_until
 
 from grader.batch import run_batch
@@ -143,7 +144,7 @@ def test_a_batch_leaves_no_cgroup_behind(course, tmp_path, token):
     hostile_submission(tmp_path, "cpu_hog", "scores", token=token).rename(tmp_path / "class" / "hog")
     shutil.copytree(Path(__file__).parents[2] / "solutions", tmp_path / "class" / "ada")
     rows = {r["student"]: r for r in run_batch(tmp_path / "class", tmp_path / "out", course_file=COURSE_FILE, jobs=2)}
-    assert rows["ada"]["score"] == 100 and rows["hog"]["status"] == "graded"
+    assert rows["ada"]["score"] == TOTAL and rows["hog"]["status"] == "graded"
     assert leftover_cgroups() <= before
     assert not processes_named(token)
 
@@ -153,7 +154,7 @@ def test_without_cgroups_grading_goes_on_with_a_note(course, monkeypatch):
     """GRADER_CGROUP=none (as where no cgroup is writable): full marks for the references, and a note."""
     monkeypatch.setenv("GRADER_CGROUP", "none")
     outcome = grade_submission(Path(__file__).parents[2] / "solutions", course)
-    assert outcome.results["score"] == 100
+    assert outcome.results["score"] == TOTAL
     assert CPU_NOTE.format("GRADER_CGROUP=none") in outcome.grade.notes
 
 

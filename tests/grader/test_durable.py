@@ -10,15 +10,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from courses import course_variant
+from courses import MODULES, TOTAL, course_variant
 
 from grader import ROOT
 from grader.batch import PROCESS_DIED, RUNNING, run_batch
 from grader.course import COURSE_FILE, course
 from grader.intake import IntakeError
 from grader.intake.submission import read_submission
-
-MODULES = course().modules  # the exercises of course.yaml, in order
 
 pytestmark = pytest.mark.slow
 LIMITS = course().grading.intake
@@ -81,7 +79,7 @@ def test_a_job_process_that_dies_costs_only_its_own_submission(tmp_path):
     progress = Recorder()
     rows = {r["student"]: r for r in run_batch(submissions, out, course_file=COURSE_FILE, jobs=2, progress=progress)}
     assert progress.total == 1
-    assert rows["victim"]["status"] == "graded" and rows["victim"]["score"] == 100 and "fingerprint" in rows["victim"]
+    assert rows["victim"]["status"] == "graded" and rows["victim"]["score"] == TOTAL and "fingerprint" in rows["victim"]
 
 
 def test_a_grader_error_record_is_regraded_without_force(tmp_path):
@@ -96,8 +94,8 @@ def test_a_grader_error_record_is_regraded_without_force(tmp_path):
     progress = Recorder()
     rows = {r["student"]: r for r in run_batch(submissions, out, course_file=COURSE_FILE, jobs=2, progress=progress)}
     assert progress.total == 1
-    assert rows["student0"]["status"] == "graded" and rows["student0"]["score"] == 100
-    assert float(_gradebook(out)["student0"]["score"]) == 100
+    assert rows["student0"]["status"] == "graded" and rows["student0"]["score"] == TOTAL
+    assert float(_gradebook(out)["student0"]["score"]) == TOTAL
 
 
 def test_a_removed_submission_leaves_the_gradebook(tmp_path):
@@ -169,6 +167,6 @@ def test_a_refused_submission_costs_only_itself_in_a_batch(tmp_path):
     _huge_notebook(submissions / "huge.ipynb")
     course_file = course_variant(tmp_path / "course", COURSE_FILE.read_text().replace("memory_mb: 512 ", "memory_mb: 64  ", 1))
     rows = {r["student"]: r for r in run_batch(submissions, tmp_path / "out", course_file=course_file, jobs=2)}
-    assert rows["student0"]["score"] == 100
+    assert rows["student0"]["score"] == TOTAL
     assert rows["huge"]["status"].startswith("error: cannot grade: reading the submission")
     assert "fingerprint" in rows["huge"]

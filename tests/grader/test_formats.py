@@ -12,9 +12,9 @@ import xml.etree.ElementTree as ET
 
 import jsonschema
 import pytest
+from courses import sample_course
 
 from grader import points as scores
-from grader.course import course
 from grader.points import ExerciseScore, Grade
 from grader.reports.advice import feedback_line, score_line, untouched, what_to_fix
 from grader.reports.classroom import CLASSROOM_SCHEMA, classroom, classroom_output
@@ -43,7 +43,7 @@ def _test(module, name, doc, status, score, max_score, feedback="", weight=1.0, 
 def make_grade() -> Grade:
     """A grade with every case: full marks, partial (with a skipped test), an import error, untouched stubs, zero."""
     exercises = []
-    for e in course().exercises:
+    for e in sample_course().exercises:
         m, p = e.module, float(e.points)
         if m == "softmax":
             tests = [_test(m, "test_softmax.py::test_rows", "rows sum to 1", "passed", 7.5, 7.5),

@@ -22,10 +22,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 import torch
-from courses import course_variant
+from courses import MODULES, course_variant
 
 from grader import ROOT
-from grader.course import COURSE_FILE, CourseError, course, load_course
+from grader.course import COURSE_FILE, CourseError, load_course
 from grader.grade import grade_submission
 from grader.intake.submission import stage
 from grader.reports.results import RESULTS_SCHEMA
@@ -33,8 +33,6 @@ from grader.sandbox.client import CHECK, WorkerSession, Zygote
 from grader.sandbox.problems import GraderFault, StudentError, SubmissionProblem
 from grader.sandbox.proxy import load_params_step
 from grader.suites.plugin import run_suites
-
-MODULES = course().modules  # the exercises of course.yaml, in order
 
 pytestmark = pytest.mark.slow
 

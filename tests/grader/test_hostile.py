@@ -38,11 +38,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from courses import course_variant
+from courses import MODULES, course_variant
 from rich.console import Console
 
 from grader import ROOT
-from grader.course import COURSE_FILE, course, load_course
+from grader.course import COURSE_FILE, load_course
 from grader.grade import grade_submission
 from grader.intake.submission import stage
 from grader.reports.results import RESULTS_SCHEMA
@@ -51,8 +51,6 @@ from grader.sandbox import confine as sandbox
 from grader.sandbox.client import WorkerSession, Zygote
 from grader.sandbox.problems import UNREADABLE, StudentError
 from grader.sandbox.proxy import Student
-
-MODULES = course().modules  # the exercises of course.yaml, in order
 
 AVAILABLE, WHY = sandbox.probe()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not AVAILABLE, reason=f"no sandbox here: {WHY}")]

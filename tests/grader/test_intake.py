@@ -13,13 +13,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from courses import MODULES
 
 from grader import ROOT
 from grader.course import course
 from grader.intake import IntakeError
 from grader.intake.submission import read_submission, stage
-
-MODULES = course().modules  # the exercises of course.yaml, in order
 
 SOLUTIONS = ROOT / "solutions"
 LIMITS = course().grading.intake

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from courses import MODULES
 
 from grader.course import course
 from grader.sandbox.client import Zygote
@@ -34,8 +35,6 @@ sys.path.insert(0, str(ROOT / "tests" / "grader" / "corpus"))
 from variants import KINDS, VARIANTS, Variant  # noqa: E402
 
 from grader.suites.variants import judge  # noqa: E402
-
-MODULES = course().modules  # the exercises of course.yaml, in order
 
 DEFERRED = "not judged yet: this rule is checked once the values are right"  # checks.DEFERRED: the values say it
 MAX_RULES_FAILED = 2  # rules a bug may break beside its values: the bug's own rule, and one it implies

@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from courses import MODULES  # noqa: E402
+
 from grader import cli  # noqa: E402
 from grader.authoring.lessons import LessonError  # noqa: E402
 from grader.authoring.notebooks import (  # noqa: E402
@@ -46,7 +48,6 @@ from grader.intake.notebooks import (  # noqa: E402
 )
 from grader.intake.submission import read_submission  # noqa: E402
 
-MODULES = course().modules  # the exercises of course.yaml, in order
 ASSIGNMENTS = {course().notebook_name(module): module for module in MODULES}  # one nbgrader assignment per notebook
 COURSE_DIR = course().nbgrader_dir
 

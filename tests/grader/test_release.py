@@ -15,6 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from courses import MODULES
 from no_namespaces import refused
 
 from grader import ROOT, cli
@@ -38,7 +39,6 @@ from grader.course import course
 from grader.reports.results import GRADESCOPE_SCHEMA
 from grader.sandbox.problems import GraderFault
 
-MODULES = course().modules  # the exercises of course.yaml, in order
 REPOSITORY = "course-org/attention-grader"
 
 

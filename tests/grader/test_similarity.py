@@ -5,10 +5,10 @@ import sys
 import tokenize
 
 import pytest
+from courses import MODULES
 
 from grader import ROOT
 from grader.cli import main
-from grader.course import course
 from grader.similarity import compare_class, stub_sources
 from grader.similarity.compare import THRESHOLD
 from grader.similarity.report import class_groups, groups, pair_rows, render, student_pairs
@@ -19,8 +19,6 @@ sys.path.insert(0, str(ROOT / "tests" / "grader" / "corpus"))
 from disguise import disguise  # noqa: E402
 from padding import PADDINGS, padded  # noqa: E402
 from variants import VARIANTS  # noqa: E402
-
-MODULES = course().modules
 
 EXAMPLES = ROOT / "examples" / "submissions"
 ADA = {path.stem: path.read_text(encoding="utf-8") for path in (EXAMPLES / "ada").glob("*.py")}

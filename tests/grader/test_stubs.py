@@ -13,6 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from courses import MODULES  # noqa: E402
+
 from grader.authoring import stubs  # noqa: E402
 from grader.authoring.stubs import (  # noqa: E402
     BEGIN,
@@ -23,9 +25,6 @@ from grader.authoring.stubs import (  # noqa: E402
     strip_solutions,
     write_exercises,
 )
-from grader.course import course  # noqa: E402
-
-MODULES = course().modules  # the exercises of course.yaml, in order
 
 
 def solution_source(module: str) -> str:

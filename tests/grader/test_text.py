@@ -20,6 +20,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from courses import MODULES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -27,7 +28,7 @@ from rich.console import Console
 
 from grader import text
 from grader.batch import discover, error_results, run_batch, student_id
-from grader.course import COURSE_FILE, course, load_course
+from grader.course import COURSE_FILE, load_course
 from grader.intake import IntakeError
 from grader.intake.notebooks import read_notebook
 from grader.intake.submission import read_submission
@@ -44,8 +45,6 @@ from grader.reports.markdown import markdown_summary
 from grader.reports.prairielearn import prairielearn
 from grader.reports.results import results
 from grader.reports.terminal import print_summary
-
-MODULES = course().modules  # the exercises of course.yaml, in order
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "grader" / "hostile"
@@ -211,7 +210,8 @@ def assert_markdown_forges_nothing(markdown: str, headings: int):
     code = {child.content for token in tokens for child in token.children or [] if child.type == "code_inline"}
     assert all(re.fullmatch(r"exercises/\w+\.py", span) for span in code), code  # ours: the exercise files
     assert not {t.type for t in tokens} & {"html_block", "code_block", "fence"}
-    assert not any(line.startswith(("# Feedback for x", "**Score: 100")) for line in markdown.splitlines())
+    assert not any(line.startswith("# Feedback for x") or line.strip() == "**Score: 100 / 100**"  # the attacks' lines
+                   for line in markdown.splitlines())
     assert not AUTOLINK.search(markdown)
 
 
@@ -283,7 +283,7 @@ def test_feedback_pages_and_gradebook_forge_nothing(tmp_path, course):
     markdown = (tmp_path / "feedback" / f"{student}.md").read_text(encoding="utf-8")
     page = (tmp_path / "feedback" / f"{student}.html").read_text(encoding="utf-8")
     assert_markdown_forges_nothing(markdown, headings=1 + len(data["exercises"]))
-    assert [line for line in markdown.splitlines() if line.startswith("**")] == ["**Score: 0 / 100**"]
+    assert [line for line in markdown.splitlines() if line.startswith("**")] == [f"**Score: 0 / {course.total_points}**"]
     collector = Collector()
     collector.feed(page)
     assert set(collector.tags) <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "strong", "span",
