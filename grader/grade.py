@@ -1,8 +1,11 @@
-"""The whole path of one submission: intake -> worker session -> suites -> points -> results."""
+"""The whole path of one submission, as its stages: intake -> worker -> suites -> points -> results (the reports'
+common record); ``grade_submission`` runs them in that order, each a function of this module but the last
+(grader.reports.results)."""
 from __future__ import annotations
 
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,12 +88,33 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
     (``02_softmax.ipynb`` out of its own points, about its own exercise).
 
     Without a ``zygote`` one is started after intake (so a submission that cannot be graded is refused at once)
-    and stopped at the end.
+    and stopped at the end. The stages are the functions below, in the order the submission travels them.
     """
     started = time.monotonic()
+    staged, course = intake(path, course)
+    with worker(staged, course, zygote, device, require_sandbox) as session:
+        report, stubs = suites(session, staged, course, device, select), stub_lines(staged.directory)
+    grade = points(report, session, staged, course, select)
+    data = results(grade, execution_time=time.monotonic() - started, device=device, sha256=staged.sha256,
+                   visibility=course.visibility)
+    if course.assignment_name:
+        data["assignment"] = course.assignment_name
+    return Outcome(grade, data, session.isolation, staged.sources, stubs)
+
+
+def intake(path, course: Course):
+    """1. Intake: the exercise files (only those) copied into a private folder by a bounded child; a notebook graded
+    on the whole course is graded as the assignment of the exercises it carries."""
     staged = stage(path, course.grading.intake, course)
     if course.assignment_name is None and staged.covers:
         course = course.covering(staged.covers)
+    return staged, course
+
+
+@contextmanager
+def worker(staged, course: Course, zygote: Zygote | None, device: str, require_sandbox: bool):
+    """2. The sandboxed worker: a session of workers forked from the zygote (started here when none is given) that
+    import the submission and serve the suites' calls; closed, with the staged copy, whatever happens."""
     own_zygote = zygote is None
     try:
         zygote = zygote or Zygote(hide=(course.root,))
@@ -100,10 +124,7 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
     session = WorkerSession(zygote, str(staged.directory), course.grading.limits, device, require_sandbox,
                             modules=course.modules, exercises=course.exercises_dir)
     try:
-        for module, problem in staged.problems.items():
-            session.broken[module] = SubmissionProblem("intake", problem)
-        report = run_suites(session, course, device, select=select)
-        stubs = stub_lines(staged.directory)
+        yield session
     finally:
         try:
             session.close()
@@ -111,6 +132,19 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
             staged.cleanup()
             if own_zygote:
                 zygote.close()
+
+
+def suites(session: WorkerSession, staged, course: Course, device: str, select: str | None) -> dict:
+    """3. The suites: the hidden pytest suites through the worker (an exercise the intake could not take fails at
+    once with that problem)."""
+    for module, problem in staged.problems.items():
+        session.broken[module] = SubmissionProblem("intake", problem)
+    return run_suites(session, course, device, select=select)
+
+
+def points(report: dict, session: WorkerSession, staged, course: Course, select: str | None) -> Grade:
+    """4. Points: per test and exercise from the suites' report and course.yaml, with the notes a student reads
+    (the intake's, a sandbox that could not be built, a CPU not capped)."""
     problems = {module: clean(str(problem)) for module, problem in session.broken.items()}
     if select:  # only the exercises the selection reached are scored
         graded = {test.get("metadata", {}).get("exercise") for test in report.get("tests", [])}
@@ -123,9 +157,4 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
         grade.notes.insert(0, SANDBOX_WARNING.format(session.isolation.removeprefix("rlimits only: ")))
     if session.cpu_cap.startswith("none: "):
         grade.notes.append(CPU_NOTE.format(session.cpu_cap.removeprefix("none: ")))
-    data = results(grade, execution_time=time.monotonic() - started, device=device, sha256=staged.sha256,
-                   visibility=course.visibility)
-    if course.assignment_name:
-        data["assignment"] = course.assignment_name
-    return Outcome(grade, data, session.isolation, staged.sources, stubs)
-
+    return grade
