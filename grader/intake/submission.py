@@ -95,23 +95,65 @@ def _check_text(module: str, data: bytes, problems: dict[str, str]) -> bytes | N
     return data
 
 
+def intake_reads(parts: tuple[str, ...], modules) -> bool:
+    """Whether intake may read the file at ``parts`` (its path inside a submission folder, split): an exercise file or
+    a notebook, at most MAX_DEPTH folders down, in no hidden (``.``) or private (``__``) folder."""
+    *folders, name = parts
+    return (len(folders) <= MAX_DEPTH and all(f and not f.startswith((".", "__")) for f in folders)
+            and (_module_of(name, modules) is not None or name.endswith(".ipynb")))
+
+
+def _listing(root: Path, limits: Intake, modules) -> list[tuple[tuple[str, ...], os.stat_result]]:
+    """Every file and folder of a submission folder that intake walks, as (path inside ``root`` split, lstat), sorted:
+    at most MAX_DEPTH folders down, hidden and private folders skipped, links never followed. IntakeError when the
+    walk meets more than ``max_files`` (it stops there), or when the files intake may read within their own caps
+    (``intake_reads``) add up to more than ``max_total_mb``."""
+    found, seen, pending = [], 0, [()]
+    while pending:
+        parts = pending.pop()
+        try:
+            scan = os.scandir(root.joinpath(*parts))
+        except OSError:  # a folder that cannot be read holds nothing intake takes
+            continue
+        with scan:
+            for entry in scan:
+                seen += 1  # directories count too: a million empty folders is no submission either
+                if seen > limits.max_files:
+                    raise IntakeError(f"the submission holds more than {limits.max_files} files; hand in only the "
+                                      "exercise files")
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                found.append((parts + (entry.name,), info))
+                if (stat.S_ISDIR(info.st_mode) and len(parts) < MAX_DEPTH
+                        and not entry.name.startswith((".", "__"))):
+                    pending.append(parts + (entry.name,))
+    found.sort()
+    total = sum(info.st_size for parts, info in found if _within_cap(parts, info, limits, modules))
+    if total > limits.max_total_mb * 2**20:
+        raise IntakeError(f"the exercise files and notebooks of the submission add up to {total / 2**20:.1f} MiB, over "
+                          f"the {limits.max_total_mb:g} MiB limit of a submission: clear the notebooks' outputs, or "
+                          "hand in only the exercise files")
+    return found
+
+
+def _within_cap(parts: tuple[str, ...], info: os.stat_result, limits: Intake, modules) -> bool:
+    """Whether intake would read this file: one it may read, regular, and within its cap (an exercise file's
+    ``max_file_mb``, a notebook's ``max_total_mb``); a file over its cap is refused by its size alone."""
+    cap = limits.max_file_mb if _module_of(parts[-1], modules) else limits.max_total_mb
+    return stat.S_ISREG(info.st_mode) and intake_reads(parts, modules) and info.st_size <= cap * 2**20
+
+
 def _from_folder(root: Path, limits: Intake, modules, problems: dict[str, str], notes: list[str]) -> dict[str, bytes]:
     try:
         os.scandir(root).close()
     except OSError as error:
         raise IntakeError(f"{_show(root.name or root)} cannot be read: {error.strerror}") from None
     folders: dict[str, set[str]] = {}
-    seen = 0
-    for current, dirs, files in os.walk(root, followlinks=False):
-        relative = Path(current).relative_to(root)
-        depth = len(relative.parts)
-        seen += len(files) + len(dirs)  # directories count too: a million empty folders is no submission either
-        if seen > limits.max_files:
-            raise IntakeError(f"the submission holds more than {limits.max_files} files; hand in only the exercise files")
-        dirs[:] = sorted(d for d in dirs if depth < MAX_DEPTH and not d.startswith((".", "__")))
-        for name in files:
-            if _module_of(name, modules):
-                folders.setdefault(relative.as_posix() if depth else "", set()).add(name)
+    for parts, info in _listing(root, limits, modules):
+        if not stat.S_ISDIR(info.st_mode) and intake_reads(parts, modules) and _module_of(parts[-1], modules):
+            folders.setdefault("/".join(parts[:-1]), set()).add(parts[-1])
     chosen = _choose_folder(folders, notes)
     taken: dict[str, bytes] = {}
     if chosen is None:

@@ -181,6 +181,22 @@ def test_too_many_files_or_folders_is_refused(tmp_path):
     refused(folder, f"more than {LIMITS.max_files} files")
 
 
+def test_a_folder_whose_readable_files_add_up_past_the_total_cap_is_refused(tmp_path):
+    """Exercise files and notebooks that intake would read, each within its own cap, adding up to more than
+    max_total_mb refuse the submission by their sizes, before any is read: the cap that lets the batch digest a
+    submission in bounded time. Files intake never reads, and notebooks over their own cap, do not count."""
+    folder = solutions_into(tmp_path / "checkout" / "exercises")
+    third = int(LIMITS.max_total_mb * MB / 3) + 1
+    for n in range(3):
+        (tmp_path / "checkout" / "notebooks" / f"n{n}").mkdir(parents=True)
+        (tmp_path / "checkout" / "notebooks" / f"n{n}" / f"n{n}.ipynb").write_bytes(b" " * third)
+    refused(folder.parent, f"add up to {3 * third / MB:.1f} MiB, over the {LIMITS.max_total_mb:g} MiB limit")
+    (tmp_path / "checkout" / "notebooks" / "n2" / "n2.ipynb").rename(tmp_path / "checkout" / "notebooks" / "n2" / "n2.bin")
+    (tmp_path / "checkout" / "notebooks" / "n1" / "n1.ipynb").write_bytes(b" " * int(LIMITS.max_total_mb * MB + 1))
+    files, problems, *_ = read_submission(folder.parent, LIMITS)
+    assert set(files) == set(MODULES) and not problems
+
+
 def test_symlinks_are_never_followed(tmp_path):
     """A symlinked softmax.py pointing at solutions/softmax.py is not taken (a problem for softmax only); a
     symlinked folder is not searched; nothing outside the submission is read."""
