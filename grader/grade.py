@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import torch
 
 from grader.course import Course
-from grader.intake.submission import stage
+from grader.intake.submission import Read, stage
 from grader.points import Grade, score
 from grader.reports.results import results
 from grader.sandbox.client import WorkerSession, Zygote
@@ -63,16 +63,17 @@ class Outcome:
 
 
 def grade_submission(path, course: Course, zygote: Zygote | None = None, device: str = "cpu",
-                     require_sandbox: bool = False, select: str | None = None) -> Outcome:
-    """Grade one submission on ``course`` (the whole course, or one assignment: ``Course.assignment``); raises
-    IntakeError when it cannot be graded at all. A notebook graded on the whole course is graded as the assignment
-    of the exercises it carries cells of (``02_softmax.ipynb`` out of its own points, about its own exercise).
+                     require_sandbox: bool = False, select: str | None = None, read: Read | None = None) -> Outcome:
+    """Grade one submission on ``course`` (the whole course, or one assignment: ``Course.assignment``), from what
+    intake ``read`` of it if given; raises IntakeError when it cannot be graded at all. A notebook graded on the whole
+    course is graded as the assignment of the exercises it carries cells of (``02_softmax.ipynb`` out of its own
+    points, about its own exercise).
 
     Without a ``zygote`` one is started after intake (so a submission that cannot be graded is refused at once)
     and stopped at the end.
     """
     started = time.monotonic()
-    staged = stage(path, course.grading.intake, course)
+    staged = stage(path, course.grading.intake, course, read)
     if course.assignment_name is None and staged.covers:
         course = course.covering(staged.covers)
     own_zygote = zygote is None

@@ -33,13 +33,14 @@ from typing import NamedTuple
 
 from grader.course import Course, Intake
 from grader.course import course as project_course
-from grader.intake import IntakeError, IntakeFault
+from grader.intake import IntakeError, IntakeFault, IntakeTimeout
 from grader.sandbox.lifeline import die_with_parent
 from grader.text import MAX_NAME, clean
 
 MAX_DEPTH = 3
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")  # Read.stamp: a zip entry's time, to the second
 MAX_NOTES = 5  # notes about ignored archive entries (then one line with the count of the rest)
+READING_NICENESS = 10  # a slow submission's reading yields the CPU to classmates' grading
 
 
 @dataclass
@@ -103,9 +104,10 @@ def intake_reads(parts: tuple[str, ...], modules) -> bool:
             and (_module_of(name, modules) is not None or name.endswith(".ipynb")))
 
 
-def _listing(root: Path, limits: Intake, modules) -> list[tuple[tuple[str, ...], os.stat_result]]:
-    """Every file and folder of a submission folder that intake walks, as (path inside ``root`` split, lstat), sorted:
-    at most MAX_DEPTH folders down, hidden and private folders skipped, links never followed. IntakeError when the
+def _listing(root: Path, limits: Intake, modules) -> list[tuple[tuple[str, ...], os.stat_result | None]]:
+    """Every file and folder of a submission folder that intake walks, as (path inside ``root`` split, lstat; None
+    where a folder lists a name it does not let us look at), sorted: at most MAX_DEPTH folders down, hidden and
+    private folders skipped, links never followed. IntakeError when the
     walk meets more than ``max_files`` (it stops there), or when the files intake may read within their own caps
     (``intake_reads``) add up to more than ``max_total_mb``."""
     found, seen, pending = [], 0, [()]
@@ -123,13 +125,13 @@ def _listing(root: Path, limits: Intake, modules) -> list[tuple[tuple[str, ...],
                                       "exercise files")
                 try:
                     info = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
+                except OSError:  # listed, out of reach: reading it says why
+                    info = None
                 found.append((parts + (entry.name,), info))
-                if (stat.S_ISDIR(info.st_mode) and len(parts) < MAX_DEPTH
+                if (info and stat.S_ISDIR(info.st_mode) and len(parts) < MAX_DEPTH
                         and not entry.name.startswith((".", "__"))):
                     pending.append(parts + (entry.name,))
-    found.sort()
+    found.sort(key=lambda item: item[0])
     total = sum(info.st_size for parts, info in found if _within_cap(parts, info, limits, modules))
     if total > limits.max_total_mb * 2**20:
         raise IntakeError(f"the exercise files and notebooks of the submission add up to {total / 2**20:.1f} MiB, over "
@@ -138,11 +140,12 @@ def _listing(root: Path, limits: Intake, modules) -> list[tuple[tuple[str, ...],
     return found
 
 
-def _within_cap(parts: tuple[str, ...], info: os.stat_result, limits: Intake, modules) -> bool:
+def _within_cap(parts: tuple[str, ...], info: os.stat_result | None, limits: Intake, modules) -> bool:
     """Whether intake would read this file: one it may read, regular, and within its cap (an exercise file's
     ``max_file_mb``, a notebook's ``max_total_mb``); a file over its cap is refused by its size alone."""
     cap = limits.max_file_mb if _module_of(parts[-1], modules) else limits.max_total_mb
-    return stat.S_ISREG(info.st_mode) and intake_reads(parts, modules) and info.st_size <= cap * 2**20
+    return (info is not None and stat.S_ISREG(info.st_mode) and intake_reads(parts, modules)
+            and info.st_size <= cap * 2**20)
 
 
 def _from_folder(root: Path, limits: Intake, modules, problems: dict[str, str], notes: list[str]) -> dict[str, bytes]:
@@ -152,7 +155,7 @@ def _from_folder(root: Path, limits: Intake, modules, problems: dict[str, str], 
         raise IntakeError(f"{_show(root.name or root)} cannot be read: {error.strerror}") from None
     folders: dict[str, set[str]] = {}
     for parts, info in _listing(root, limits, modules):
-        if not stat.S_ISDIR(info.st_mode) and intake_reads(parts, modules) and _module_of(parts[-1], modules):
+        if not (info and stat.S_ISDIR(info.st_mode)) and intake_reads(parts, modules) and _module_of(parts[-1], modules):
             folders.setdefault("/".join(parts[:-1]), set()).add(parts[-1])
     chosen = _choose_folder(folders, notes)
     taken: dict[str, bytes] = {}
@@ -283,8 +286,8 @@ def read_submission(path: str | os.PathLike, limits: Intake, course: Course | No
         os.close(read_end)
         _, status = os.waitpid(pid, 0)
     if timed_out or os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
-        raise IntakeError(f"reading the submission took more than {limits.seconds:g} s (the course's limit): hand in "
-                          "only the exercise files")
+        raise IntakeTimeout(f"reading the submission took more than {limits.seconds:g} s (the course's limit): hand in "
+                            "only the exercise files")
     return _validated(reply, status, limits, course)
 
 
@@ -293,6 +296,7 @@ def _child(pipe: int, parent: int, path: Path, limits: Intake, course: Course) -
     code = 70
     try:
         die_with_parent(parent)
+        os.nice(READING_NICENESS)
         with open("/proc/self/statm", encoding="ascii") as statm:
             mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
         memory = mapped + limits.memory_mb * 2**20
@@ -451,10 +455,62 @@ def digest(files: dict[str, bytes]) -> str:
     return hasher.hexdigest()
 
 
-def stage(path: str | os.PathLike, limits: Intake, course: Course | None = None) -> Staged:
-    """Copy the files of the exercises of ``course`` (default: the project's) from a submission into a fresh private
-    folder (readable by the sandbox user)."""
-    read = read_submission(path, limits, course)
+def raw_digest(path: str | os.PathLike, limits: Intake, course: Course) -> str:
+    """A SHA-256 of what intake may read of a submission, from its raw bytes, parsing nothing: the names, kinds and
+    sizes of what it walks, and the bytes of every file it would read within that file's cap, a block at a time (at
+    most ``max_total_mb`` in all). Equal digests mean equal intake outcomes: a submission that intake refuses by its
+    sizes or its count of files is digested from those alone, and read no further."""
+    path = Path(path)
+    hasher = hashlib.sha256()
+    try:
+        info = path.lstat()
+    except OSError as error:
+        hasher.update(f"unreadable\0{error.errno}".encode())
+        return hasher.hexdigest()
+    if not stat.S_ISDIR(info.st_mode):
+        within = stat.S_ISREG(info.st_mode) and info.st_size <= limits.max_total_mb * 2**20  # a zip's, a notebook's cap
+        _digest_file(hasher, path, info, within)
+        return hasher.hexdigest()
+    try:
+        listing = _listing(path, limits, course.modules)
+    except IntakeError as error:  # refused by counts and sizes alone: the same refusal for the same digest
+        hasher.update(f"refused\0{error}".encode())
+        return hasher.hexdigest()
+    for parts, info in listing:
+        hasher.update(os.fsencode("/".join(parts)) + b"\0")
+        _digest_file(hasher, path.joinpath(*parts), info, _within_cap(parts, info, limits, course.modules))
+    return hasher.hexdigest()
+
+
+def _digest_file(hasher, path: Path, info: os.stat_result | None, read: bool) -> None:
+    """Add a file's kind and size to ``hasher`` (None: out of reach), a link's target, and (``read``) its bytes,
+    never following a link nor waiting on a FIFO."""
+    if info is None:
+        hasher.update(b"out of reach\0")
+        return
+    hasher.update(f"{stat.S_IFMT(info.st_mode)}\0{info.st_mode & 0o777}\0{info.st_size}\0".encode())
+    try:
+        if stat.S_ISLNK(info.st_mode):
+            hasher.update(os.fsencode(os.readlink(path)) + b"\0")
+        if not read:
+            return
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped since its lstat
+                raise OSError(0, "not a regular file")
+            left = info.st_size + 1  # a file that grew since its lstat digests differently
+            while left > 0 and (block := handle.read(min(left, 1 << 20))):
+                hasher.update(block)
+                left -= len(block)
+        hasher.update(b"\0")
+    except OSError as error:
+        hasher.update(f"unreadable\0{error.errno}\0".encode())
+
+
+def stage(path: str | os.PathLike, limits: Intake, course: Course | None = None, read: Read | None = None) -> Staged:
+    """Copy the files of the exercises of ``course`` (default: the project's) from a submission (or from what
+    ``read_submission`` already ``read`` of it) into a fresh private folder (readable by the sandbox user)."""
+    read = read or read_submission(path, limits, course)
     files = read.files
     base = Path(tempfile.mkdtemp(prefix="grader-"))  # mode 0700: no other user of this machine can read it
     directory = base / "submission"
