@@ -3,7 +3,7 @@
 overrides and late penalties applied on top of the graded records (``records``).
 
 Every student's results.json is written atomically as soon as it is graded,
-together with a fingerprint of the submission's raw bytes (``intake.submission.raw_digest``: bounded, nothing
+together with a fingerprint of the submission's raw bytes (``rerun.submission_fingerprint``: bounded, nothing
 parsed) and of the grading material (suites, references, course.yaml, grader version); a rerun skips students
 whose fingerprint is unchanged, so a batch killed at any point loses nothing, and reads nothing it read before.
 Reading and parsing a submission happen in its job, in parallel with the others; a student's submissions are
@@ -48,26 +48,24 @@ from grader import __version__
 from grader.course import Course, load_course
 from grader.intake import IntakeError, IntakeFault, IntakeTimeout
 from grader.intake.notebooks import assignment_notebook
-from grader.intake.submission import STAMP, Read, raw_digest, read_submission
+from grader.intake.submission import Read, read_submission
 from grader.records.adjust import Records
 from grader.records.late import submission_time
 from grader.records.publish import publish
 from grader.reports.feedback import write_feedback
 from grader.reports.files import write_json
 from grader.reports.gradebook import write_gradebook
+from grader.rerun import Taken, keep_taken, load_taken, material_fingerprint, submission_fingerprint
 from grader.sandbox.lifeline import die_with_parent
 from grader.similarity.report import class_report, summary_rows
 from grader.text import MAX_NAME, clean, student_id
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
-# besides course.yaml, in the course root; the hidden suites take their hints from tests/course/public/misconceptions.py
-MATERIAL = ("solutions", "tests/course/hidden", "tests/course/public")
 GRADER_FAULT = "grader error"
 PROCESS_DIED = (f"{GRADER_FAULT}: could not be graded: the grading process died while grading this submission alone; "
                 "the next run tries again")
 RUNNING = "running"  # staging/running/<pid of a job process>: the student it is grading
 NOT_READ = "cannot grade: not read"  # its student's reading time ran out: final until any of their submissions changes
-TAKEN = "taken"  # out/taken/<key>.json: the files intake took from a submission, under its fingerprint
 
 
 @dataclass(frozen=True)
@@ -135,19 +133,6 @@ def _nbgrader_entries(student: str, folder: Path, course: Course) -> list[Entry]
     return entries
 
 
-def material_fingerprint(course_file: Path) -> str:
-    """Changes whenever anything that decides a grade changes: course.yaml, the course's references and suites,
-    the grader's version."""
-    course_file = Path(course_file).resolve()
-    root = course_file.parent
-    hasher = hashlib.sha256(__version__.encode())
-    files = [course_file] + sorted(p for d in MATERIAL for p in (root / d).rglob("*.py"))
-    for path in files:
-        hasher.update(str(path.relative_to(root)).encode())
-        hasher.update(path.read_bytes())
-    return hasher.hexdigest()
-
-
 def read_entry(entry: Entry, course: Course) -> Read | None:
     """The entry's exercise files as intake reads them (in a bounded child), or None when they cannot be read (for
     ``grader similarity``, which leaves it out)."""
@@ -155,40 +140,6 @@ def read_entry(entry: Entry, course: Course) -> Read | None:
         return read_submission(entry.path, course.grading.intake, course)
     except (IntakeError, IntakeFault):
         return None
-
-
-def entry_fingerprint(entry: Entry, course: Course, material: str) -> str:
-    """Changes whenever the grading ``material`` or the entry's raw bytes change (``raw_digest``: what intake may read
-    of it, read within the intake's caps and parsed nowhere), or the problem found before reading it."""
-    if entry.problem:
-        return f"{material}:{hashlib.sha256(entry.problem.encode()).hexdigest()}"
-    return f"{material}:{raw_digest(entry.path, course.grading.intake, entry_course(course, entry))}"
-
-
-class Taken(NamedTuple):
-    """What intake took from a submission, kept under the fingerprint it was read at: module -> source, and a zip's
-    newest entry (``Read.stamp``)."""
-
-    fingerprint: str
-    files: dict[str, str]
-    stamp: str | None
-
-
-def load_taken(out: Path, entries: list[Entry], course: Course) -> dict[str, Taken]:
-    """Entry key -> what an earlier run's intake took from it (``out/taken/<key>.json``); a file that is missing,
-    unreadable or not of that shape is left out, so its entry is graded again."""
-    taken = {}
-    for entry in entries:
-        try:
-            data = json.loads((out / TAKEN / f"{entry.key}.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if (isinstance(data, dict) and set(data) == set(Taken._fields) and isinstance(data["fingerprint"], str)
-                and isinstance(data["files"], dict) and set(data["files"]) <= set(course.modules)
-                and all(isinstance(text, str) for text in data["files"].values())
-                and (data["stamp"] is None or isinstance(data["stamp"], str) and STAMP.fullmatch(data["stamp"]))):
-            taken[entry.key] = Taken(**data)
-    return taken
 
 
 def entry_course(course: Course, entry: Entry) -> Course:
@@ -388,8 +339,8 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     (staging / RUNNING).mkdir(mode=0o700, parents=True)
     os.chmod(staging, 0o700)
     results = load_results(out)
-    fingerprints = {e.key: entry_fingerprint(e, course, material) for e in entries}
-    taken = load_taken(out, entries, course)
+    fingerprints = {e.key: submission_fingerprint(e.path, e.problem, entry_course(course, e), material) for e in entries}
+    taken = load_taken(out, [e.key for e in entries], course)
     titles = {e.module: e.title for e in course.exercises}
     by_student: dict[str, list[str]] = {}
     for entry in entries:
@@ -419,7 +370,7 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
             data["feedback"], data["fingerprint"] = problem, None
         if data.get("fingerprint"):  # before the record: a record under this fingerprint has its files kept
             taken[entry.key] = Taken(data["fingerprint"], graded.files, graded.stamp)
-            write_json(taken[entry.key]._asdict(), out / TAKEN / f"{entry.key}.json")
+            keep_taken(out, entry.key, taken[entry.key])
         write_json(data, out / "results" / f"{entry.key}.json")
         results[entry.key] = data
         write_gradebook(course, out, class_rows())

@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 from grader.batch import BatchError, run_batch, student_id
 from grader.course import Course, Intake, load_course
-from grader.intake.submission import intake_reads
+from grader.intake.walk import intake_reads
 from grader.reports.files import write_atomic
 from grader.text import MAX_NAME, clean, csv_cell
 
@@ -227,7 +227,7 @@ def _records(stream) -> Iterator[bytes]:
         *records, rest = (rest + block).split(b"\0")
         yield from records
         if len(rest) > MAX_RECORD:
-            raise CollectError(f"the repository holds a path longer than {MAX_RECORD} bytes")
+            raise CollectError(f"the repository's tree lists an entry longer than {MAX_RECORD} bytes")
 
 
 def write_blobs(bare: Path, blobs: list[Blob], folder: Path, seconds: float) -> None:

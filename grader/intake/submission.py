@@ -34,10 +34,10 @@ from typing import NamedTuple
 from grader.course import Course, Intake
 from grader.course import course as project_course
 from grader.intake import IntakeError, IntakeFault, IntakeTimeout
+from grader.intake.walk import MAX_DEPTH, intake_reads, listing, module_of
 from grader.sandbox.lifeline import die_with_parent
 from grader.text import MAX_NAME, clean
 
-MAX_DEPTH = 3
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")  # Read.stamp: a zip entry's time, to the second
 MAX_NOTES = 5  # notes about ignored archive entries (then one line with the count of the rest)
 READING_NICENESS = 10  # a slow submission's reading yields the CPU to classmates' grading
@@ -61,11 +61,6 @@ class Staged:
 def _show(path) -> str:
     """A path or name for a one-line message (``text.clean``: one line, printable, capped)."""
     return clean(str(path), MAX_NAME)
-
-
-def _module_of(name: str, modules) -> str | None:
-    stem, dot, suffix = name.rpartition(".")
-    return stem if dot and suffix == "py" and stem in modules else None
 
 
 def _choose_folder(folders: dict[str, set[str]], notes: list[str]) -> str | None:
@@ -96,66 +91,14 @@ def _check_text(module: str, data: bytes, problems: dict[str, str]) -> bytes | N
     return data
 
 
-def intake_reads(parts: tuple[str, ...], modules) -> bool:
-    """Whether intake may read the file at ``parts`` (its path inside a submission folder, split): an exercise file or
-    a notebook, at most MAX_DEPTH folders down, in no hidden (``.``) or private (``__``) folder."""
-    *folders, name = parts
-    return (len(folders) <= MAX_DEPTH and all(f and not f.startswith((".", "__")) for f in folders)
-            and (_module_of(name, modules) is not None or name.endswith(".ipynb")))
-
-
-def _listing(root: Path, limits: Intake, modules) -> list[tuple[tuple[str, ...], os.stat_result | None]]:
-    """Every file and folder of a submission folder that intake walks, as (path inside ``root`` split, lstat; None
-    where a folder lists a name it does not let us look at), sorted: at most MAX_DEPTH folders down, hidden and
-    private folders skipped, links never followed. IntakeError when the
-    walk meets more than ``max_files`` (it stops there), or when the files intake may read within their own caps
-    (``intake_reads``) add up to more than ``max_total_mb``."""
-    found, seen, pending = [], 0, [()]
-    while pending:
-        parts = pending.pop()
-        try:
-            scan = os.scandir(root.joinpath(*parts))
-        except OSError:  # a folder that cannot be read holds nothing intake takes
-            continue
-        with scan:
-            for entry in scan:
-                seen += 1  # directories count too: a million empty folders is no submission either
-                if seen > limits.max_files:
-                    raise IntakeError(f"the submission holds more than {limits.max_files} files; hand in only the "
-                                      "exercise files")
-                try:
-                    info = entry.stat(follow_symlinks=False)
-                except OSError:  # listed, out of reach: reading it says why
-                    info = None
-                found.append((parts + (entry.name,), info))
-                if (info and stat.S_ISDIR(info.st_mode) and len(parts) < MAX_DEPTH
-                        and not entry.name.startswith((".", "__"))):
-                    pending.append(parts + (entry.name,))
-    found.sort(key=lambda item: item[0])
-    total = sum(info.st_size for parts, info in found if _within_cap(parts, info, limits, modules))
-    if total > limits.max_total_mb * 2**20:
-        raise IntakeError(f"the exercise files and notebooks of the submission add up to {total / 2**20:.1f} MiB, over "
-                          f"the {limits.max_total_mb:g} MiB limit of a submission: clear the notebooks' outputs, or "
-                          "hand in only the exercise files")
-    return found
-
-
-def _within_cap(parts: tuple[str, ...], info: os.stat_result | None, limits: Intake, modules) -> bool:
-    """Whether intake would read this file: one it may read, regular, and within its cap (an exercise file's
-    ``max_file_mb``, a notebook's ``max_total_mb``); a file over its cap is refused by its size alone."""
-    cap = limits.max_file_mb if _module_of(parts[-1], modules) else limits.max_total_mb
-    return (info is not None and stat.S_ISREG(info.st_mode) and intake_reads(parts, modules)
-            and info.st_size <= cap * 2**20)
-
-
 def _from_folder(root: Path, limits: Intake, modules, problems: dict[str, str], notes: list[str]) -> dict[str, bytes]:
     try:
         os.scandir(root).close()
     except OSError as error:
         raise IntakeError(f"{_show(root.name or root)} cannot be read: {error.strerror}") from None
     folders: dict[str, set[str]] = {}
-    for parts, info in _listing(root, limits, modules):
-        if not (info and stat.S_ISDIR(info.st_mode)) and intake_reads(parts, modules) and _module_of(parts[-1], modules):
+    for parts, info in listing(root, limits, modules):
+        if not (info and stat.S_ISDIR(info.st_mode)) and intake_reads(parts, modules) and module_of(parts[-1], modules):
             folders.setdefault("/".join(parts[:-1]), set()).add(parts[-1])
     chosen = _choose_folder(folders, notes)
     taken: dict[str, bytes] = {}
@@ -163,7 +106,7 @@ def _from_folder(root: Path, limits: Intake, modules, problems: dict[str, str], 
         return taken
     limit = int(limits.max_file_mb * 2**20)
     for name in sorted(folders[chosen]):
-        module, path = _module_of(name, modules), root / chosen / name
+        module, path = module_of(name, modules), root / chosen / name
         try:
             info = path.lstat()
             if stat.S_ISLNK(info.st_mode):
@@ -227,7 +170,7 @@ def _from_zip(path: Path, limits: Intake, modules, problems: dict[str, str], not
             if member.filename.startswith("/") or ".." in name.parts or ":" in member.filename or "\\" in member.filename:
                 ignored.append(member.filename)
                 continue
-            if member.is_dir() or not _module_of(name.name, modules) or len(name.parts) > MAX_DEPTH + 1:
+            if member.is_dir() or not module_of(name.name, modules) or len(name.parts) > MAX_DEPTH + 1:
                 continue
             if any(part.startswith((".", "__")) for part in name.parts[:-1]):
                 continue
@@ -243,7 +186,7 @@ def _from_zip(path: Path, limits: Intake, modules, problems: dict[str, str], not
         if chosen is None:
             return taken
         for name in sorted(folders[chosen]):
-            member, module = entries[chosen, name], _module_of(name, modules)
+            member, module = entries[chosen, name], module_of(name, modules)
             if stat.S_ISLNK(member.external_attr >> 16):
                 problems[module] = f"{name} is a symbolic link; hand in the file itself"
             elif member.file_size > limits.max_file_mb * 2**20:
@@ -453,58 +396,6 @@ def digest(files: dict[str, bytes]) -> str:
     for module in sorted(files):
         hasher.update(f"{module}.py\0{len(files[module])}\0".encode() + files[module])
     return hasher.hexdigest()
-
-
-def raw_digest(path: str | os.PathLike, limits: Intake, course: Course) -> str:
-    """A SHA-256 of what intake may read of a submission, from its raw bytes, parsing nothing: the names, kinds and
-    sizes of what it walks, and the bytes of every file it would read within that file's cap, a block at a time (at
-    most ``max_total_mb`` in all). Equal digests mean equal intake outcomes: a submission that intake refuses by its
-    sizes or its count of files is digested from those alone, and read no further."""
-    path = Path(path)
-    hasher = hashlib.sha256()
-    try:
-        info = path.lstat()
-    except OSError as error:
-        hasher.update(f"unreadable\0{error.errno}".encode())
-        return hasher.hexdigest()
-    if not stat.S_ISDIR(info.st_mode):
-        within = stat.S_ISREG(info.st_mode) and info.st_size <= limits.max_total_mb * 2**20  # a zip's, a notebook's cap
-        _digest_file(hasher, path, info, within)
-        return hasher.hexdigest()
-    try:
-        listing = _listing(path, limits, course.modules)
-    except IntakeError as error:  # refused by counts and sizes alone: the same refusal for the same digest
-        hasher.update(f"refused\0{error}".encode())
-        return hasher.hexdigest()
-    for parts, info in listing:
-        hasher.update(os.fsencode("/".join(parts)) + b"\0")
-        _digest_file(hasher, path.joinpath(*parts), info, _within_cap(parts, info, limits, course.modules))
-    return hasher.hexdigest()
-
-
-def _digest_file(hasher, path: Path, info: os.stat_result | None, read: bool) -> None:
-    """Add a file's kind and size to ``hasher`` (None: out of reach), a link's target, and (``read``) its bytes,
-    never following a link nor waiting on a FIFO."""
-    if info is None:
-        hasher.update(b"out of reach\0")
-        return
-    hasher.update(f"{stat.S_IFMT(info.st_mode)}\0{info.st_mode & 0o777}\0{info.st_size}\0".encode())
-    try:
-        if stat.S_ISLNK(info.st_mode):
-            hasher.update(os.fsencode(os.readlink(path)) + b"\0")
-        if not read:
-            return
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        with open(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped since its lstat
-                raise OSError(0, "not a regular file")
-            left = info.st_size + 1  # a file that grew since its lstat digests differently
-            while left > 0 and (block := handle.read(min(left, 1 << 20))):
-                hasher.update(block)
-                left -= len(block)
-        hasher.update(b"\0")
-    except OSError as error:
-        hasher.update(f"unreadable\0{error.errno}\0".encode())
 
 
 def stage(path: str | os.PathLike, limits: Intake, course: Course | None = None, read: Read | None = None) -> Staged:

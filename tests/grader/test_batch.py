@@ -372,17 +372,17 @@ def test_a_rerun_reads_nothing_it_read_before_refusals_included(klass, tmp_path,
 
 
 def test_a_students_submissions_share_one_reading_time(tmp_path, monkeypatch):
-    """A student whose three notebooks each take 1.5 s to read gets 4 s of reading (grading.intake.seconds) for them
+    """A student whose four notebooks each take 2 s to read gets 7 s of reading (grading.intake.seconds) for them
     all: what is left unread is refused as such, final until any of that student's submissions changes, and the
     classmates are graded; a rerun reads nothing; once one of them changes, the next run reads that one and those left
     unread, and no other."""
-    course_file = course_variant(tmp_path / "course", COURSE_FILE.read_text().replace("seconds: 10 ", "seconds: 4  ", 1))
+    course_file = course_variant(tmp_path / "course", COURSE_FILE.read_text().replace("seconds: 10 ", "seconds: 7  ", 1))
     submitted = nbgrader_submitted(tmp_path / "submitted")
-    for module in ("scores", "softmax", "context"):
+    for module in ("scores", "softmax", "context", "qkv"):
         name = course().notebook_name(module)
         (submitted / "slow" / name).mkdir(parents=True)
         shutil.copy(course().nbgrader_dir / "source" / name / f"{name}.ipynb", submitted / "slow" / name)
-    log, slow, out = tmp_path / "reads.log", {"slow": 1.5}, tmp_path / "out"
+    log, slow, out = tmp_path / "reads.log", {"slow": 2}, tmp_path / "out"
     log_reads(monkeypatch, log, slow)
 
     def batch() -> dict[str, dict]:
@@ -393,7 +393,7 @@ def test_a_students_submissions_share_one_reading_time(tmp_path, monkeypatch):
     assert all(r["status"] == "graded" for key, r in first.items() if not key.startswith("slow/"))
     slow_ones = {key: r["status"] for key, r in first.items() if key.startswith("slow/")}
     not_read = {key for key, status in slow_ones.items() if status.startswith(f"error: {NOT_READ}: reading slow's "
-                                                                              "submissions took the 4 s")}
+                                                                              "submissions took the 7 s")}
     assert not_read and set(slow_ones.values()) - {"graded"} == {slow_ones[key] for key in not_read}
     assert all(r.get("fingerprint") for r in first.values()), "every record is final"
     rerun = batch()

@@ -17,7 +17,8 @@ import pytest
 from grader import ROOT
 from grader.course import course
 from grader.intake import IntakeError
-from grader.intake.submission import raw_digest, read_submission, stage
+from grader.intake.submission import read_submission, stage
+from grader.intake.walk import raw_digest
 
 MODULES = course().modules  # the exercises of course.yaml, in order
 
