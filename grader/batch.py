@@ -3,14 +3,20 @@
 overrides and late penalties applied on top of the graded records (``records``).
 
 Every student's results.json is written atomically as soon as it is graded,
-together with a fingerprint of the submission and of the grading material
-(suites, references, course.yaml, grader version); a rerun skips students
-whose fingerprint is unchanged, so a batch killed at any point loses nothing.
+together with a fingerprint of the submission's raw bytes (``rerun.submission_fingerprint``: bounded, nothing
+parsed) and of the grading material (suites, references, course.yaml, grader version); a rerun skips students
+whose fingerprint is unchanged, so a batch killed at any point loses nothing, and reads nothing it read before.
+Reading and parsing a submission happen in its job, in parallel with the others; a student's submissions are
+read one after another, within one ``grading.intake.seconds`` for them all per run. ``taken/<key>.json`` keeps
+the files each read took (for the similarity report) and the zip's time, under the same fingerprint.
 The gradebook and the summary are rebuilt from the results on disk, for the class on disk.
-A record is final only when grading completed: a grader fault (a "grader error", a job process that died) is
-recorded without a fingerprint, so the next run grades it again. A job process that dies is replaced; the
-submissions it was grading are graded again, each alone, and the one that kills its job process even alone
-gets a non-final error record while every classmate is graded.
+A record is final when grading completed or the submission's own content cannot be graded: a refusal stands until
+its bytes change, and a submission left unread because its student's reading time ran out stands until any of that
+student's submissions changes (it is recorded under a fingerprint of them all). A grader fault (a "grader error", a
+job process that died) is recorded without a fingerprint, so the next run grades it again. A job
+process that dies is replaced; the submissions it was grading are graded again, each alone, and the one that kills
+its job process even alone gets a non-final error record while every classmate is graded. Two submissions for one
+student (``bob/`` and ``bob.zip``) are one error record for that student, naming both.
 
 A class is graded on the whole course or on one assignment (``--assignment``). In nbgrader's
 ``submitted/<student>/<assignment>/`` layout each notebook is its own submission, graded as its assignment: the
@@ -26,40 +32,41 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import lru_cache
 from multiprocessing import get_context
 from pathlib import Path
+from typing import NamedTuple
 
-from grader import ROOT, __version__
-from grader.course import EXERCISES_FOLDER, Course, load_course
-from grader.intake import IntakeError, IntakeFault
+from grader import __version__
+from grader.course import Course, load_course
+from grader.intake import IntakeError, IntakeFault, IntakeTimeout
 from grader.intake.notebooks import assignment_notebook
-from grader.intake.submission import Read, digest, read_submission
+from grader.intake.submission import Read, read_submission
 from grader.records.adjust import Records
 from grader.records.late import submission_time
 from grader.records.publish import publish
 from grader.reports.feedback import write_feedback
 from grader.reports.files import write_json
 from grader.reports.gradebook import write_gradebook
+from grader.rerun import Taken, keep_taken, load_taken, material_fingerprint, submission_fingerprint
 from grader.sandbox.confine import require_namespaces
 from grader.sandbox.lifeline import die_with_parent
 from grader.similarity.report import class_report, summary_rows
-from grader.text import clean, student_id
+from grader.text import MAX_NAME, clean, student_id
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
-# What decides a grade besides course.yaml, in the course root: the references, and the exercises' folders (suites,
-# hints); and the grader's own code (its suites' machinery, points, intake, worker).
-MATERIAL = ("solutions", EXERCISES_FOLDER)
 GRADER_FAULT = "grader error"
 PROCESS_DIED = (f"{GRADER_FAULT}: could not be graded: the grading process died while grading this submission alone; "
                 "the next run tries again")
 RUNNING = "running"  # staging/running/<pid of a job process>: the student it is grading
+NOT_READ = "cannot grade: not read"  # its student's reading time ran out: final until any of their submissions changes
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,7 @@ class Entry:
     student: str
     path: Path
     assignment: str | None = None  # graded as this assignment (None: as the batch's course)
+    problem: str | None = None  # why it cannot be graded, known before reading it (two submissions for one student)
 
     @property
     def key(self) -> str:
@@ -92,15 +100,23 @@ def discover(source: str | os.PathLike, course: Course) -> list[Entry]:
                        and (p.is_dir() or p.suffix.lower() in SUBMISSION_SUFFIXES))
     else:
         raise BatchError(f"{source} does not exist")
-    entries, seen = [], {}
+    found: dict[str, list[Entry]] = {}
     for path in paths:
         name = path.name.removesuffix(path.suffix) if path.suffix.lower() in SUBMISSION_SUFFIXES else path.name
         for entry in _nbgrader_entries(student_id(name), path, course) or [Entry(student_id(name), path)]:
-            if entry.key in seen:
-                raise BatchError(f"two submissions for student {entry.key!r}: {seen[entry.key]} and {path}")
-            seen[entry.key] = path
-            entries.append(entry)
-    return entries
+            found.setdefault(entry.key, []).append(entry)
+    base = source if source.is_dir() else source.parent
+    return [same[0] if len(same) == 1 else _several(same, base) for same in found.values()]
+
+
+def _several(entries: list[Entry], base: Path) -> Entry:
+    """The one entry of a student who handed in several submissions (``bob/`` and ``bob.zip``): not graded, and
+    saying which (their paths relative to ``base``, a folder with a trailing ``/``)."""
+    shown = [clean(os.path.relpath(e.path, base), MAX_NAME) + ("/" if e.path.is_dir() else "") for e in entries]
+    count = "two" if len(entries) == 2 else str(len(entries))
+    problem = (f"could not be graded: {count} submissions for {entries[0].key}: {', '.join(shown[:-1])} and {shown[-1]};"
+               " keep one")
+    return Entry(entries[0].student, entries[0].path, entries[0].assignment, problem)
 
 
 def _nbgrader_entries(student: str, folder: Path, course: Course) -> list[Entry]:
@@ -118,35 +134,13 @@ def _nbgrader_entries(student: str, folder: Path, course: Course) -> list[Entry]
     return entries
 
 
-def material_fingerprint(course_file: Path) -> str:
-    """Changes whenever anything that decides a grade changes: course.yaml, the course's references, suites and
-    hints, the grader's code."""
-    course_file = Path(course_file).resolve()
-    root = course_file.parent
-    hasher = hashlib.sha256(__version__.encode())
-    files = [(root, course_file)] + [(root, p) for d in MATERIAL for p in sorted((root / d).rglob("*.py"))]
-    files += [(ROOT, p) for p in sorted((ROOT / "grader").rglob("*.py"))]
-    for top, path in files:
-        hasher.update(str(path.relative_to(top)).encode())
-        hasher.update(path.read_bytes())
-    return hasher.hexdigest()
-
-
 def read_entry(entry: Entry, course: Course) -> Read | None:
-    """The entry's exercise files as grading reads them (in a bounded child), or None when they cannot be read (its
-    job grades, and refuses, it with the reason)."""
+    """The entry's exercise files as intake reads them (in a bounded child), or None when they cannot be read (for
+    ``grader similarity``, which leaves it out)."""
     try:
         return read_submission(entry.path, course.grading.intake, course)
     except (IntakeError, IntakeFault):
         return None
-
-
-def submission_fingerprint(read: Read | None) -> str | None:
-    """Changes whenever the files taken from a submission, or the problems found with them, change."""
-    if read is None:
-        return None
-    problems = read.problems
-    return digest(read.files) + ("" if not problems else hashlib.sha256(repr(sorted(problems.items())).encode()).hexdigest())
 
 
 def entry_course(course: Course, entry: Entry) -> Course:
@@ -162,9 +156,21 @@ _zygote = None
 _one_at_a_time = threading.Lock()
 
 
+class Graded(NamedTuple):
+    """A job's outcome: the results record, the files intake took (module -> source) and a zip's newest entry, and
+    the seconds reading took (charged to the student's reading time)."""
+
+    results: dict
+    files: dict[str, str] = {}
+    stamp: str | None = None
+    reading: float = 0.0
+
+
 def grade_job(student: str, path: str, course_file: str, device: str, require_sandbox: bool,
-              staging: str | None = None, assignment: str | None = None) -> dict:
-    """Grade one student; always returns a results dict (an error record when the submission cannot be graded).
+              staging: str | None = None, assignment: str | None = None, reading: float | None = None) -> Graded:
+    """Read and grade one submission, in at most ``reading`` seconds of reading (the student's time left; default
+    ``grading.intake.seconds``); always returns a results record (an error record when it cannot be graded, or was
+    left unread because that time ran out: ``not_read``).
 
     ``staging`` is where private copies of submissions go (the batch wipes it at start, so copies left by a
     killed batch do not pile up), and ``staging/running/<pid>`` names the student this process is grading (so a
@@ -182,17 +188,25 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
         course = _course(course_file)
         if assignment:
             course = course.assignment(assignment)
+        limits = course.grading.intake
+        seconds = limits.seconds if reading is None else min(limits.seconds, reading)
+        read, started, took = None, time.monotonic(), 0.0
         try:
+            try:
+                read = read_submission(path, limits.model_copy(update={"seconds": seconds}), course)
+            finally:
+                took = time.monotonic() - started
             if _zygote is None:
                 _give_this_process_its_own_sandbox_uid()
                 _zygote = Zygote(hide=(course.root,))
-            data = grade_submission(path, course, _zygote, device, require_sandbox).results
+            data = grade_submission(path, course, _zygote, device, require_sandbox, read=read).results
             data["status"] = "graded"
             if not gc.get_freeze_count():  # what the first grade imported and built stays: the collector's full
                 gc.collect()  # passes skip it from now on (about 0.1 s each, one every ten submissions)
                 gc.freeze()
         except IntakeError as error:
-            data = error_results(course, device, f"cannot grade: {error}")
+            cut_short = isinstance(error, IntakeTimeout) and seconds < limits.seconds
+            data = error_results(course, device, not_read(student, limits.seconds) if cut_short else f"cannot grade: {error}")
         except Exception as error:  # a grader fault must not stop the batch: record it, start afresh
             if _zygote is not None:
                 _zygote.close()
@@ -203,7 +217,14 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
     data["student"] = student
     if assignment:
         data["assignment"] = assignment
-    return data
+    files = {module: source.decode("utf-8") for module, source in read.files.items()} if read else {}
+    return Graded(data, files, read.stamp if read else None, took)
+
+
+def not_read(student: str, seconds: float) -> str:
+    """The status of a submission left unread: its student's submissions took all the reading time they get."""
+    return (f"{NOT_READ}: reading {clean(student, MAX_NAME)}'s submissions took the {seconds:g} s all of a student's "
+            "submissions get (grading.intake.seconds); hand in only the exercise files or the course's notebooks")
 
 
 def _course(course_file: str) -> Course:
@@ -315,7 +336,7 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     from grader.suites.plugin import check_suites  # torch and pytest: imported here anyway, before the jobs fork
 
     check_suites(course)  # so does an error in the course's suites: no submission is graded against them
-    entries = [e if e.assignment else Entry(e.student, e.path, assignment) for e in discover(source, course)
+    entries = [e if e.assignment else replace(e, assignment=assignment) for e in discover(source, course)
                if assignment in (None, e.assignment) or e.assignment is None]
     if require_sandbox and dask in (None, "local"):  # the jobs run on this machine
         require_namespaces()
@@ -326,26 +347,38 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     (staging / RUNNING).mkdir(mode=0o700, parents=True)
     os.chmod(staging, 0o700)
     results = load_results(out)
-    reads = {e.key: read_entry(e, entry_course(course, e)) for e in entries}  # once: fingerprints, then similarity
-    fingerprints = {key: f"{material}:{submission_fingerprint(read)}" for key, read in reads.items()}
+    fingerprints = {e.key: submission_fingerprint(e.path, e.problem, entry_course(course, e), material) for e in entries}
+    taken = load_taken(out, [e.key for e in entries], course)
     titles = {e.module: e.title for e in course.exercises}
-    todo = [e for e in entries if force or not _up_to_date(results.get(e.key), fingerprints[e.key])]
+    by_student: dict[str, list[str]] = {}
+    for entry in entries:
+        by_student.setdefault(entry.student, []).append(fingerprints[entry.key])
+    students = {student: hashlib.sha256("\0".join(own).encode()).hexdigest() for student, own in by_student.items()}
+    todo = [e for e in entries if force or not _up_to_date(results.get(e.key), taken.get(e.key),
+                                                          (fingerprints[e.key], students[e.student]))]
     counts = {"graded": 0, "errored": 0, "up to date": len(entries) - len(todo)}
+    reading_left = {e.student: course.grading.intake.seconds for e in todo}  # each student's, for all their entries
 
     def class_rows() -> list[dict]:
         return [results[e.key] for e in sorted(entries, key=lambda e: (e.student, e.key)) if e.key in results]
 
-    def record(entry: Entry, data: dict) -> None:
-        data = {**data, "student": entry.student, "graded_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    def record(entry: Entry, graded: Graded) -> None:
+        reading_left[entry.student] -= graded.reading
+        data = {**graded.results, "student": entry.student,
+                "graded_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         if entry.assignment:
             data["assignment"] = entry.assignment
         if entry.key != entry.student:
             data["key"] = entry.key  # results/<key>.json, feedback/<key>.html
-        if is_final(data):
-            data["fingerprint"] = fingerprints[entry.key]
+        if is_final(data):  # a submission left unread stands for what all its student's submissions are
+            unread = data["status"].startswith(f"error: {NOT_READ}")
+            data["fingerprint"] = students[entry.student] if unread else fingerprints[entry.key]
         problem = write_feedback(data, out, titles, entry.key)
         if problem:  # recorded, and retried by the next run
             data["feedback"], data["fingerprint"] = problem, None
+        if data.get("fingerprint"):  # before the record: a record under this fingerprint has its files kept
+            taken[entry.key] = Taken(data["fingerprint"], graded.files, graded.stamp)
+            keep_taken(out, entry.key, taken[entry.key])
         write_json(data, out / "results" / f"{entry.key}.json")
         results[entry.key] = data
         write_gradebook(course, out, class_rows())
@@ -353,50 +386,85 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
         if progress:
             progress.advance(counts)
 
-    def submit(executor: Executor, entry: Entry) -> Future:
+    def record_error(entry: Entry, message: str) -> None:
+        record(entry, Graded(error_results(entry_course(course, entry), device, message)))
+
+    def start(executor: Executor, entry: Entry) -> Future | None:
+        """Submit ``entry``'s job with its student's reading time left; None, and a record saying so, when none is."""
+        if reading_left[entry.student] <= 0:
+            record_error(entry, not_read(entry.student, course.grading.intake.seconds))
+            return None
         # The entry's path as written (abspath): resolving it follows the student's links, and a loop would raise.
         return executor.submit(grade_job, entry.student, os.path.abspath(entry.path), str(Path(course_file).resolve()),
-                               device, require_sandbox, None if dask else str(staging.resolve()), entry.assignment)
-
-    def fault(entry: Entry, message: str) -> None:
-        record(entry, error_results(entry_course(course, entry), device, message))
+                               device, require_sandbox, None if dask else str(staging.resolve()), entry.assignment,
+                               reading_left[entry.student])
 
     if progress:
         progress.start(len(todo), counts)
-    if todo and dask:
+    for entry in todo:
+        if entry.problem:
+            record_error(entry, entry.problem)
+    readable = [e for e in todo if not e.problem]
+    if readable and dask:
         with make_executor(jobs, dask) as executor:
-            _grade(executor, todo, submit, record, fault)
-    elif todo:
-        _grade_in_local_pools(todo, jobs, staging / RUNNING, submit, record, fault)
+            _grade(executor, readable, start, record, record_error)
+    elif readable:
+        _grade_in_local_pools(readable, jobs, staging / RUNNING, start, record, record_error)
     shutil.rmtree(staging, ignore_errors=True)
-    similar = class_report({key: read.files for key, read in reads.items() if read is not None}, course, out)
-    stamps = {e.key: submission_time(e.path, e.path.parent.name == e.assignment, getattr(reads[e.key], "stamp", None),
-                                     course.late) for e in entries}
+    similar = class_report({key: taken[key].files for key in fingerprints if key in taken and taken[key].files},
+                           course, out)
+    stamps = {e.key: submission_time(e.path, e.path.parent.name == e.assignment,
+                                     taken[e.key].stamp if e.key in taken else None, course.late) for e in entries}
     return publish(course, out, class_rows(), records or Records(), stamps, summary_rows(similar), assignment).rows
 
 
-def _up_to_date(data: dict | None, fingerprint: str) -> bool:
-    return data is not None and is_final(data) and data.get("fingerprint") == fingerprint
+def _up_to_date(data: dict | None, taken: Taken | None, fingerprints: tuple[str, str]) -> bool:
+    """Whether a record stands under one of ``fingerprints`` (its submission's, its student's), its files kept."""
+    return (data is not None and is_final(data) and data.get("fingerprint") in fingerprints
+            and taken is not None and taken.fingerprint == data["fingerprint"])
 
 
-def _grade(executor: Executor, entries: list[Entry], submit, record, fault) -> list[Entry]:
-    """Grade ``entries`` on ``executor``, recording each as it finishes; return those lost to a broken local pool."""
-    futures = {submit(executor, entry): entry for entry in entries}
-    lost = []
-    for future in as_completed(futures):
-        entry = futures[future]
-        try:
-            data = future.result()
-        except BrokenProcessPool:
-            lost.append(entry)
-        except Exception as error:  # noqa: BLE001 - e.g. Dask's KilledWorker: a grader fault, retried by the next run
-            fault(entry, f"{GRADER_FAULT}: {type(error).__name__}: {error}")
-        else:
-            record(entry, data)
+def _grade(executor: Executor, entries: list[Entry], start, record, record_error) -> list[Entry]:
+    """Grade ``entries`` on ``executor``: the students in parallel, each student's entries one after another (they
+    share the student's reading time; ``start`` submits one, or records it not read), recording each as it finishes;
+    return those lost to a broken local pool."""
+    queues: dict[str, list[Entry]] = {}
+    for entry in entries:
+        queues.setdefault(entry.student, []).append(entry)
+    futures: dict[Future, Entry] = {}
+    lost: list[Entry] = []
+
+    def next_of(student: str) -> None:
+        while queues[student]:
+            entry = queues[student].pop(0)
+            try:
+                future = start(executor, entry)
+            except BrokenProcessPool:
+                lost.append(entry)
+                continue
+            if future is not None:
+                futures[future] = entry
+                return
+
+    for student in queues:
+        next_of(student)
+    while futures:
+        done, _ = wait(futures, return_when=FIRST_COMPLETED)
+        for future in done:
+            entry = futures.pop(future)
+            try:
+                graded = future.result()
+            except BrokenProcessPool:
+                lost.append(entry)
+            except Exception as error:  # noqa: BLE001 - e.g. Dask's KilledWorker: a grader fault, retried by the next run
+                record_error(entry, f"{GRADER_FAULT}: {type(error).__name__}: {error}")
+            else:
+                record(entry, graded)
+            next_of(entry.student)
     return lost
 
 
-def _grade_in_local_pools(entries: list[Entry], jobs: int, running: Path, submit, record, fault) -> None:
+def _grade_in_local_pools(entries: list[Entry], jobs: int, running: Path, start, record, record_error) -> None:
     """Grade ``entries`` in local process pools. When a job process dies (the pool breaks), the submissions being
     graded at that moment are graded again, each alone in a pool of its own: one that breaks that pool too gets a
     non-final error record. The other submissions the broken pool lost go to a new pool."""
@@ -405,11 +473,11 @@ def _grade_in_local_pools(entries: list[Entry], jobs: int, running: Path, submit
         for marker in running.iterdir():
             marker.unlink()
         with make_executor(jobs, None) as pool:
-            lost = _grade(pool, pending, submit, record, fault)
+            lost = _grade(pool, pending, start, record, record_error)
         being_graded = {marker.read_text(encoding="utf-8") for marker in running.iterdir()}
         suspects = [e for e in lost if e.key in being_graded] or lost
         for entry in suspects:
             with make_executor(1, None) as pool:
-                if _grade(pool, [entry], submit, record, fault):
-                    fault(entry, PROCESS_DIED)
+                if _grade(pool, [entry], start, record, record_error):
+                    record_error(entry, PROCESS_DIED)
         pending = [e for e in lost if e not in suspects]

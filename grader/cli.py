@@ -216,6 +216,7 @@ def _similarity(args) -> int:
     from grader.course import CourseError, load_course
     from grader.similarity.compare import THRESHOLD
     from grader.similarity.report import class_report
+    from grader.text import MAX_NAME, clean
 
     try:
         course = load_course(args.course)
@@ -223,7 +224,10 @@ def _similarity(args) -> int:
     except (BatchError, CourseError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
-    reads = {e.key: read_entry(e, entry_course(course, e)) for e in entries}
+    for entry in entries:
+        if entry.problem:
+            print(f"note: {clean(entry.key, MAX_NAME)} left out of the comparison: {clean(entry.problem)}", file=sys.stderr)
+    reads = {e.key: read_entry(e, entry_course(course, e)) for e in entries if not e.problem}
     sources = {key: read.files for key, read in reads.items() if read is not None}  # the unreadable are left out
     report = class_report(sources, course, Path(args.out), THRESHOLD if args.threshold is None else args.threshold)
     flagged = sum(len(pairs) for pairs in report.pairs.values())

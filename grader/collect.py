@@ -7,10 +7,12 @@ the last commit of its default branch at or before the deadline is taken, and th
 says which commit (student, url, commit, commit_time, status) and ``DIR/grades/`` holds the batch's output.
 
 Cloning trusts nothing of the repository: no hooks (an empty template, ``core.hooksPath`` pointing nowhere), no
-submodules, no LFS or other smudge filter (the files are taken with ``git archive``, extracted with tarfile's ``data``
-filter: no links out, no special files), only the file, https, ssh and git protocols, never a credential prompt
-(``GIT_TERMINAL_PROMPT=0``, ssh in batch mode), each clone bounded in size (``RLIMIT_FSIZE``) and time. A clone that
-fails is recorded with its reason and the others go on.
+submodules, no LFS or other smudge filter, only the file, https, ssh and git protocols, never a credential prompt
+(``GIT_TERMINAL_PROMPT=0``, ssh in batch mode), each clone bounded in size (``RLIMIT_FSIZE``) and time, in a scratch
+folder under ``DIR``. Its tree is listed before anything is written and refused over the intake's caps on files and
+bytes (course.yaml's ``grading.intake``, as intake refuses a zip); then only the files intake reads (exercise files,
+notebooks; no link, no submodule) are written, blob by blob as git sends them, and moved into place whole. A
+repository that fails or is refused is recorded with its reason, nothing of it is left, and the others go on.
 """
 from __future__ import annotations
 
@@ -22,18 +24,24 @@ import resource
 import shutil
 import signal
 import subprocess
-import tarfile
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 from grader.batch import BatchError, run_batch, student_id
+from grader.course import Course, Intake, load_course
+from grader.intake.walk import intake_reads
 from grader.reports.files import write_atomic
-from grader.text import clean, csv_cell
+from grader.text import MAX_NAME, clean, csv_cell
 
 CLONE_SECONDS = 120
 CLONE_MB = 200  # largest file a clone may write (its pack: the repository's whole history)
+MAX_RECORD = 4096  # longest line of `git ls-tree -z`: a path and its mode, kind, id and size
 FIELDS = ("student", "url", "commit", "commit_time", "status")
 URL = re.compile(r"(https://|ssh://|git://|file://|[\w.-]+@[\w.-]+:)\S+$")
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "/bin/false", "SSH_ASKPASS": "/bin/false",
@@ -101,15 +109,19 @@ def _limit_file_size(megabytes: int):
     return limit
 
 
-def git(*args: str, cwd: Path | None = None, seconds: float = CLONE_SECONDS, megabytes: int = CLONE_MB,
-        binary: bool = False):
+def _git_options(megabytes: int) -> dict:
+    """subprocess's arguments for every git command: the environment without the caller's GIT_ variables and with
+    ``GIT_ENV``, its own session, a bound on the size of the files it writes."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | GIT_ENV
+    return {"env": env, "start_new_session": True, "preexec_fn": _limit_file_size(megabytes)}
+
+
+def git(*args: str, cwd: Path | None = None, seconds: float = CLONE_SECONDS, megabytes: int = CLONE_MB) -> str:
     """Run git with the safety options, no prompt, and bounds on time and file size; its stdout (raises
     CollectError with git's last line of error)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | GIT_ENV
     try:
-        process = subprocess.run(["git", *GIT_SAFETY, *args], cwd=cwd, env=env, capture_output=True,
-                                 stdin=subprocess.DEVNULL, timeout=seconds, start_new_session=True,
-                                 preexec_fn=_limit_file_size(megabytes))
+        process = subprocess.run(["git", *GIT_SAFETY, *args], cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL,
+                                 timeout=seconds, **_git_options(megabytes))
     except subprocess.TimeoutExpired:
         raise CollectError(f"git {args[0]} took more than {seconds:g} s") from None
     if process.returncode != 0 and b"File too large" in process.stderr:
@@ -117,16 +129,45 @@ def git(*args: str, cwd: Path | None = None, seconds: float = CLONE_SECONDS, meg
     if process.returncode != 0:
         lines = process.stderr.decode(errors="replace").strip().splitlines() or [f"exit status {process.returncode}"]
         raise CollectError(f"git {args[0]} failed: {clean(lines[-1], 200)}")
-    return process.stdout if binary else process.stdout.decode(errors="replace").strip()
+    return process.stdout.decode(errors="replace").strip()
 
 
-def fetch(repository: Repository, deadline: datetime, folder: Path, seconds: float = CLONE_SECONDS,
+@contextmanager
+def git_stream(*args: str, cwd: Path, seconds: float, stdin=subprocess.DEVNULL) -> Iterator[subprocess.Popen]:
+    """git with the safety options, its stdout a pipe read as it comes; killed after ``seconds`` or when the reader
+    leaves early. CollectError when it ran out of time or failed."""
+    process = subprocess.Popen(["git", *GIT_SAFETY, *args], cwd=cwd, stdin=stdin, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, **_git_options(CLONE_MB))
+    expired = threading.Event()
+    timer = threading.Timer(seconds, lambda: (expired.set(), process.kill()))
+    timer.start()
+    try:
+        yield process
+        if process.stdin:
+            process.stdin.close()  # git cat-file --batch ends at the end of its input
+        process.wait()
+    finally:
+        timer.cancel()
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        process.stdout.close()
+    if expired.is_set():
+        raise CollectError(f"git {args[0]} took more than {seconds:g} s")
+    if process.returncode != 0:
+        raise CollectError(f"git {args[0]} failed (exit status {process.returncode})")
+
+
+def fetch(repository: Repository, deadline: datetime, folder: Path, course: Course, seconds: float = CLONE_SECONDS,
           megabytes: int = CLONE_MB) -> None:
-    """Clone ``repository`` (bare, default branch, into a temporary folder) and write its files at the last commit
-    at or before ``deadline`` into ``folder``; sets its commit and commit time (committer date, UTC)."""
-    with tempfile.TemporaryDirectory(prefix="grader-collect-") as scratch:
-        bare = Path(scratch) / "repo.git"
-        template = Path(scratch) / "template"
+    """Clone ``repository`` (bare, default branch, into a scratch folder beside ``folder``) and write the files intake
+    reads (exercise files, notebooks) of its last commit at or before ``deadline`` into ``folder``, refusing a tree
+    over the intake's caps before writing anything; sets its commit and commit time (committer date, UTC)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))  # on OUT's disk, never TMPDIR
+    try:
+        bare = scratch / "repo.git"
+        template = scratch / "template"
         template.mkdir()
         git("clone", "--bare", "--single-branch", "--no-tags", f"--template={template}", "--", repository.url,
             str(bare), seconds=seconds, megabytes=megabytes)
@@ -135,24 +176,85 @@ def fetch(repository: Repository, deadline: datetime, folder: Path, seconds: flo
         if not found:
             raise CollectError(f"no commit at or before the deadline {deadline.isoformat()}")
         commit, stamp = found.split()
-        archive = git("archive", "--format=tar", commit, cwd=bare, binary=True, megabytes=megabytes)
-        staged = Path(scratch) / "files"
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(staged, filter=_safe_member)
+        blobs = taken_blobs(bare, commit, course.grading.intake, course.modules, seconds)
+        staged = scratch / "files"
+        write_blobs(bare, blobs, staged, seconds)
         if folder.exists():
             shutil.rmtree(folder)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(staged, folder)
+        staged.rename(folder)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     repository.commit = commit
     repository.commit_time = datetime.fromtimestamp(int(stamp), timezone.utc).isoformat()
 
 
-def _safe_member(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
-    """tarfile's ``data`` filter, skipping (rather than failing on) a link that points outside or a special file."""
-    try:
-        return tarfile.data_filter(member, path)
-    except tarfile.FilterError:
-        return None
+class Blob(NamedTuple):
+    path: tuple[str, ...]  # inside the repository, split
+    oid: str
+    size: int
+
+
+def taken_blobs(bare: Path, commit: str, intake: Intake, modules: tuple[str, ...], seconds: float) -> list[Blob]:
+    """The files of ``commit`` that intake reads, listed (``git ls-tree -r -l``, read as it comes) before anything
+    is written. As intake refuses a zip, CollectError when the tree holds more than ``max_files`` entries (files,
+    links, submodules; the listing stops there) or its files add up to more than ``max_total_mb``. Links,
+    submodules and every other file are left out."""
+    taken, count, total = [], 0, 0
+    with git_stream("ls-tree", "-r", "-l", "-z", "--full-tree", commit, cwd=bare, seconds=seconds) as process:
+        for record in _records(process.stdout):
+            count += 1
+            if count > intake.max_files:
+                raise CollectError(f"the repository holds more than {intake.max_files} files at its commit (the "
+                                   "course's grading.intake.max_files)")
+            header, _, name = record.partition(b"\t")
+            mode, kind, oid, size = header.decode("ascii", "replace").split()
+            if kind != "blob":  # a submodule's commit
+                continue
+            total += int(size)
+            if total > intake.max_total_mb * 2**20:
+                raise CollectError(f"the files of the repository at its commit add up to more than "
+                                   f"{intake.max_total_mb:g} MiB (the course's grading.intake.max_total_mb)")
+            path = tuple(os.fsdecode(name).split("/"))
+            if mode in ("100644", "100755") and intake_reads(path, modules):
+                taken.append(Blob(path, oid, int(size)))
+    return taken
+
+
+def _records(stream) -> Iterator[bytes]:
+    """The NUL-terminated records of ``stream``, read a block at a time (CollectError for one past MAX_RECORD)."""
+    rest = b""
+    while block := stream.read1(1 << 16):
+        *records, rest = (rest + block).split(b"\0")
+        yield from records
+        if len(rest) > MAX_RECORD:
+            raise CollectError(f"the repository's tree lists an entry longer than {MAX_RECORD} bytes")
+
+
+def write_blobs(bare: Path, blobs: list[Blob], folder: Path, seconds: float) -> None:
+    """Write ``blobs`` into ``folder`` (created) a block at a time as ``git cat-file --batch`` sends them: the raw
+    content, no filter or attribute applied. CollectError when git sends other than the blob listed, or a file cannot
+    be written (a path listed twice, a file where a folder must be)."""
+    folder.mkdir()
+    with git_stream("cat-file", "--batch", cwd=bare, seconds=seconds, stdin=subprocess.PIPE) as process:
+        for blob in blobs:
+            shown = clean("/".join(blob.path), MAX_NAME)
+            process.stdin.write(f"{blob.oid}\n".encode("ascii"))
+            process.stdin.flush()
+            if process.stdout.readline(200) != f"{blob.oid} blob {blob.size}\n".encode("ascii"):
+                raise CollectError(f"git cat-file did not send {shown} as listed")
+            target = folder.joinpath(*blob.path)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+                with open(fd, "wb") as out:
+                    left = blob.size
+                    while left and (block := process.stdout.read(min(left, 1 << 16))):
+                        out.write(block)
+                        left -= len(block)
+            except OSError as error:
+                raise CollectError(f"cannot write {shown}: {error.strerror or error}") from None
+            if left or process.stdout.read(1) != b"\n":
+                raise CollectError(f"git cat-file ended before the end of {shown}")
 
 
 def write_collected(path: Path, repositories: list[Repository]) -> None:
@@ -172,12 +274,13 @@ def collect(roster: str | os.PathLike, out: str | os.PathLike, *, deadline: str,
     out = Path(out)
     when = parse_deadline(deadline)
     repositories = read_roster(roster)
+    course = load_course(course_file)
     submissions = out / "submissions"
     for repository in repositories:
         try:
-            fetch(repository, when, submissions / repository.student, seconds, megabytes)
+            fetch(repository, when, submissions / repository.student, course, seconds, megabytes)
             repository.status = "collected"
-        except (CollectError, tarfile.TarError, OSError) as error:
+        except (CollectError, OSError) as error:
             shutil.rmtree(submissions / repository.student, ignore_errors=True)  # never grade an older copy
             repository.status = f"not collected: {clean(str(error), 300)}"
     write_collected(out / "collected.csv", repositories)

@@ -13,7 +13,7 @@ import stub_message
 import torch
 
 from grader.course import Course
-from grader.intake.submission import stage
+from grader.intake.submission import Read, stage
 from grader.points import Grade, score
 from grader.reports.results import results
 from grader.sandbox.client import WorkerSession, Zygote
@@ -80,18 +80,18 @@ def stub_lines(folder: Path) -> dict[str, int]:
 
 
 def grade_submission(path, course: Course, zygote: Zygote | None = None, device: str = "cpu",
-                     require_sandbox: bool = True, select: str | None = None) -> Outcome:
-    """Grade one submission on ``course`` (the whole course, or one assignment: ``Course.assignment``); raises
-    IntakeError when it cannot be graded at all, GraderFault where no sandbox can be built (unless
-    ``require_sandbox`` is False: code one trusts then runs with resource limits only, and the grade says so). A
-    notebook graded on the whole course is graded as the assignment of the exercises it carries cells of
-    (``02_softmax.ipynb`` out of its own points, about its own exercise).
+                     require_sandbox: bool = True, select: str | None = None, read: Read | None = None) -> Outcome:
+    """Grade one submission on ``course`` (the whole course, or one assignment: ``Course.assignment``), from what
+    intake ``read`` of it if given; raises IntakeError when it cannot be graded at all, GraderFault where no sandbox
+    can be built (unless ``require_sandbox`` is False: code one trusts then runs with resource limits only, and the
+    grade says so). A notebook graded on the whole course is graded as the assignment of the exercises it carries
+    cells of (``02_softmax.ipynb`` out of its own points, about its own exercise).
 
     Without a ``zygote`` one is started after intake (so a submission that cannot be graded is refused at once)
     and stopped at the end. The stages are the functions below, in the order the submission travels them.
     """
     started = time.monotonic()
-    staged, course = intake(path, course)
+    staged, course = intake(path, course, read)
     with worker(staged, course, zygote, device, require_sandbox) as session:
         report, stubs = suites(session, staged, course, device, select), stub_lines(staged.directory)
     grade = points(report, session, staged, course, select)
@@ -102,10 +102,11 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
     return Outcome(grade, data, session.isolation, staged.sources, stubs)
 
 
-def intake(path, course: Course):
-    """1. Intake: the exercise files (only those) copied into a private folder by a bounded child; a notebook graded
-    on the whole course is graded as the assignment of the exercises it carries."""
-    staged = stage(path, course.grading.intake, course)
+def intake(path, course: Course, read: Read | None = None):
+    """1. Intake: the exercise files (only those) copied into a private folder by a bounded child (or from what it
+    already ``read``); a notebook graded on the whole course is graded as the assignment of the exercises it
+    carries."""
+    staged = stage(path, course.grading.intake, course, read)
     if course.assignment_name is None and staged.covers:
         course = course.covering(staged.covers)
     return staged, course

@@ -6,5 +6,9 @@ class IntakeError(ValueError):
     """The submission cannot be graded at all (the message is one line, for the student)."""
 
 
+class IntakeTimeout(IntakeError):
+    """Reading the submission ran past its time limit."""
+
+
 class IntakeFault(RuntimeError):
     """Reading a submission failed for a reason of the grader's own (a bug, a child that could not start)."""

@@ -33,13 +33,14 @@ from typing import NamedTuple
 
 from grader.course import Course, Intake
 from grader.course import course as project_course
-from grader.intake import IntakeError, IntakeFault
+from grader.intake import IntakeError, IntakeFault, IntakeTimeout
+from grader.intake.walk import MAX_DEPTH, intake_reads, listing, module_of
 from grader.sandbox.lifeline import die_with_parent
 from grader.text import MAX_NAME, clean
 
-MAX_DEPTH = 3
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")  # Read.stamp: a zip entry's time, to the second
 MAX_NOTES = 5  # notes about ignored archive entries (then one line with the count of the rest)
+READING_NICENESS = 10  # a slow submission's reading yields the CPU to classmates' grading
 
 
 @dataclass
@@ -60,11 +61,6 @@ class Staged:
 def _show(path) -> str:
     """A path or name for a one-line message (``text.clean``: one line, printable, capped)."""
     return clean(str(path), MAX_NAME)
-
-
-def _module_of(name: str, modules) -> str | None:
-    stem, dot, suffix = name.rpartition(".")
-    return stem if dot and suffix == "py" and stem in modules else None
 
 
 def _choose_folder(folders: dict[str, set[str]], notes: list[str]) -> str | None:
@@ -101,24 +97,16 @@ def _from_folder(root: Path, limits: Intake, modules, problems: dict[str, str], 
     except OSError as error:
         raise IntakeError(f"{_show(root.name or root)} cannot be read: {error.strerror}") from None
     folders: dict[str, set[str]] = {}
-    seen = 0
-    for current, dirs, files in os.walk(root, followlinks=False):
-        relative = Path(current).relative_to(root)
-        depth = len(relative.parts)
-        seen += len(files) + len(dirs)  # directories count too: a million empty folders is no submission either
-        if seen > limits.max_files:
-            raise IntakeError(f"the submission holds more than {limits.max_files} files; hand in only the exercise files")
-        dirs[:] = sorted(d for d in dirs if depth < MAX_DEPTH and not d.startswith((".", "__")))
-        for name in files:
-            if _module_of(name, modules):
-                folders.setdefault(relative.as_posix() if depth else "", set()).add(name)
+    for parts, info in listing(root, limits, modules):
+        if not (info and stat.S_ISDIR(info.st_mode)) and intake_reads(parts, modules) and module_of(parts[-1], modules):
+            folders.setdefault("/".join(parts[:-1]), set()).add(parts[-1])
     chosen = _choose_folder(folders, notes)
     taken: dict[str, bytes] = {}
     if chosen is None:
         return taken
     limit = int(limits.max_file_mb * 2**20)
     for name in sorted(folders[chosen]):
-        module, path = _module_of(name, modules), root / chosen / name
+        module, path = module_of(name, modules), root / chosen / name
         try:
             info = path.lstat()
             if stat.S_ISLNK(info.st_mode):
@@ -182,7 +170,7 @@ def _from_zip(path: Path, limits: Intake, modules, problems: dict[str, str], not
             if member.filename.startswith("/") or ".." in name.parts or ":" in member.filename or "\\" in member.filename:
                 ignored.append(member.filename)
                 continue
-            if member.is_dir() or not _module_of(name.name, modules) or len(name.parts) > MAX_DEPTH + 1:
+            if member.is_dir() or not module_of(name.name, modules) or len(name.parts) > MAX_DEPTH + 1:
                 continue
             if any(part.startswith((".", "__")) for part in name.parts[:-1]):
                 continue
@@ -198,7 +186,7 @@ def _from_zip(path: Path, limits: Intake, modules, problems: dict[str, str], not
         if chosen is None:
             return taken
         for name in sorted(folders[chosen]):
-            member, module = entries[chosen, name], _module_of(name, modules)
+            member, module = entries[chosen, name], module_of(name, modules)
             if stat.S_ISLNK(member.external_attr >> 16):
                 problems[module] = f"{name} is a symbolic link; hand in the file itself"
             elif member.file_size > limits.max_file_mb * 2**20:
@@ -241,8 +229,8 @@ def read_submission(path: str | os.PathLike, limits: Intake, course: Course | No
         os.close(read_end)
         _, status = os.waitpid(pid, 0)
     if timed_out or os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
-        raise IntakeError(f"reading the submission took more than {limits.seconds:g} s (the course's limit): hand in "
-                          "only the exercise files")
+        raise IntakeTimeout(f"reading the submission took more than {limits.seconds:g} s (the course's limit): hand in "
+                            "only the exercise files")
     return _validated(reply, status, limits, course)
 
 
@@ -251,6 +239,7 @@ def _child(pipe: int, parent: int, path: Path, limits: Intake, course: Course) -
     code = 70
     try:
         die_with_parent(parent)
+        os.nice(READING_NICENESS)
         with open("/proc/self/statm", encoding="ascii") as statm:
             mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
         memory = mapped + limits.memory_mb * 2**20
@@ -409,10 +398,10 @@ def digest(files: dict[str, bytes]) -> str:
     return hasher.hexdigest()
 
 
-def stage(path: str | os.PathLike, limits: Intake, course: Course | None = None) -> Staged:
-    """Copy the files of the exercises of ``course`` (default: the project's) from a submission into a fresh private
-    folder (readable by the sandbox user)."""
-    read = read_submission(path, limits, course)
+def stage(path: str | os.PathLike, limits: Intake, course: Course | None = None, read: Read | None = None) -> Staged:
+    """Copy the files of the exercises of ``course`` (default: the project's) from a submission (or from what
+    ``read_submission`` already ``read`` of it) into a fresh private folder (readable by the sandbox user)."""
+    read = read or read_submission(path, limits, course)
     files = read.files
     base = Path(tempfile.mkdtemp(prefix="grader-"))  # mode 0700: no other user of this machine can read it
     directory = base / "submission"

@@ -14,8 +14,9 @@ import pytest
 from cluster import dask_cluster
 from courses import MODULES, TOTAL, course_variant
 
+import grader.intake.submission
 from grader import ROOT
-from grader.batch import BatchError, _course, discover, run_batch
+from grader.batch import NOT_READ, BatchError, _course, discover, run_batch
 from grader.course import COURSE_FILE, course
 
 pytestmark = pytest.mark.slow
@@ -121,7 +122,7 @@ from grader.batch import grade_job
 from grader.course import COURSE_FILE
 
 def job(path):
-    return grade_job("student", path, str(COURSE_FILE), "cpu", False)["score"]
+    return grade_job("student", path, str(COURSE_FILE), "cpu", False).results["score"]
 
 with ThreadPoolExecutor(len(sys.argv) - 1) as pool:
     together = list(pool.map(job, sys.argv[1:]))
@@ -184,14 +185,21 @@ def test_kill_9_loses_nothing(klass, tmp_path):
 
 
 def test_discover_reads_folders_zips_and_lists(klass, tmp_path):
-    """Student ids come from folder and file names; a list file names paths; duplicate ids are refused."""
+    """Student ids come from folder and file names; a list file names paths; two submissions for one student are one
+    entry that says so, naming both; a missing source is refused."""
     assert [e.student for e in discover(klass, course())] == ["buggy", "empty", "good"]
     listing = tmp_path / "class.txt"
     listing.write_text("# one path per line\nsubmissions/good\n\nsubmissions/buggy.zip\n")
     assert [(e.student, e.path.name) for e in discover(listing, course())] == [("good", "good"), ("buggy", "buggy.zip")]
+    assert all(e.problem is None for e in discover(listing, course()))
     (klass / "good.zip").write_bytes((klass / "buggy.zip").read_bytes())
-    with pytest.raises(BatchError, match="two submissions for student 'good'"):
-        discover(klass, course())
+    assert [(e.student, e.problem) for e in discover(klass, course())] == [
+        ("buggy", None), ("empty", None),
+        ("good", "could not be graded: two submissions for good: good/ and good.zip; keep one")]
+    listing.write_text("submissions/good\nsubmissions/good.zip\nsubmissions/buggy.zip\n")
+    assert [(e.student, e.problem) for e in discover(listing, course())] == [
+        ("good", "could not be graded: two submissions for good: submissions/good/ and submissions/good.zip; keep one"),
+        ("buggy", None)]
     with pytest.raises(BatchError, match="does not exist"):
         discover(tmp_path / "nowhere", course())
 
@@ -286,3 +294,112 @@ def test_a_dask_cluster_of_separate_processes_grades_exactly_like_the_local_pool
     scores = {r["student"]: (r["score"], r["max_score"], r.get("status")) for r in remote}
     assert scores["good"][0] == scores["good"][1] and scores["good"][2] == "graded"  # not a class of errors
     assert 0 < scores["buggy"][0] < scores["buggy"][1]
+
+
+def test_two_submissions_for_one_student_cost_only_that_student(tmp_path):
+    """bob/ and bob.zip: one clear error row for bob naming both, his classmate graded; `grader similarity` leaves bob
+    out with a note and compares the others."""
+    root = tmp_path / "class"
+    _copy_solutions(root / "ann")
+    _copy_solutions(root / "bob")
+    with zipfile.ZipFile(root / "bob.zip", "w") as archive:
+        for module in MODULES:
+            archive.write(SOLUTIONS / f"{module}.py", f"{module}.py")
+    rows = {r["student"]: r for r in run_batch(root, tmp_path / "out", course_file=COURSE_FILE, jobs=1)}
+    assert rows["ann"]["status"] == "graded" and rows["ann"]["score"] == 100
+    assert rows["bob"]["status"] == "error: could not be graded: two submissions for bob: bob/ and bob.zip; keep one"
+    assert rows["bob"]["score"] == 0 and "bob/ and bob.zip" in (tmp_path / "out" / "feedback" / "bob.md").read_text()
+    similarity = subprocess.run([sys.executable, "-m", "grader", "similarity", str(root), "--out", str(tmp_path / "sim")],
+                                cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert similarity.returncode == 0, similarity.stderr
+    assert "note: bob left out of the comparison: could not be graded: two submissions for bob" in similarity.stderr
+    assert (tmp_path / "sim" / "similarity.json").is_file()
+
+
+def log_reads(monkeypatch, log: Path, slow: dict[str, float] | None = None) -> None:
+    """Make every reading of a submission (intake's ``_read``, in whichever process runs it: the patch is inherited
+    by forked jobs and readers) append its process id, its parent's and the path to ``log``; a path through a folder
+    named in ``slow`` takes that many seconds longer (read when the reading starts)."""
+    original = grader.intake.submission._read
+
+    def logged(path, *args):
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(f"{os.getpid()} {os.getppid()} {path}\n")
+        time.sleep(max([seconds for folder, seconds in (slow or {}).items() if folder in Path(path).parts], default=0))
+        return original(path, *args)
+
+    monkeypatch.setattr(grader.intake.submission, "_read", logged)
+
+
+def reads(log: Path) -> list[tuple[int, int, str]]:
+    lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    return [(int(pid), int(parent), path) for pid, parent, path in (line.split(" ", 2) for line in lines)]
+
+
+def test_the_batch_process_reads_and_parses_no_submission(tmp_path, monkeypatch):
+    """Every submission, notebooks included, is read and parsed in its job (by a reader the job forks), never in the
+    batch's own process nor in a reader it forks itself; the class is graded."""
+    submitted = nbgrader_submitted(tmp_path / "submitted")
+    _copy_solutions(submitted / "cy")
+    log = tmp_path / "reads.log"
+    log_reads(monkeypatch, log)
+    rows = run_batch(submitted, tmp_path / "out", course_file=COURSE_FILE, jobs=2)
+    assert len(rows) == 4 and all(r["status"] == "graded" for r in rows)
+    assert {r["student"]: r["score"] for r in rows if r.get("assignment") is None} == {"cy": 100}
+    assert len(reads(log)) == 4
+    assert [read for read in reads(log) if os.getpid() in read[:2]] == []
+
+
+def test_a_rerun_reads_nothing_it_read_before_refusals_included(klass, tmp_path, monkeypatch):
+    """A rerun with nothing changed reads no submission at all, not even those refused for their own content (an
+    empty folder, a corrupt zip), which stay refused; a refused submission whose bytes change is read again."""
+    (klass / "corrupt.zip").write_bytes(b"PK\x03\x04 not a zip")
+    out = tmp_path / "out"
+    first = {r["student"]: r for r in run_batch(klass, out, course_file=COURSE_FILE, jobs=2)}
+    assert first["empty"]["status"].startswith("error: cannot grade:") and "fingerprint" in first["empty"]
+    assert first["corrupt"]["status"].startswith("error: cannot grade: corrupt.zip is not a readable zip file")
+    log = tmp_path / "reads.log"
+    log_reads(monkeypatch, log)
+    progress = Recorder()
+    rerun = {r["student"]: r for r in run_batch(klass, out, course_file=COURSE_FILE, jobs=2, progress=progress)}
+    assert reads(log) == [] and progress.total == 0
+    assert {s: r["graded_at"] for s, r in rerun.items()} == {s: r["graded_at"] for s, r in first.items()}
+    (klass / "corrupt.zip").write_bytes(b"PK\x03\x04 still not a zip")
+    run_batch(klass, out, course_file=COURSE_FILE, jobs=2, progress=progress)
+    assert [Path(path).name for *_, path in reads(log)] == ["corrupt.zip"] and progress.total == 1
+
+
+def test_a_students_submissions_share_one_reading_time(tmp_path, monkeypatch):
+    """A student whose four notebooks each take 2 s to read gets 7 s of reading (grading.intake.seconds) for them
+    all: what is left unread is refused as such, final until any of that student's submissions changes, and the
+    classmates are graded; a rerun reads nothing; once one of them changes, the next run reads that one and those left
+    unread, and no other."""
+    course_file = course_variant(tmp_path / "course", COURSE_FILE.read_text().replace("seconds: 10 ", "seconds: 7  ", 1))
+    submitted = nbgrader_submitted(tmp_path / "submitted")
+    for module in ("scores", "softmax", "context", "qkv"):
+        name = course().notebook_name(module)
+        (submitted / "slow" / name).mkdir(parents=True)
+        shutil.copy(course().nbgrader_dir / "source" / name / f"{name}.ipynb", submitted / "slow" / name)
+    log, slow, out = tmp_path / "reads.log", {"slow": 2}, tmp_path / "out"
+    log_reads(monkeypatch, log, slow)
+
+    def batch() -> dict[str, dict]:
+        log.unlink(missing_ok=True)
+        return {f"{r['student']}/{r['assignment']}": r for r in run_batch(submitted, out, course_file=course_file, jobs=2)}
+
+    first = batch()
+    assert all(r["status"] == "graded" for key, r in first.items() if not key.startswith("slow/"))
+    slow_ones = {key: r["status"] for key, r in first.items() if key.startswith("slow/")}
+    not_read = {key for key, status in slow_ones.items() if status.startswith(f"error: {NOT_READ}: reading slow's "
+                                                                              "submissions took the 7 s")}
+    assert not_read and set(slow_ones.values()) - {"graded"} == {slow_ones[key] for key in not_read}
+    assert all(r.get("fingerprint") for r in first.values()), "every record is final"
+    rerun = batch()
+    assert reads(log) == [] and {k: r["graded_at"] for k, r in rerun.items()} == {k: r["graded_at"] for k, r in first.items()}
+    changed = sorted(not_read)[0]
+    notebook = submitted / changed / f"{changed.split('/')[1]}.ipynb"
+    notebook.write_text(notebook.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    slow["slow"] = 0
+    last = batch()
+    assert sorted(str(Path(path).parent.relative_to(submitted)) for *_, path in reads(log)) == sorted(not_read)
+    assert all(r["status"] == "graded" for r in last.values())

@@ -3,15 +3,18 @@ repositories through file:// URLs; no network)."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from courses import TOTAL
 
 from grader.collect import CollectError, collect, fetch, parse_deadline, read_roster
+from grader.course import course
 
 ROOT = Path(__file__).resolve().parents[2]
 BEFORE, DEADLINE, AFTER = "2026-12-01T12:00:00+00:00", "2026-12-01T23:59:00+00:00", "2026-12-02T09:00:00+00:00"
@@ -37,6 +40,44 @@ def repository(tmp_path: Path, name: str, commits: list[tuple[dict[str, str | by
     bare = tmp_path / "remote" / f"{name}.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True, capture_output=True, env=env)
     return bare.as_uri()
+
+
+class Plumbing:
+    """A bare repository written with git's plumbing, which takes what porcelain refuses: trees that reuse one blob
+    at many paths, the names '..' and '.git', one name twice. Entries are (mode, object id, name)."""
+
+    KINDS = {"040000": "tree", "160000": "commit"}  # any other mode names a blob (a file, or a link's target)
+
+    def __init__(self, tmp_path: Path, name: str):
+        self.bare = tmp_path / "remote" / f"{name}.git"
+        self.bare.mkdir(parents=True)
+        self.git("init", "-q", "--bare", "-b", "main")
+
+    def git(self, *args: str, data: bytes = b"") -> str:
+        env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "s",
+               "GIT_AUTHOR_EMAIL": "s@example.org", "GIT_COMMITTER_NAME": "s", "GIT_COMMITTER_EMAIL": "s@example.org",
+               "GIT_AUTHOR_DATE": BEFORE, "GIT_COMMITTER_DATE": BEFORE}
+        return subprocess.run(["git", *args], cwd=self.bare, input=data, check=True, capture_output=True,
+                              env=env).stdout.decode().strip()
+
+    def blob(self, data: bytes) -> str:
+        return self.git("hash-object", "-w", "--stdin", data=data)
+
+    def tree(self, entries: list[tuple[str, str, str]]) -> str:
+        lines = "".join(f"{mode} {self.KINDS.get(mode, 'blob')} {oid}\t{name}\n" for mode, oid, name in entries)
+        return self.git("mktree", "--missing", data=lines.encode())  # a submodule's commit is not in the repository
+
+    def fan_out(self, oid: str, widths: tuple[int, ...]) -> str:
+        """A tree holding ``oid`` (a blob) at prod(widths) paths: each level reuses the one tree below it."""
+        mode = "100644"
+        for width in reversed(widths):
+            oid, mode = self.tree([(mode, oid, f"{'f' if mode == '100644' else 'd'}{i}") for i in range(width)]), "040000"
+        return oid
+
+    def commit(self, tree: str) -> str:
+        """Commit ``tree`` (dated before the deadline) on main; the repository's file:// URL."""
+        self.git("update-ref", "refs/heads/main", self.git("commit-tree", tree, "-m", "crafted"))
+        return self.bare.as_uri()
 
 
 def solutions(broken: bool = False) -> dict[str, str]:
@@ -143,4 +184,88 @@ def test_a_clone_that_takes_too_long_is_stopped(tmp_path):
     roster = tmp_path / "one.txt"
     roster.write_text(f"{url}\n")
     with pytest.raises(CollectError, match="took more than"):
-        fetch(read_roster(roster)[0], parse_deadline(DEADLINE), tmp_path / "out", seconds=0.001)
+        fetch(read_roster(roster)[0], parse_deadline(DEADLINE), tmp_path / "out", course(), seconds=0.001)
+
+
+COLLECT_AND_MEASURE = """
+import json, resource, sys
+from pathlib import Path
+from grader.collect import collect
+from grader.course import COURSE_FILE
+rows = collect(sys.argv[1], sys.argv[2], deadline=sys.argv[3], course_file=COURSE_FILE, jobs=1)
+io = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())
+status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
+print(json.dumps({"status": {r.student: r.status for r in rows}, "written": int(io["wchar"]),
+                  "peak": int(status["VmHWM"].split()[0]) << 10,
+                  "children_peak": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss << 10}))
+"""  # VmHWM, not ru_maxrss, which counts the memory of the process that started this one before its exec
+
+
+def test_a_repository_bomb_is_refused_before_anything_is_written(tmp_path):
+    """A few KiB of repository whose trees reuse one 1 MiB blob at 256 paths (256 MiB unpacked), and one holding 4096
+    empty files, are each refused by their listed tree, over the intake's caps on bytes and files, with one line in
+    collected.csv and nothing left on disk; the honest classmate is graded. The collecting process stays far below
+    the 549 MB it reached (and the 514 MB it wrote) when it unpacked the archive whole."""
+    big, empty = Plumbing(tmp_path, "big"), Plumbing(tmp_path, "empty")
+    roster = tmp_path / "roster.txt"
+    roster.write_text(f"big {big.commit(big.fan_out(big.blob(b'#' * (1 << 20)), (16, 16)))}\n"
+                      f"empty {empty.commit(empty.fan_out(empty.blob(b''), (16, 16, 16)))}\n"
+                      f"ada {repository(tmp_path, 'ada', [(solutions(), BEFORE)])}\n")
+    assert sum(p.stat().st_size for p in (tmp_path / "remote").rglob("*") if p.is_file()) < 1 << 20
+    out = tmp_path / "out"
+    process = subprocess.run([sys.executable, "-c", COLLECT_AND_MEASURE, str(roster), str(out), DEADLINE], cwd=ROOT,
+                             capture_output=True, text=True, timeout=600)
+    assert process.returncode == 0, process.stderr[-3000:]
+    measured = json.loads(process.stdout.splitlines()[-1])
+    assert measured["status"] == {
+        "big": "not collected: the files of the repository at its commit add up to more than 20 MiB (the course's "
+               "grading.intake.max_total_mb)",
+        "empty": "not collected: the repository holds more than 500 files at its commit (the course's "
+                 "grading.intake.max_files)",
+        "ada": "collected"}
+    rows = {row["student"]: row["status"] for row in csv.DictReader((out / "collected.csv").open())}
+    assert rows == measured["status"]
+    assert [p.name for p in (out / "submissions").iterdir()] == ["ada"]
+    assert max(measured["peak"], measured["children_peak"]) < 400 << 20, measured
+    assert measured["written"] < 50 << 20, measured
+    grades = {row["student"]: row for row in csv.DictReader((out / "grades" / "gradebook.csv").open())}
+    assert set(grades) == {"ada"} and float(grades["ada"]["score"]) == 100.0
+
+
+def test_only_what_intake_reads_is_written_and_never_outside(tmp_path, monkeypatch):
+    """Of a crafted tree, only the exercise files and notebooks intake may read are written: not a link (even one
+    pointing inside), a submodule, a README, or what lies under '..' or '.git'; nothing goes through TMPDIR."""
+    crafted = Plumbing(tmp_path, "eve")
+    good, evil = crafted.blob(b"x = 1\n"), crafted.blob(b"evil = 1\n")
+    evil_exercises = crafted.tree([("040000", crafted.tree([("100644", evil, "scores.py")]), "exercises")])
+    exercises = crafted.tree([("100644", good, "scores.py"), ("120000", crafted.blob(b"scores.py"), "context.py"),
+                              ("160000", "1" * 40, "qkv.py")])
+    notebook = crafted.tree([("100644", good, "02_softmax.ipynb")])
+    url = crafted.commit(crafted.tree([("040000", evil_exercises, ".."), ("040000", evil_exercises, ".git"),
+                                       ("040000", exercises, "exercises"), ("100644", good, "README.md"),
+                                       ("040000", crafted.tree([("040000", notebook, "02_softmax")]), "notebooks")]))
+    nowhere = tmp_path / "no-temporary-folder"
+    monkeypatch.setattr(tempfile, "tempdir", str(nowhere))
+    monkeypatch.setenv("TMPDIR", str(nowhere))
+    roster = tmp_path / "roster.txt"
+    roster.write_text(f"eve {url}\n")
+    [eve] = collect(roster, tmp_path / "out" / "week1", deadline=DEADLINE, course_file=ROOT / "course.yaml", grade=False)
+    assert eve.status == "collected", eve.status
+    folder = tmp_path / "out" / "week1" / "submissions" / "eve"
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir()) == [
+        "exercises/scores.py", "notebooks/02_softmax/02_softmax.ipynb"]
+    assert (folder / "exercises" / "scores.py").read_text() == "x = 1\n"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["week1"]
+    assert sorted(p.name for p in (tmp_path / "out" / "week1" / "submissions").iterdir()) == ["eve"]
+
+
+def test_a_path_listed_twice_refuses_the_repository(tmp_path):
+    """A tree that names one exercise file twice (git's plumbing writes it) is refused whole, and nothing is left."""
+    crafted = Plumbing(tmp_path, "eve")
+    first, second = crafted.blob(b"x = 1\n"), crafted.blob(b"x = 2\n")
+    url = crafted.commit(crafted.tree([("100644", first, "scores.py"), ("100644", second, "scores.py")]))
+    roster = tmp_path / "roster.txt"
+    roster.write_text(f"eve {url}\n")
+    [eve] = collect(roster, tmp_path / "out", deadline=DEADLINE, course_file=ROOT / "course.yaml", grade=False)
+    assert eve.status == "not collected: cannot write scores.py: File exists"
+    assert list((tmp_path / "out" / "submissions").iterdir()) == []

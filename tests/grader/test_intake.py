@@ -19,6 +19,7 @@ from grader import ROOT
 from grader.course import course
 from grader.intake import IntakeError
 from grader.intake.submission import read_submission, stage
+from grader.intake.walk import raw_digest
 
 SOLUTIONS = ROOT / "solutions"
 LIMITS = course().grading.intake
@@ -178,6 +179,54 @@ def test_too_many_files_or_folders_is_refused(tmp_path):
     for i in range(LIMITS.max_files):
         (folder / f"d{i}").mkdir()
     refused(folder, f"more than {LIMITS.max_files} files")
+
+
+def test_a_folder_whose_readable_files_add_up_past_the_total_cap_is_refused(tmp_path):
+    """Exercise files and notebooks that intake would read, each within its own cap, adding up to more than
+    max_total_mb refuse the submission by their sizes, before any is read: the cap that lets the batch digest a
+    submission in bounded time. Files intake never reads, and notebooks over their own cap, do not count."""
+    folder = solutions_into(tmp_path / "checkout" / "exercises")
+    third = int(LIMITS.max_total_mb * MB / 3) + 1
+    for n in range(3):
+        (tmp_path / "checkout" / "notebooks" / f"n{n}").mkdir(parents=True)
+        (tmp_path / "checkout" / "notebooks" / f"n{n}" / f"n{n}.ipynb").write_bytes(b" " * third)
+    refused(folder.parent, f"add up to {3 * third / MB:.1f} MiB, over the {LIMITS.max_total_mb:g} MiB limit")
+    (tmp_path / "checkout" / "notebooks" / "n2" / "n2.ipynb").rename(tmp_path / "checkout" / "notebooks" / "n2" / "n2.bin")
+    (tmp_path / "checkout" / "notebooks" / "n1" / "n1.ipynb").write_bytes(b" " * int(LIMITS.max_total_mb * MB + 1))
+    files, problems, *_ = read_submission(folder.parent, LIMITS)
+    assert set(files) == set(MODULES) and not problems
+
+
+def test_the_raw_digest_changes_with_what_intake_may_read_and_reads_nothing_past_the_caps(tmp_path):
+    """raw_digest (the batch's fingerprint, computed without parsing) changes when a byte intake may read changes,
+    or a name; not when a file intake never reads changes, nor a time. A file, zip or folder over its cap is digested
+    from its size alone: changing its bytes changes nothing, as intake refuses it by its size."""
+    digest = lambda path: raw_digest(path, LIMITS, course())  # noqa: E731
+    folder = solutions_into(tmp_path / "checkout" / "exercises")
+    (folder.parent / "README.md").write_text("mine\n")
+    before = digest(folder.parent)
+    os.utime(folder / "softmax.py", (0, 0))
+    (folder.parent / "README.md").write_text("ours\n")
+    assert digest(folder.parent) == before
+    (folder / "softmax.py").write_bytes((folder / "softmax.py").read_bytes().replace(b"dim", b"dam", 1))
+    changed = digest(folder.parent)
+    (folder / "softmax.py").rename(folder / "softmax_.py")
+    assert len({before, changed, digest(folder.parent)}) == 3
+    huge = folder / "context.py"
+    huge.write_bytes(b"#" * int(LIMITS.max_file_mb * MB + 1))
+    over = digest(folder.parent)
+    huge.write_bytes(b"x" * int(LIMITS.max_file_mb * MB + 1))
+    assert digest(folder.parent) == over
+    archive = tmp_path / "big.zip"
+    archive.write_bytes(b"\0" * int(LIMITS.max_total_mb * MB + 1))
+    over = digest(archive)
+    archive.write_bytes(b"\1" * int(LIMITS.max_total_mb * MB + 1))
+    assert digest(archive) == over
+    for n in range(LIMITS.max_files):
+        (folder.parent / f"junk{n}").touch()
+    over = digest(folder.parent)
+    (folder / "scores.py").write_text("anything\n")
+    assert digest(folder.parent) == over
 
 
 def test_symlinks_are_never_followed(tmp_path):
