@@ -39,3 +39,5 @@ bug("context", "raschka_double_loop", "attention_weights fills torch.empty(T, T)
                                    "    return torch.softmax(attn_scores, dim=-1)"))
 bug("context", "softmax_dim1", "attention_weights normalizes over dim 1 (right for one sequence, the queries in a batch)",
     (AW, "return torch.softmax(x @ x.transpose(-2, -1), dim=1)"), shows=("context.weights_transposed",))
+bug("context", "returns_x", "context_vectors returns x itself, not the weighted mix",
+    ("return weights @ x  # (..., T, d)", "return x"), shows=("context.returns_x",))

@@ -48,3 +48,18 @@ ok("dictionary", "f_one_hot", "one_hot with nn.functional.one_hot(...).float(), 
     return vector""", "    return torch.nn.functional.one_hot(torch.tensor(index), n).float()"),
    ("V = torch.tensor([table[k] for k in keys], dtype=torch.float32)  # (n, dv)",
     "V = torch.tensor(list(table.values()), dtype=torch.float32)"))
+bug("dictionary", "keys_T", "attention uses K.T, which reverses every dim of batched keys",
+    (DW, "weights = torch.softmax(Q @ K.T / temperature, dim=-1)"), shows=("dictionary.batched_T",))
+bug("dictionary", "lookup_returns_stored", "lookup returns the stored value instead of blending by attention",
+    ("return attention(q, K, V, temperature).squeeze(0)  # (dv,)", "return V[keys.index(key)]"),
+    shows=("dictionary.lookup_stored_value",))
+bug("dictionary", "no_max", "attention's softmax is exp / sum without the max (overflows for large scores)",
+    (DW, "scores = Q @ K.transpose(-2, -1) / temperature\n    weights = scores.exp() / scores.exp().sum(-1, keepdim=True)"),
+    shows=("dictionary.no_max",))
+bug("dictionary", "one_hot_shifted", "one_hot puts the 1 one position too far",
+    ("vector[index] = 1.0", "vector[(index + 1) % n] = 1.0"), shows=("dictionary.one_hot_off_by_one",))
+bug("dictionary", "softmax_over_queries", "attention normalizes over the queries (dim -2)",
+    (DW, "weights = torch.softmax(Q @ K.transpose(-2, -1) / temperature, dim=-2)"),
+    shows=("dictionary.softmax_over_queries",))
+bug("dictionary", "temperature_ignored", "attention ignores the temperature",
+    (DW, "weights = torch.softmax(Q @ K.transpose(-2, -1), dim=-1)"), shows=("dictionary.temperature_ignored",))

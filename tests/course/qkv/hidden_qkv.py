@@ -30,10 +30,11 @@ def _mask(case, *shape, device):
 
 def _check_project(student, course, x, Wq, Wk, Wv):
     on = C.describe(x=x, W_query=Wq, W_key=Wk, W_value=Wv)
-    got = C.attempt(lambda: student.qkv.project(x, Wq, Wk, Wv), PROJECT, on)
+    weights = {"W_query": Wq, "W_key": Wk, "W_value": Wv}
+    raising = [hint for name, own in zip(OUTPUTS, weights) for hint in known.project_hints(x, weights, own, name)]
+    got = C.attempt(lambda: student.qkv.project(x, Wq, Wk, Wv), PROJECT, on, raising)
     got = C.expect_tensors(got, 3, PROJECT, on, "the tuple (queries, keys, values)")
     want = C.in_float64(ref.project, x, Wq, Wk, Wv)
-    weights = {"W_query": Wq, "W_key": Wk, "W_value": Wv}
     for name, g, w, own in zip(OUTPUTS, got, want, weights):
         C.close(g, w, what=f"the {name} of {PROJECT}", on=on, course=course, hints=known.project_hints(x, weights, own, name),
                 generic=f"the {name} are x @ {own}, one row per token.")

@@ -114,3 +114,5 @@ bug("qkv", "scaled_after_softmax", "scaled_dot_product_attention divides by sqrt
     (RET, "return torch.softmax(scores, dim=-1) / math.sqrt(d_k) @ values"), shows=("attention.scaled_after_softmax",))
 bug("qkv", "bmm_3d_only", "scaled_dot_product_attention uses torch.bmm, which takes 3-D tensors only",
     (SC, "scores = torch.bmm(queries, keys.transpose(-2, -1)) / math.sqrt(d_k)"))
+bug("qkv", "project_transposed", "project multiplies by the transposed weights, x @ W.T",
+    (PROJ, "return x @ W_query.T, x @ W_key.T, x @ W_value.T"), shows=("qkv.project_transposed",))

@@ -40,3 +40,14 @@ bug("scores", "dot_item_loop", "dot sums a[i].item() * b[i].item() in a Python l
      "dtype=a.dtype, device=a.device)"))
 bug("scores", "attention_scores_bmm", "attention_scores uses torch.bmm, which takes 3-D tensors only",
     ("return queries @ keys.transpose(-2, -1)  # (..., Tq, Tk)", "return torch.bmm(queries, keys.transpose(-2, -1))"))
+bug("scores", "dot_no_sum", "dot returns the element-wise products, not their sum",
+    ("return (a * b).sum()  # ()", "return a * b"), shows=("scores.dot_no_sum",))
+bug("scores", "pairwise_features", "pairwise_scores computes x^T x, comparing features instead of tokens",
+    ("return x @ x.transpose(-2, -1)  # (..., T, T)", "return x.transpose(-2, -1) @ x"),
+    shows=("scores.pairwise_features",))
+bug("scores", "pairwise_scaled", "pairwise_scores divides by sqrt(d) although this exercise has no scaling",
+    ("return x @ x.transpose(-2, -1)  # (..., T, T)", "return x @ x.transpose(-2, -1) / x.shape[-1] ** 0.5"),
+    shows=("scores.pairwise_scaled",))
+bug("scores", "attention_scores_features", "attention_scores computes queries^T keys, comparing features",
+    ("return queries @ keys.transpose(-2, -1)  # (..., Tq, Tk)", "return queries.transpose(-2, -1) @ keys"),
+    shows=("scores.features",))

@@ -63,3 +63,8 @@ bug("softmax", "max_namedtuple", "softmax subtracts x.max(dim, keepdim=True), a 
 bug("softmax", "whole_tensor", "softmax normalizes over the whole tensor (a global max and a global sum)",
     (SM, "z = z - z.max()"), ("return e / e.sum(dim=dim, keepdim=True)", "return e / e.sum()"),
     shows=("softmax.whole_tensor",))
+bug("softmax", "temperature_ignored", "softmax ignores the temperature",
+    ("z = x / temperature", "z = x"), shows=("softmax.temperature_ignored",))
+bug("softmax", "dim_zero_always", "softmax always normalizes dim 0, whatever `dim` says",
+    (SM, "z = z - z.amax(dim=0, keepdim=True)"), ("return e / e.sum(dim=dim, keepdim=True)", "return e / e.sum(dim=0, keepdim=True)"),
+    shows=("softmax.wrong_dim",))
