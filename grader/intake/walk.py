@@ -16,7 +16,7 @@ MAX_DEPTH = 3
 
 
 def module_of(name: str, modules) -> str | None:
-    """The exercise whose file ``name`` is (``softmax.py``: ``softmax``), else None."""
+    """The exercise whose file ``name`` is (``<module>.py``: ``<module>``), else None."""
     stem, dot, suffix = name.rpartition(".")
     return stem if dot and suffix == "py" and stem in modules else None
 
