@@ -107,7 +107,7 @@ class Subject:
 
 
 @dataclass
-class Case:
+class Prepared:
     """A subject ready to check: the student's function (or module, holding the reference's parameters), the
     reference (function or module) and the inputs."""
     call: Callable
@@ -173,25 +173,25 @@ def parametrize(metafunc, prop: str, course) -> None:
     metafunc.parametrize(names, params)
 
 
-def case(student, exercise: str, subject: Subject, device, dtype, seed: int) -> Case:
+def prepare(student, exercise: str, subject: Subject, device, dtype, seed: int) -> Prepared:
     """``subject`` with inputs of ``dtype`` on ``device``; a module is the student's, holding the reference's
     parameters, in eval mode."""
     remote, args = subject.remote(student, exercise), subject.inputs(device, dtype, seed)
     if not subject.is_module:
-        return Case(remote, subject.reference, args)
+        return Prepared(remote, subject.reference, args)
     reference = subject.reference_module(device, dtype, seed)
     module = M.twin(remote, reference, *subject.ctor, what=subject.name, dtype=dtype, device=device, mode="eval")
-    return Case(module, reference, args)
+    return Prepared(module, reference, args)
 
 
-def expected(subject: Subject, case: Case):
+def expected(subject: Subject, case: Prepared):
     """The reference's result on the case's inputs, computed in float64 and cast back."""
     if subject.is_module:
         return M.module_reference(case.reference, *case.args)
     return C.in_float64(case.reference, *case.args)
 
 
-def check_values(student, course, subject: Subject, case: Case) -> None:
+def check_values(student, course, subject: Subject, case: Prepared) -> None:
     """The subject's values check: its exercise's own, or the result close to the reference's."""
     if subject.values is not None:
         subject.values(student, course, case)
@@ -208,9 +208,9 @@ def values_right(student, course, exercise, subject, device, scale: float = 1.0)
     all (not called again after running out of memory, a crash, a time-out) raises that problem: it is said the same
     way in every check, rules included."""
     try:
-        checked = case(student, exercise, subject, device, torch.float32, course.seed)
+        checked = prepare(student, exercise, subject, device, torch.float32, course.seed)
         tensors = checked.args[:len(subject.args)]
-        check_values(student, course, subject, Case(checked.call, checked.reference,
+        check_values(student, course, subject, Prepared(checked.call, checked.reference,
                                                      tuple(t * scale for t in tensors) + checked.args[len(subject.args):]))
     except CheckFailed:
         return False
@@ -240,7 +240,7 @@ def test_float64_kept(student, course, device, exercise, contract):
     """float64 inputs (and modules) give float64 results at float64 precision."""
     for subject in contract.subjects:
         def check():
-            checked = case(student, exercise, subject, device, torch.float64, course.seed)
+            checked = prepare(student, exercise, subject, device, torch.float64, course.seed)
             on = subject.on(checked.args)
             got = C.attempt(lambda: checked.call(*checked.args), subject.what, on)
             for item in got if isinstance(got, (tuple, list)) else (got,):
@@ -286,7 +286,7 @@ def test_autograd(student, course, device, exercise, contract):
     g = torch.Generator().manual_seed(course.seed + 1)
     for subject in (s for s in contract.subjects if s.autograd):
         def check():
-            checked = case(student, exercise, subject, device, torch.float32, course.seed)
+            checked = prepare(student, exercise, subject, device, torch.float32, course.seed)
             out = expected(subject, checked)
             out = out[0] if isinstance(out, tuple) else out
             grad_output = torch.randn(out.shape, generator=g).to(device)
@@ -341,7 +341,7 @@ def test_inputs_not_modified(student, course, device, exercise, contract):
     """No function or module changes its input tensors in place."""
     for subject in contract.subjects:
         def check():
-            checked = case(student, exercise, subject, device, torch.float32, course.seed)
+            checked = prepare(student, exercise, subject, device, torch.float32, course.seed)
             before = [a.clone() if isinstance(a, torch.Tensor) else a for a in checked.args]
             on = subject.on(checked.args)
             result = C.attempt(lambda: checked.call.run(args=checked.args, return_args=True), subject.what, on)
@@ -356,7 +356,7 @@ def test_own_implementation(student, course, device, exercise, contract):
         banned = course.banned[f"{exercise}.{subject.name}"]
 
         def check():
-            checked = case(student, exercise, subject, device, torch.float32, course.seed)
+            checked = prepare(student, exercise, subject, device, torch.float32, course.seed)
             result = C.attempt(lambda: checked.call.run(args=checked.args, watch=banned), subject.what,
                                subject.on(checked.args))
             C.own_implementation(result, subject.name, subject.instead)
@@ -392,9 +392,9 @@ def test_half_precision(student, course, device, exercise, contract, dtype):
     for subject in (s for s in contract.subjects if s.half):
         for half in subject.half:
             def check():
-                checked = case(student, exercise, subject, device, dtype, course.seed)
+                checked = prepare(student, exercise, subject, device, dtype, course.seed)
                 options = subject.options if half.options is None else half.options
-                scaled = Case(checked.call, checked.reference,
+                scaled = Prepared(checked.call, checked.reference,
                               tuple(t * half.scale for t in checked.args[:len(subject.args)]) + options)
                 check_values(student, course, subject, scaled)
             judged(student, course, exercise, subject, device, check, half.scale)
