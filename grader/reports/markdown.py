@@ -8,7 +8,6 @@ from grader.reports.advice import (
     collapsed,
     complete,
     deferred_line,
-    failure_text,
     failures,
     points,
     what_to_fix,
@@ -48,7 +47,8 @@ def markdown_summary(grade: Grade, *, title: str = "Grade", files: Mapping[str, 
         if collapsed(exercise):
             out += [f"- {markdown(what_to_fix(exercise))}", ""]
             continue
-        out += [f"- {markdown(failure_text(test))}" for test in failures(exercise) if not test.deferred]
+        out += [f"- {markdown(test.doc)}" + (f"  \n  {markdown(test.feedback)}" if test.feedback else "")
+                for test in failures(exercise) if not test.deferred]  # the property, then what is wrong with it
         out += [f"- {markdown(line)}" for line in [deferred_line(exercise.tests)] if line]
         out.append("")
     return "\n".join(out)
