@@ -353,11 +353,19 @@ def _collect(args) -> int:
 
 
 def _ci(args) -> int:
-    from grader.ci import run_ci
+    """Grade a checkout in CI. As in `grade`, its zygote starts first, so that its import of torch runs while this
+    process imports torch, pytest and the suites."""
+    from grader.sandbox.zygote import Zygote
 
-    return run_ci(args.path, course_file=args.course, min_score=args.min_score, device=args.device,
-                  results_path=args.results, junit_path=args.junit, assignment=args.assignment,
-                  require_sandbox=not args.allow_unsandboxed)
+    zygote = Zygote(hide=(course_root(args.course),))
+    try:
+        from grader.ci import run_ci
+
+        return run_ci(args.path, course_file=args.course, min_score=args.min_score, device=args.device,
+                      zygote=zygote, results_path=args.results, junit_path=args.junit, assignment=args.assignment,
+                      require_sandbox=not args.allow_unsandboxed)
+    finally:
+        zygote.close()
 
 
 def _class_flags(parser) -> None:
@@ -501,12 +509,16 @@ def main(argv: list[str] | None = None) -> int:
     return args.run(args)
 
 
+# The commands that grade one submission: once their work is written and their zygote and staged copy are gone,
+# nothing is left to tear down.
+ONE_GRADE = ("grade", "ci")
+
+
 def script() -> None:
-    """The `grader` command (and `python -m grader`): ``main``. After `grade`, whose work is all written and whose
-    zygote and staged copy are gone, it exits without tearing down an interpreter that holds torch, pytest and
-    hypothesis (0.2 to 1 s, for nothing)."""
+    """The `grader` command (and `python -m grader`): ``main``. After `grade` and `ci`, it exits without tearing down
+    an interpreter that holds torch, pytest and hypothesis (0.2 to 1 s, for nothing)."""
     code = main()
-    if sys.argv[1:2] == ["grade"]:
+    if sys.argv[1:2] and sys.argv[1] in ONE_GRADE:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
