@@ -152,35 +152,6 @@ def _grade(args) -> int:
     return 0
 
 
-class BatchProgress:
-    """A live progress bar with ETA and running counts, then a final table."""
-
-    def __init__(self, console):
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-
-        self.bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                            TextColumn("{task.description}"), console=console)
-
-    def _describe(self, counts):
-        return ", ".join(f"{n} {what}" for what, n in counts.items())
-
-    def start(self, total, counts):
-        self.bar.start()
-        self.task = self.bar.add_task(self._describe(counts), total=total)
-
-    def advance(self, counts):
-        self.bar.update(self.task, advance=1, description=self._describe(counts))
-
-    def stop(self):
-        self.bar.stop()
-
-
 def _batch(args) -> int:
     from rich.console import Console
     from rich.text import Text
@@ -189,6 +160,7 @@ def _batch(args) -> int:
     from grader.course import CourseError, load_course
     from grader.grade import DeviceError, resolve_device
     from grader.records.table import TableError
+    from grader.reports.terminal import BatchProgress, print_class
     from grader.sandbox.confine import SandboxUnavailable
     from grader.text import terminal
 
@@ -209,7 +181,7 @@ def _batch(args) -> int:
         if hasattr(progress, "task"):
             progress.stop()
     _keep(args)
-    _print_class(rows, f"{len(rows)} submissions -> {args.out}")
+    print_class(rows, f"{len(rows)} submissions -> {args.out}")
     _note_unlisted_times(rows)
     return 0
 
@@ -231,27 +203,6 @@ def _keep(args) -> None:
     keep_records(args.out, roster=args.roster, overrides=args.overrides, submitted=args.submitted)
 
 
-def _print_class(rows: list[dict], title: str) -> None:
-    """The class's table in the terminal: final score, adjustments and status per record."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from grader.reports.advice import points
-    from grader.text import MAX_NAME, terminal
-
-    table = Table(title=terminal(title))
-    for column in ("student", "assignment", "score", "adjusted", "status"):
-        table.add_column(column)
-    for row in rows:
-        adjusted = sum(a["points"] for a in row.get("adjustments", []))
-        table.add_row(terminal(row["student"], MAX_NAME), terminal(row.get("assignment") or "", MAX_NAME),
-                      f"{points(row['score'])}/{points(row['max_score'])}",
-                      f"{'+' if adjusted >= 0 else '-'}{points(abs(adjusted))}" if row.get("adjustments") else "",
-                      terminal(row.get("status", "graded")) if row.get("on_roster", True) else
-                      terminal(f"{row.get('status', 'graded')} (not on the roster)"))
-    Console().print(table)
-
-
 def _note_unlisted_times(rows: list[dict]) -> None:
     """One line on stderr when due dates were judged without the instructor's list of submission times."""
     unlisted = [row for row in rows if row.get("time_unlisted")]
@@ -266,6 +217,7 @@ def _gradebook(args) -> int:
     from grader.course import CourseError, load_course
     from grader.records.publish import publish
     from grader.records.table import TableError
+    from grader.reports.terminal import print_class
     from grader.similarity.report import saved_summary_rows
 
     out = Path(args.out)
@@ -281,7 +233,7 @@ def _gradebook(args) -> int:
         print(f"grader: {error}", file=sys.stderr)
         return 2
     _keep(args)
-    _print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv")
+    print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv")
     _note_unlisted_times(shown.rows)
     return 0
 
