@@ -38,6 +38,7 @@ from pathlib import Path
 
 from grader import ROOT, __version__
 from grader.course import EXERCISES_FOLDER, Course, load_course
+from grader.extras import need
 from grader.intake import IntakeError, IntakeFault
 from grader.intake.notebooks import assignment_notebook
 from grader.intake.submission import Read, digest, read_submission
@@ -274,6 +275,7 @@ def make_executor(jobs: int, dask: str | None) -> Iterator[Executor]:
                                  initargs=(os.getpid(),)) as pool:
             yield pool
         return
+    need("dask", "grader batch --dask")
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None) if dask == "local" else None

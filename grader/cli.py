@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from grader import COURSE_FILE, GRADER_FAULT_STATUS, __version__, course_root
+from grader.extras import MissingExtra, need
 from grader.sandbox import TRUSTED_OPTION
 
 
@@ -353,6 +354,7 @@ def _record_flags(command) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grader", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.set_defaults(needs=())  # the extras a command needs (grader.extras)
     commands = parser.add_subparsers(dest="command", required=True)
 
     stubs = commands.add_parser("stubs", help="generate exercises/ from solutions/")
@@ -363,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
     notebooks = commands.add_parser("notebooks", help="generate the nbgrader course (nbgrader/) from the exercises' lessons and solutions/")
     notebooks.add_argument("--check", action="store_true", help="only report whether nbgrader/ is stale")
     notebooks.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
-    notebooks.set_defaults(run=_notebooks)
+    notebooks.set_defaults(run=_notebooks, needs=("notebooks",))
 
     new = commands.add_parser("new-exercise", help="add a complete exercise that works at once (tests/course/NAME/, "
                                                     "its reference, course.yaml entry, stub and notebook)")
@@ -371,13 +373,13 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--title", help="its title in the course (default: from the name)")
     new.add_argument("--points", type=int, default=10, help="its points (default: %(default)s; total_points grows by them)")
     new.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
-    new.set_defaults(run=_new_exercise)
+    new.set_defaults(run=_new_exercise, needs=("notebooks",))
 
     check = commands.add_parser("check-exercise", help="verify an exercise as its author must (stub, notebook, public "
                                                         "checks, reference, stub, variants, hints)")
     check.add_argument("name", help="the exercise's module")
     check.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
-    check.set_defaults(run=_check_exercise)
+    check.set_defaults(run=_check_exercise, needs=("notebooks",))
 
     grade = commands.add_parser("grade", help="grade one submission and write its results.json")
     grade.add_argument("submission", help="a folder with the exercise files (at its root or in exercises/), a .zip or a .ipynb")
@@ -397,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster: tcp://SCHEDULER:8786, or 'local' for a LocalCluster")
     batch.add_argument("--assignment", metavar="NAME", help="grade every submission as this assignment (default: the whole course; nbgrader's submitted/: each notebook as its own)")
     _record_flags(batch)
-    batch.set_defaults(run=_batch)
+    batch.set_defaults(run=_batch, needs=("plots",))
 
     gradebook = commands.add_parser("gradebook", help="write the gradebook, the Canvas and Moodle exports, the feedback "
                                                        "and summary.html again from a batch's results, without grading")
@@ -405,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     gradebook.add_argument("--course", default=str(COURSE_FILE), help="course.yaml (its late policy)")
     gradebook.add_argument("--assignment", metavar="NAME", help="only the records of this assignment")
     _record_flags(gradebook)
-    gradebook.set_defaults(run=_gradebook)
+    gradebook.set_defaults(run=_gradebook, needs=("plots",))
 
     similarity = commands.add_parser("similarity", help="flag submissions whose code is alike (similarity.html); "
                                                          "evidence to look at, never a score")
@@ -439,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     collect.add_argument("--assignment", metavar="NAME", help="grade every repository as this assignment")
     collect.add_argument("--clone-seconds", type=float, help="time bound of one clone (default: grader.collect.CLONE_SECONDS, 120)")
     collect.add_argument("--clone-mb", type=int, help="size bound of one repository, in MB (default: grader.collect.CLONE_MB, 200)")
-    collect.set_defaults(run=_collect)
+    collect.set_defaults(run=_collect, needs=("plots",))
 
     ci = commands.add_parser("ci", help="grade a checkout in GitHub Actions: job summary, annotations, Classroom result, score")
     ci.add_argument("path", nargs="?", default=".", help="the checkout (its exercises/ folder is graded); default: %(default)s")
@@ -457,8 +459,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; one that needs an extra that is not installed stops first, in one line naming it."""
     args = build_parser().parse_args(argv)
-    return args.run(args)
+    try:
+        for extra in (*args.needs, *(("dask",) if getattr(args, "dask", None) else ())):
+            need(extra, f"grader {args.command}")
+        return args.run(args)
+    except MissingExtra as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
 
 
 # The commands that grade one submission: once their work is written and their zygote and staged copy are gone,
