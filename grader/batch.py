@@ -46,6 +46,7 @@ from typing import NamedTuple
 
 from grader import __version__
 from grader.course import Course, load_course
+from grader.extras import need
 from grader.intake import IntakeError, IntakeFault, IntakeTimeout
 from grader.intake.notebooks import assignment_notebook
 from grader.intake.submission import Read, read_submission
@@ -295,6 +296,7 @@ def make_executor(jobs: int, dask: str | None) -> Iterator[Executor]:
                                  initargs=(os.getpid(),)) as pool:
             yield pool
         return
+    need("dask", "grader batch --dask")
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None) if dask == "local" else None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from grader import COURSE_FILE, GRADER_FAULT_STATUS, __version__, course_root
 from grader.authoring.commands import add_authoring_commands
+from grader.extras import MissingExtra, need
 from grader.sandbox import TRUSTED_OPTION
 
 
@@ -77,35 +78,6 @@ def _grade(args) -> int:
     return 0
 
 
-class BatchProgress:
-    """A live progress bar with ETA and running counts, then a final table."""
-
-    def __init__(self, console):
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-
-        self.bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                            TextColumn("{task.description}"), console=console)
-
-    def _describe(self, counts):
-        return ", ".join(f"{n} {what}" for what, n in counts.items())
-
-    def start(self, total, counts):
-        self.bar.start()
-        self.task = self.bar.add_task(self._describe(counts), total=total)
-
-    def advance(self, counts):
-        self.bar.update(self.task, advance=1, description=self._describe(counts))
-
-    def stop(self):
-        self.bar.stop()
-
-
 def _batch(args) -> int:
     from rich.console import Console
     from rich.text import Text
@@ -114,6 +86,7 @@ def _batch(args) -> int:
     from grader.course import CourseError, load_course
     from grader.grade import DeviceError, resolve_device
     from grader.records.table import TableError
+    from grader.reports.terminal import BatchProgress, print_class
     from grader.sandbox.confine import SandboxUnavailable
     from grader.text import terminal
 
@@ -134,7 +107,7 @@ def _batch(args) -> int:
         if hasattr(progress, "task"):
             progress.stop()
     _keep(args)
-    _print_class(rows, f"{len(rows)} submissions -> {args.out}")
+    print_class(rows, f"{len(rows)} submissions -> {args.out}")
     _note_unlisted_times(rows)
     return 0
 
@@ -156,27 +129,6 @@ def _keep(args) -> None:
     keep_records(args.out, roster=args.roster, overrides=args.overrides, submitted=args.submitted)
 
 
-def _print_class(rows: list[dict], title: str) -> None:
-    """The class's table in the terminal: final score, adjustments and status per record."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from grader.reports.advice import points
-    from grader.text import MAX_NAME, terminal
-
-    table = Table(title=terminal(title))
-    for column in ("student", "assignment", "score", "adjusted", "status"):
-        table.add_column(column)
-    for row in rows:
-        adjusted = sum(a["points"] for a in row.get("adjustments", []))
-        table.add_row(terminal(row["student"], MAX_NAME), terminal(row.get("assignment") or "", MAX_NAME),
-                      f"{points(row['score'])}/{points(row['max_score'])}",
-                      f"{'+' if adjusted >= 0 else '-'}{points(abs(adjusted))}" if row.get("adjustments") else "",
-                      terminal(row.get("status", "graded")) if row.get("on_roster", True) else
-                      terminal(f"{row.get('status', 'graded')} (not on the roster)"))
-    Console().print(table)
-
-
 def _note_unlisted_times(rows: list[dict]) -> None:
     """One line on stderr when due dates were judged without the instructor's list of submission times."""
     unlisted = [row for row in rows if row.get("time_unlisted")]
@@ -191,6 +143,7 @@ def _gradebook(args) -> int:
     from grader.course import CourseError, load_course
     from grader.records.publish import publish
     from grader.records.table import TableError
+    from grader.reports.terminal import print_class
     from grader.similarity.report import saved_summary_rows
 
     out = Path(args.out)
@@ -206,7 +159,7 @@ def _gradebook(args) -> int:
         print(f"grader: {error}", file=sys.stderr)
         return 2
     _keep(args)
-    _print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv")
+    print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv")
     _note_unlisted_times(shown.rows)
     return 0
 
@@ -261,11 +214,19 @@ def _collect(args) -> int:
 
 
 def _ci(args) -> int:
-    from grader.ci import run_ci
+    """Grade a checkout in CI. As in `grade`, its zygote starts first, so that its import of torch runs while this
+    process imports torch, pytest and the suites."""
+    from grader.sandbox.zygote import Zygote
 
-    return run_ci(args.path, course_file=args.course, min_score=args.min_score, device=args.device,
-                  results_path=args.results, junit_path=args.junit, assignment=args.assignment,
-                  require_sandbox=not args.allow_unsandboxed)
+    zygote = Zygote(hide=(course_root(args.course),))
+    try:
+        from grader.ci import run_ci
+
+        return run_ci(args.path, course_file=args.course, min_score=args.min_score, device=args.device,
+                      zygote=zygote, results_path=args.results, junit_path=args.junit, assignment=args.assignment,
+                      require_sandbox=not args.allow_unsandboxed)
+    finally:
+        zygote.close()
 
 
 def _class_flags(parser) -> None:
@@ -301,6 +262,7 @@ def _record_flags(command) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grader", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.set_defaults(needs=())  # the extras a command needs (grader.extras)
     commands = parser.add_subparsers(dest="command", required=True)
 
     add_authoring_commands(commands, load=_load)
@@ -323,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster: tcp://SCHEDULER:8786, or 'local' for a LocalCluster")
     batch.add_argument("--assignment", metavar="NAME", help="grade every submission as this assignment (default: the whole course; nbgrader's submitted/: each notebook as its own)")
     _record_flags(batch)
-    batch.set_defaults(run=_batch)
+    batch.set_defaults(run=_batch, needs=("plots",))
 
     gradebook = commands.add_parser("gradebook", help="write the gradebook, the Canvas and Moodle exports, the feedback "
                                                        "and summary.html again from a batch's results, without grading")
@@ -331,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     gradebook.add_argument("--course", default=str(COURSE_FILE), help="course.yaml (its late policy)")
     gradebook.add_argument("--assignment", metavar="NAME", help="only the records of this assignment")
     _record_flags(gradebook)
-    gradebook.set_defaults(run=_gradebook)
+    gradebook.set_defaults(run=_gradebook, needs=("plots",))
 
     similarity = commands.add_parser("similarity", help="flag submissions whose code is alike (similarity.html); "
                                                          "evidence to look at, never a score")
@@ -351,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     collect.add_argument("--assignment", metavar="NAME", help="grade every repository as this assignment")
     collect.add_argument("--clone-seconds", type=float, help="time bound of one clone (default: grader.collect.CLONE_SECONDS, 120)")
     collect.add_argument("--clone-mb", type=int, help="size bound of one repository, in MB (default: grader.collect.CLONE_MB, 200)")
-    collect.set_defaults(run=_collect)
+    collect.set_defaults(run=_collect, needs=("plots",))
 
     ci = commands.add_parser("ci", help="grade a checkout in GitHub Actions: job summary, annotations, Classroom result, score")
     ci.add_argument("path", nargs="?", default=".", help="the checkout (its exercises/ folder is graded); default: %(default)s")
@@ -369,16 +331,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; one that needs an extra that is not installed stops first, in one line naming it."""
     args = build_parser().parse_args(argv)
-    return args.run(args)
+    try:
+        for extra in (*args.needs, *(("dask",) if getattr(args, "dask", None) else ())):
+            need(extra, f"grader {args.command}")
+        return args.run(args)
+    except MissingExtra as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+
+
+# The commands that grade one submission: once their work is written and their zygote and staged copy are gone,
+# nothing is left to tear down.
+ONE_GRADE = ("grade", "ci")
 
 
 def script() -> None:
-    """The `grader` command (and `python -m grader`): ``main``. After `grade`, whose work is all written and whose
-    zygote and staged copy are gone, it exits without tearing down an interpreter that holds torch, pytest and
-    hypothesis (0.2 to 1 s, for nothing)."""
+    """The `grader` command (and `python -m grader`): ``main``. After `grade` and `ci`, it exits without tearing down
+    an interpreter that holds torch, pytest and hypothesis (0.2 to 1 s, for nothing)."""
     code = main()
-    if sys.argv[1:2] == ["grade"]:
+    if sys.argv[1:2] and sys.argv[1] in ONE_GRADE:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -117,7 +117,7 @@ def add_authoring_commands(commands, load) -> None:
     notebooks = commands.add_parser("notebooks", help="generate the nbgrader course (nbgrader/) from the exercises' lessons and solutions/")
     notebooks.add_argument("--check", action="store_true", help="only report whether nbgrader/ is stale")
     notebooks.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
-    notebooks.set_defaults(run=partial(_notebooks, load=load))
+    notebooks.set_defaults(run=partial(_notebooks, load=load), needs=("notebooks",))
 
     new = commands.add_parser("new-exercise", help="add a complete exercise that works at once (tests/course/NAME/, "
                                                     "its reference, course.yaml entry, stub and notebook)")
@@ -125,13 +125,13 @@ def add_authoring_commands(commands, load) -> None:
     new.add_argument("--title", help="its title in the course (default: from the name)")
     new.add_argument("--points", type=int, default=10, help="its points (default: %(default)s; total_points grows by them)")
     new.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
-    new.set_defaults(run=_new_exercise)
+    new.set_defaults(run=_new_exercise, needs=("notebooks",))
 
     check = commands.add_parser("check-exercise", help="verify an exercise as its author must (stub, notebook, public "
                                                         "checks, reference, stub, variants, hints)")
     check.add_argument("name", help="the exercise's module")
     check.add_argument("--course", default=str(COURSE_FILE), help="course.yaml of the course (default: the project's)")
-    check.set_defaults(run=_check_exercise)
+    check.set_defaults(run=_check_exercise, needs=("notebooks",))
 
     release = commands.add_parser("release", help="build the students' handout (and, with --gradescope, the autograder zip)")
     release.add_argument("outdir", help="folder to write the handout to (new or empty)")

@@ -30,6 +30,7 @@ from grader.authoring.lessons import (
 )
 from grader.course import Course
 from grader.course import course as project_course
+from grader.extras import need
 from grader.intake.notebooks import solution_grade_id
 
 COURSE_ID = "self-attention"
@@ -54,6 +55,7 @@ def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False, loc
 
 def render_notebook(course: Course, module: str, lesson_file: Path, shared: Shared):
     """The source notebook of one exercise (an nbformat v4 NotebookNode without outputs)."""
+    need("notebooks", "writing the course's notebooks")
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
@@ -128,6 +130,7 @@ grades.csv
 def render_course(course: Course | None = None) -> dict[str, str]:
     """Path (relative to the nbgrader course folder) -> text of every generated file, from the course's lesson files
     (default: the project's course)."""
+    need("notebooks", "writing the course's notebooks")
     import nbformat
 
     course = course or project_course()

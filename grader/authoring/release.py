@@ -105,9 +105,11 @@ def render(template: str, values: dict[str, str]) -> str:
 
 
 def pinned(name: str) -> str:
-    """The version the project pins for a dependency (pyproject.toml: ``name==X``)."""
+    """The version the project pins for a dependency, of the core install or of an extra (pyproject.toml:
+    ``name==X``)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    for requirement in project.get("dependencies", []):
+    extras = project.get("optional-dependencies", {}).values()
+    for requirement in [*project.get("dependencies", []), *(r for extra in extras for r in extra)]:
         match = re.fullmatch(rf"\s*{re.escape(name)}\s*==\s*([\w.+-]+)\s*", requirement, re.I)
         if match:
             return match[1]

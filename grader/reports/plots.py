@@ -6,6 +6,7 @@ import io
 import math
 from pathlib import Path
 
+from grader.extras import need
 from grader.reports.advice import points
 from grader.reports.files import write_atomic
 
@@ -46,6 +47,7 @@ def exercise_histograms(exercises: list[tuple[str, list[float], float]], path: P
 
 
 def _pyplot():
+    need("plots", "the class summary's plots")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -56,8 +58,7 @@ def _pyplot():
 
 
 def _save_png(figure, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
+    plt, _ = _pyplot()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
     plt.close(figure)

@@ -1,4 +1,5 @@
-"""Terminal: the summary printed after a grading (a table per exercise, then each failure's message)."""
+"""Terminal: the summary printed after a grading (a table per exercise, then each failure's message); a batch's
+progress bar and its class's table."""
 from __future__ import annotations
 
 from rich.console import Console
@@ -7,7 +8,7 @@ from rich.text import Text
 
 from grader.points import Grade
 from grader.reports.advice import collapsed, points
-from grader.text import terminal
+from grader.text import MAX_NAME, terminal
 
 
 def print_summary(grade: Grade, console: Console | None = None) -> None:
@@ -38,3 +39,41 @@ def print_summary(grade: Grade, console: Console | None = None) -> None:
         if test.status == "failed" and test.exercise not in broken:
             console.print(Text.assemble(("✗", "red"), " ", (test.exercise, "bold"), ": ", terminal(test.doc),
                                         "\n    ", terminal(test.feedback)), soft_wrap=True)
+
+
+class BatchProgress:
+    """A live progress bar with ETA and running counts, then a final table."""
+
+    def __init__(self, console):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                            TextColumn("{task.description}"), console=console)
+
+    def _describe(self, counts):
+        return ", ".join(f"{n} {what}" for what, n in counts.items())
+
+    def start(self, total, counts):
+        self.bar.start()
+        self.task = self.bar.add_task(self._describe(counts), total=total)
+
+    def advance(self, counts):
+        self.bar.update(self.task, advance=1, description=self._describe(counts))
+
+    def stop(self):
+        self.bar.stop()
+
+
+def print_class(rows: list[dict], title: str) -> None:
+    """The class's table in the terminal: final score, adjustments and status per record."""
+    table = Table(title=terminal(title))
+    for column in ("student", "assignment", "score", "adjusted", "status"):
+        table.add_column(column)
+    for row in rows:
+        adjusted = sum(a["points"] for a in row.get("adjustments", []))
+        table.add_row(terminal(row["student"], MAX_NAME), terminal(row.get("assignment") or "", MAX_NAME),
+                      f"{points(row['score'])}/{points(row['max_score'])}",
+                      f"{'+' if adjusted >= 0 else '-'}{points(abs(adjusted))}" if row.get("adjustments") else "",
+                      terminal(row.get("status", "graded")) if row.get("on_roster", True) else
+                      terminal(f"{row.get('status', 'graded')} (not on the roster)"))
+    Console().print(table)

@@ -9,11 +9,12 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 
-from grader.authoring.release import public_checks
+from grader.authoring.release import build_handout, public_checks
 from grader.course import load_course
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -239,3 +240,66 @@ def test_public_checks_give_the_graders_hint_on_the_classic_bugs(tmp_path, varia
     assert expected in public, process.stdout[-3000:]
     assert expected in grader, sorted(grader)
     assert public <= grader, sorted(public - grader)
+
+
+# ----------------------------------------------------------------- what a student's run starts
+
+# Run in a released handout: the public checks (``pytest.main`` with ARGS, or the notebook's cell), then what that run
+# imported and left behind, as JSON.
+PROBE = """
+import json, sys
+import torch
+torch.set_num_threads(2)
+import pytest
+args = json.loads(sys.argv[1])
+if args == "notebook":
+    sys.path.insert(0, "tests/public")
+    namespace = {}
+    exec(open("exercises/softmax.py", encoding="utf-8").read(), namespace)
+    import checking
+    status = checking.run_in_notebook("softmax", namespace)
+else:
+    status = pytest.main(args)
+print(json.dumps({"status": int(status), "threads": torch.get_num_threads(),
+                  "modules": sorted(name for name in sys.modules if "." not in name)}))
+"""
+
+
+@pytest.fixture(scope="module")
+def finished_handout(tmp_path_factory) -> Path:
+    """A released handout whose exercises are the references."""
+    root = tmp_path_factory.mktemp("handout") / "handout"
+    build_handout(root, grader_repository="school/attention-grader")
+    for module in MODULES:
+        shutil.copyfile(ROOT / "solutions" / f"{module}.py", root / "exercises" / f"{module}.py")
+    return root
+
+
+def probe(handout: Path, args) -> dict:
+    process = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], cwd=handout, capture_output=True,
+                             text=True, timeout=300)
+    assert process.returncode == 0, process.stdout[-3000:] + process.stderr[-3000:]
+    return json.loads(process.stdout.splitlines()[-1])
+
+
+def test_a_students_run_loads_no_plugin_and_only_the_chosen_exercises_checks(finished_handout):
+    """`-m softmax` in the handout: no plugin through its entry point (hypothesis' is installed here), none of the other
+    exercises' check files imported, one intra-op thread while the checks run and the count given back after."""
+    assert "hypothesispytest" in {entry.name for entry in entry_points(group="pytest11")}, "nothing to leave out here"
+    run = probe(finished_handout, ["tests/public", "-m", "softmax", "-q"])
+    assert run["status"] == 0 and run["threads"] == 2
+    assert "hypothesis" not in run["modules"] and "_hypothesis_pytestplugin" not in run["modules"]
+    assert [name for name in run["modules"] if name.startswith("test_")] == ["test_softmax"]
+    run = probe(finished_handout, ["tests/public", "-m", "softmax or qkv", "-q"])
+    assert run["status"] == 0 and [name for name in run["modules"] if name.startswith("test_")] == ["test_qkv", "test_softmax"]
+    run = probe(finished_handout, ["tests/public", "-m", "not softmax", "-q"])  # not a choice of exercises: all collected
+    assert run["status"] == 0 and len([name for name in run["modules"] if name.startswith("test_")]) == len(MODULES)
+
+
+def test_the_notebooks_check_cell_runs_its_exercises_checks_alone(finished_handout):
+    """The notebook's cell (checking.run_in_notebook) in a kernel: the exercise's checks pass on its code, with the
+    handout's configuration (no plugin autoloaded), its own check file only, and the kernel's thread count kept."""
+    run = probe(finished_handout, "notebook")
+    assert run["status"] == 0 and run["threads"] == 2
+    assert "hypothesis" not in run["modules"]
+    assert [name for name in run["modules"] if name.startswith("test_")] == ["test_softmax"]

@@ -88,14 +88,16 @@ def test_imports_allowed(impl, request):
 
 def run_in_notebook(module: str, namespace: dict) -> int:
     """Run the public checks of ``module`` on the code a notebook defined (``namespace``: its ``globals()``), with the
-    same report as ``python -m pytest tests/public -m <module>``; the import rule is checked on the file only."""
+    same report as ``python -m pytest tests/public -m <module>``; the import rule is checked on the file only. Only
+    the exercise's own file is collected, with the handout's pytest configuration (its pyproject.toml: no plugin
+    autoloaded)."""
     import pytest
 
     NOTEBOOK[module] = types.ModuleType(module)
     NOTEBOOK[module].__dict__.update(namespace)
     try:
         folder = Path(__file__).resolve().parent
-        return pytest.main([str(folder), "-m", module, "-k", "not imports_allowed", "-p", "no:cacheprovider", "-q",
+        return pytest.main([str(folder / f"test_{module}.py"), "-m", module, "-k", "not imports_allowed", "-q",
                             "--rootdir", str(folder), "-W", "ignore::pytest.PytestAssertRewriteWarning"])
     finally:
         NOTEBOOK.pop(module, None)

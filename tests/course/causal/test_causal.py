@@ -46,22 +46,22 @@ def test_causal_attention_shape(impl, journey):
     assert out.shape == (2, 6, 2) and out.dtype == torch.float32
 
 
-def test_causal_attention_first_token_sees_only_itself(impl, journey):
+def test_causal_attention_first_token_sees_only_itself(impl, journey, close):
     """With dropout 0 the first output row equals the value of the first token: its weights are [1, 0, ..., 0]."""
     module = make(impl)
     x = journey.unsqueeze(0)
     out = module(x)
-    torch.testing.assert_close(out[:, 0], module.W_value(x)[:, 0])
+    close(out[:, 0], module.W_value(x)[:, 0])
 
 
-def test_causal_attention_ignores_the_future(impl, journey):
+def test_causal_attention_ignores_the_future(impl, journey, close):
     """Changing the last token leaves every earlier output row unchanged."""
     module = make(impl)
     x = journey.unsqueeze(0)
     changed = x.clone()
     changed[0, -1] = torch.tensor([5.0, -3.0, 2.0])
     before, after = module(x), module(changed)
-    torch.testing.assert_close(before[:, :-1], after[:, :-1])
+    close(before[:, :-1], after[:, :-1])
     assert not torch.allclose(before[:, -1], after[:, -1])
 
 
@@ -97,12 +97,12 @@ def test_causal_attention_rejects_long_sequence(impl, journey):
         module(journey.unsqueeze(0))
 
 
-def test_causal_attention_dropout_only_in_training(impl, journey):
+def test_causal_attention_dropout_only_in_training(impl, journey, close):
     """In eval mode dropout is off: dropout=0.5 gives the same output as dropout=0.0 with the same weights."""
     x = journey.unsqueeze(0)
     with_dropout = make(impl, dropout=0.5)
     without = make(impl, dropout=0.0)
-    torch.testing.assert_close(with_dropout(x), without(x))
+    close(with_dropout(x), without(x))
     with_dropout.train()
     torch.manual_seed(3)
     assert not torch.allclose(with_dropout(x), without(x)), "in training mode dropout should change the output"

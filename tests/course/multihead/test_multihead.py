@@ -62,20 +62,20 @@ def test_multihead_matches_heads_computed_one_by_one(impl, journey, close, num_h
     close(attempt(lambda: module(x), hints), reference(module, x, num_heads), hints=hints)
 
 
-def test_multihead_first_token_sees_only_itself(impl, journey):
+def test_multihead_first_token_sees_only_itself(impl, journey, close):
     """With dropout 0 the first output row is out_proj of the first token's value."""
     module = make(impl)
     x = journey.unsqueeze(0)
-    torch.testing.assert_close(module(x)[:, 0], module.out_proj(module.W_value(x))[:, 0])
+    close(module(x)[:, 0], module.out_proj(module.W_value(x))[:, 0])
 
 
-def test_multihead_ignores_the_future(impl, journey):
+def test_multihead_ignores_the_future(impl, journey, close):
     """Changing the last token leaves every earlier output row unchanged."""
     module = make(impl)
     x = journey.unsqueeze(0)
     changed = x.clone()
     changed[0, -1] = torch.tensor([5.0, -3.0, 2.0])
-    torch.testing.assert_close(module(x)[:, :-1], module(changed)[:, :-1])
+    close(module(x)[:, :-1], module(changed)[:, :-1])
 
 
 def test_multihead_shorter_sequence(impl, journey, close):
@@ -93,7 +93,7 @@ def test_multihead_rejects_long_sequence(impl, journey):
         module(journey.unsqueeze(0))
 
 
-def test_multihead_dropout_only_in_training(impl, journey):
+def test_multihead_dropout_only_in_training(impl, journey, close):
     """In eval mode dropout is off: dropout=0.5 gives the same output as dropout=0.0 with the same weights."""
     x = journey.unsqueeze(0)
-    torch.testing.assert_close(make(impl, dropout=0.5)(x), make(impl, dropout=0.0)(x))
+    close(make(impl, dropout=0.5)(x), make(impl, dropout=0.0)(x))

@@ -33,7 +33,7 @@ def test_project_river_shapes(impl, river, close):
     queries, keys, values = impl.qkv.project(river, W_QUERY, W_KEY, W_VALUE)
     assert queries.shape == (3, 2) and keys.shape == (3, 2) and values.shape == (3, 3)
     close(queries[1], [0.84, 0.84], atol=1e-4)
-    torch.testing.assert_close(values, river @ W_VALUE)
+    close(values, river @ W_VALUE)
 
 
 def test_project_journey_query(impl, journey, close):
@@ -92,8 +92,8 @@ def test_sdpa_mask(impl, close):
     close(out, expected, hints=known.attention_hints(q, k, v, mask=causal))
     close(out[0], v[0])  # the first query sees only the first key
     everything = torch.ones(4, 4, dtype=torch.bool)
-    torch.testing.assert_close(impl.qkv.scaled_dot_product_attention(q, k, v, mask=everything),
-                               impl.qkv.scaled_dot_product_attention(q, k, v))
+    close(impl.qkv.scaled_dot_product_attention(q, k, v, mask=everything),
+          impl.qkv.scaled_dot_product_attention(q, k, v))
 
 
 def test_sdpa_keeps_float64(impl):
@@ -141,14 +141,14 @@ def test_self_attention_parameters(impl):
         assert isinstance(getattr(module, name), nn.Parameter) and getattr(module, name).shape == (4, 3)
 
 
-def test_self_attention_batched(impl, river, finance):
+def test_self_attention_batched(impl, river, finance, close):
     """A batch (2, 3, 4) gives (2, 3, d_out), each sentence as if alone."""
     torch.manual_seed(0)
     module = impl.qkv.SelfAttention(d_in=4, d_out=3)
     out = module(torch.stack([river, finance]))
     assert out.shape == (2, 3, 3)
-    torch.testing.assert_close(out[0], module(river))
-    torch.testing.assert_close(out[1], module(finance))
+    close(out[0], module(river))
+    close(out[1], module(finance))
 
 
 def test_self_attention_linear_seed_789(impl, journey, close):
@@ -178,4 +178,4 @@ def test_copy_linear_weights(impl, journey, close):
     returned = impl.qkv.copy_linear_weights(src, dst)
     assert returned is dst, "copy_linear_weights returns dst"
     close(dst(journey), SEED_789_OUTPUT, atol=1e-4)
-    torch.testing.assert_close(dst(journey), src(journey))
+    close(dst(journey), src(journey))

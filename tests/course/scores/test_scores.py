@@ -88,11 +88,11 @@ def test_pairwise_scores_batched(impl, river, finance, close):
     close(attempt(lambda: impl.scores.pairwise_scores(x), hints), x @ x.transpose(-2, -1), hints=hints)
 
 
-def test_pairwise_scores_keeps_float64(impl, journey):
+def test_pairwise_scores_keeps_float64(impl, journey, close):
     """pairwise_scores keeps float64 and is symmetric."""
     result = impl.scores.pairwise_scores(journey.double())
     assert result.dtype == torch.float64
-    torch.testing.assert_close(result, result.T)
+    close(result, result.T)
 
 
 def test_attention_scores_projected_journey(impl, journey, close):

@@ -8,7 +8,8 @@ apt-get install -y --no-install-recommends python3 python3-venv python3-pip
 
 python3 -m venv /autograder/venv
 /autograder/venv/bin/python -m pip install --upgrade pip
-# PyTorch's CPU build first (much smaller than the default), then the grader and the rest of its dependencies.
+# PyTorch's CPU build first (much smaller than the default), then the grader with what grading needs (no extra: none
+# of the instructor's tools, nbgrader and Jupyter, plots or Dask).
 /autograder/venv/bin/python -m pip install --index-url https://download.pytorch.org/whl/cpu "torch==@@TORCH@@"
 /autograder/venv/bin/python -m pip install -e /autograder/source
 /autograder/venv/bin/grader --version
