@@ -8,9 +8,12 @@ loop, a hard-coded answer), three students sharing one softmax misconception (it
 04_qkv handout notebook handed in alone (``ivan.ipynb``), the handout's stubs untouched (kim) and a copy of ada's
 files with every local name renamed and the code reordered (max).
 
-``write_records(folder)`` writes the instructor's files for it: a roster (everyone but ada, and zoe, who handed in
+``grade_class(root)`` builds it under ``root`` with its records and a course.yaml with ``LATE_POLICY`` and grades it
+(``grader.batch.run_batch``), for the browser's tests and the docs' screenshots. ``write_records(folder)`` writes the
+instructor's files for it: a roster (everyone but ada, and zoe, who handed in
 nothing), overrides (one by exercise, one on the course record named ``course``, one on a whole submission without
-an assignment column) and submission times (ben two days late, dee half an hour late); ``LATE_POLICY`` is the
+an assignment column) and the submission times of all who handed something in (dee two days late, ben half an hour
+late, the others on time); ``LATE_POLICY`` is the
 course.yaml ``late`` section they go with.
 """
 from __future__ import annotations
@@ -42,7 +45,7 @@ late:
   grace_minutes: 10
   timezone: Europe/Berlin
 """
-ON_TIME, LATE = "2026-11-20T21:00:00+01:00", {"ben": "2026-11-22T12:00:00+01:00", "dee": "2026-11-21T00:30:00+01:00"}
+ON_TIME, LATE = "2026-11-20T21:00:00+01:00", {"dee": "2026-11-22T12:00:00+01:00", "ben": "2026-11-21T00:30:00+01:00"}
 OVERRIDES = [("ada", "", "softmax", "", "", "2.5", "<b>used</b> torch.softmax"),
              ("cy", "course", "causal", "", "5", "", "oral exam: explained the causal mask"),
              ("hal", "", "", "", "", "4", "handed in the wrong file first")]
@@ -71,6 +74,21 @@ def build_class(target: Path) -> Path:
     return target
 
 
+def grade_class(root: Path) -> Path:
+    """Build the class, its records and its course (a course.yaml with ``LATE_POLICY``) under ``root``, grade it with
+    the records applied, and return the output folder (``root/out``)."""
+    from courses import course_variant
+
+    from grader.batch import run_batch
+    from grader.course import COURSE_FILE, load_course
+    from grader.records.adjust import load_records
+
+    course_file = course_variant(root / "course", COURSE_FILE.read_text(encoding="utf-8") + LATE_POLICY)
+    records = load_records(load_course(course_file), **write_records(root / "records"))
+    run_batch(build_class(root / "class"), root / "out", course_file=course_file, jobs=2, records=records)
+    return root / "out"
+
+
 def write_records(folder: Path) -> dict[str, Path]:
     """The roster, overrides and submission times of the class in ``folder`` (created); returns their paths by kind
     (``roster``, ``overrides``, ``submitted``), as ``records.adjust.load_records`` takes them."""
@@ -83,8 +101,8 @@ def write_records(folder: Path) -> dict[str, Path]:
                                  *([s, names.get(s, s.title()), f"{s}@example.org"] for s in students)])
     _write_csv(paths["overrides"], [["student", "assignment", "exercise", "check", "points", "penalty", "reason"],
                                     *OVERRIDES])
-    _write_csv(paths["submitted"], [["student", "submitted_at"],
-                                    *([s, LATE.get(s, ON_TIME)] for s in students if s != MISSING)])
+    handed_in = sorted({*GRADED, *(u.removesuffix(".zip") for u in UNGRADABLE)})
+    _write_csv(paths["submitted"], [["student", "submitted_at"], *([s, LATE.get(s, ON_TIME)] for s in handed_in)])
     return paths
 
 
