@@ -5,7 +5,8 @@ A view is a results record whose ``score``, exercises' and checks' points are th
 ``graded_score`` (before), ``adjustments`` (each ``kind`` "override" or "late", its ``target``, its signed
 ``points``, full precision, its ``reason`` and where it came from), ``submitted_at`` (when known), and, with a roster,
 ``on_roster`` and the student's ``name`` and ``email``. A student of the roster without a record gets a view with
-status "missing" and 0 points, per assignment the class was graded on.
+status "missing" and 0 points, per assignment the class was graded on. ``check_records`` checks the overrides against a
+class about to be graded, before anything is.
 """
 from __future__ import annotations
 
@@ -100,8 +101,7 @@ def check_records(course: Course, records: Records, planned: Sequence[tuple[str,
     _check_overrides(overrides, rows)
     for override in overrides:
         for row in rows:
-            if not override.check and row["student"] == override.student and names(override, row) \
-                    and (override.exercise is None or override.exercise in row["exercises"]):
+            if not override.check and _applies(override, row):
                 _new_score(override, *_target(row, override))
 
 
@@ -112,8 +112,7 @@ def view(course: Course, row: dict, records: Records, stamp: datetime | None) ->
     out.pop("final_score", None)
     assignment = row.get("assignment")
     for override in records.overrides:
-        if override.student == row["student"] and names(override, row) \
-                and (override.exercise is None or override.exercise in out["exercises"]):
+        if _applies(override, row):
             out["adjustments"].append(_apply(out, override))
     listed = records.submitted.get((row["student"], assignment)) or records.submitted.get((row["student"], None))
     submitted = listed or stamp
@@ -190,7 +189,7 @@ def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> Non
     """Each override names a student, exercise and check of the class (checks only in graded records); one without an
     assignment is not split between several records."""
     for override in overrides:
-        mine = [row for row in rows if row["student"] == override.student and names(override, row)]
+        mine = [row for row in rows if row["student"] == override.student and _names(override, row)]
         if not mine:
             raise TableError(f"{override.where}: no submission from student {clean(override.student, MAX_NAME)!r}"
                              + (f" for {override.assignment}" if override.assignment else "") + " in this class")
@@ -207,7 +206,14 @@ def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> Non
                              "results (a check is named as the feedback page shows it)")
 
 
-def names(override: Override, row: Mapping) -> bool:
+def _applies(override: Override, row: Mapping) -> bool:
+    """Whether ``override`` changes the record ``row``: its student's, the one its assignment column names, grading
+    its exercise."""
+    return (override.student == row["student"] and _names(override, row)
+            and (override.exercise is None or override.exercise in row["exercises"]))
+
+
+def _names(override: Override, row: Mapping) -> bool:
     """Whether ``override``'s assignment column names ``row``'s record: blank names any, ``course`` the record of a
     class graded on the whole course."""
     return override.assignment in (None, row.get("assignment") or WHOLE_COURSE)
