@@ -18,10 +18,13 @@ process that dies is replaced; the submissions it was grading are graded again, 
 its job process even alone gets a non-final error record while every classmate is graded. Two submissions for one
 student (``bob/`` and ``bob.zip``) are one error record for that student, naming both.
 
-A class is graded on the whole course or on one assignment (``--assignment``). In nbgrader's
-``submitted/<student>/<assignment>/`` layout each notebook is its own submission, graded as its assignment: the
-gradebook has a row per student and assignment, and the results and feedback of one are
-``results/<student>/<assignment>.json`` and ``feedback/<student>/<assignment>.md``.
+A class is graded on the whole course or on one assignment (``--assignment``): one record per student, whatever
+each handed in (a folder, a zip, a notebook, a folder of notebooks). A class of notebooks alone is graded per
+assignment: in nbgrader's ``submitted/<student>/<assignment>/`` layout each notebook is its own submission, graded
+as its assignment (a .ipynb as the one it carries): the gradebook has a row per student and assignment, and the
+results and feedback of one are ``results/<student>/<assignment>.json`` and ``feedback/<student>/<assignment>.md``.
+The reports are written once the class is graded, and those of an earlier run are withdrawn as soon as anything is
+graded (``records.publish``).
 """
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from functools import lru_cache
 from multiprocessing import get_context
@@ -46,107 +49,27 @@ from typing import NamedTuple
 
 from grader import __version__
 from grader.course import Course, load_course
+from grader.entries import Entry, discover, entry_course
 from grader.extras import need
-from grader.intake import IntakeError, IntakeFault, IntakeTimeout
-from grader.intake.notebooks import assignment_notebook
-from grader.intake.submission import Read, read_submission
-from grader.records.adjust import Records
+from grader.intake import IntakeError, IntakeTimeout
+from grader.intake.submission import read_submission
+from grader.records.adjust import Records, check_records
 from grader.records.late import submission_time
-from grader.records.publish import publish
+from grader.records.publish import publish, withdraw_reports
+from grader.records.table import TableError
 from grader.reports.feedback import write_feedback
 from grader.reports.files import write_json
-from grader.reports.gradebook import write_gradebook
 from grader.rerun import Taken, keep_taken, load_taken, material_fingerprint, submission_fingerprint
 from grader.sandbox.confine import require_namespaces
 from grader.sandbox.lifeline import die_with_parent
 from grader.similarity.report import class_report, summary_rows
-from grader.text import MAX_NAME, clean, student_id
+from grader.text import MAX_NAME, clean
 
-SUBMISSION_SUFFIXES = (".zip", ".ipynb")
 GRADER_FAULT = "grader error"
 PROCESS_DIED = (f"{GRADER_FAULT}: could not be graded: the grading process died while grading this submission alone; "
                 "the next run tries again")
 RUNNING = "running"  # staging/running/<pid of a job process>: the student it is grading
 NOT_READ = "cannot grade: not read"  # its student's reading time ran out: final until any of their submissions changes
-
-
-@dataclass(frozen=True)
-class Entry:
-    student: str
-    path: Path
-    assignment: str | None = None  # graded as this assignment (None: as the batch's course)
-    problem: str | None = None  # why it cannot be graded, known before reading it (two submissions for one student)
-
-    @property
-    def key(self) -> str:
-        """Its results file, relative to results/ and without .json: ``<student>`` or ``<student>/<assignment>``."""
-        return self.student if self.assignment is None else f"{self.student}/{self.assignment}"
-
-
-class BatchError(ValueError):
-    """The batch's input cannot be read (one line, for the instructor)."""
-
-
-def discover(source: str | os.PathLike, course: Course) -> list[Entry]:
-    """The submissions of a class: the entries of a folder (subfolders, .zip, .ipynb; the name is the student id),
-    or a text file listing one path per line. A student's folder that holds folders named after the course's
-    assignments with notebooks in them (nbgrader's ``submitted/<student>/<assignment>/``) gives one entry per
-    assignment, graded as that assignment."""
-    source = Path(source)
-    if source.is_file():
-        lines = [line.strip() for line in source.read_text(encoding="utf-8").splitlines()]
-        paths = [source.parent / line for line in lines if line and not line.startswith("#")]
-    elif source.is_dir():
-        paths = sorted(p for p in source.iterdir() if not p.name.startswith(".")
-                       and (p.is_dir() or p.suffix.lower() in SUBMISSION_SUFFIXES))
-    else:
-        raise BatchError(f"{source} does not exist")
-    found: dict[str, list[Entry]] = {}
-    for path in paths:
-        name = path.name.removesuffix(path.suffix) if path.suffix.lower() in SUBMISSION_SUFFIXES else path.name
-        for entry in _nbgrader_entries(student_id(name), path, course) or [Entry(student_id(name), path)]:
-            found.setdefault(entry.key, []).append(entry)
-    base = source if source.is_dir() else source.parent
-    return [same[0] if len(same) == 1 else _several(same, base) for same in found.values()]
-
-
-def _several(entries: list[Entry], base: Path) -> Entry:
-    """The one entry of a student who handed in several submissions (``bob/`` and ``bob.zip``): not graded, and
-    saying which (their paths relative to ``base``, a folder with a trailing ``/``)."""
-    shown = [clean(os.path.relpath(e.path, base), MAX_NAME) + ("/" if e.path.is_dir() else "") for e in entries]
-    count = "two" if len(entries) == 2 else str(len(entries))
-    problem = (f"could not be graded: {count} submissions for {entries[0].key}: {', '.join(shown[:-1])} and {shown[-1]};"
-               " keep one")
-    return Entry(entries[0].student, entries[0].path, entries[0].assignment, problem)
-
-
-def _nbgrader_entries(student: str, folder: Path, course: Course) -> list[Entry]:
-    """One entry per assignment folder of the course (holding a notebook) in an nbgrader student folder."""
-    entries = []
-    try:
-        if folder.is_symlink() or not folder.is_dir():
-            return []
-        for name in course.assignment_modules():
-            assignment = folder / name
-            if assignment.is_dir() and not assignment.is_symlink() and any(assignment.glob("*.ipynb")):
-                entries.append(Entry(student, assignment_notebook(assignment) or assignment, name))
-    except OSError:  # a folder the grader may not read (a student's mode 000): intake refuses it, saying why
-        return []
-    return entries
-
-
-def read_entry(entry: Entry, course: Course) -> Read | None:
-    """The entry's exercise files as intake reads them (in a bounded child), or None when they cannot be read (for
-    ``grader similarity``, which leaves it out)."""
-    try:
-        return read_submission(entry.path, course.grading.intake, course)
-    except (IntakeError, IntakeFault):
-        return None
-
-
-def entry_course(course: Course, entry: Entry) -> Course:
-    """The course an entry is graded on: its assignment's, else the batch's."""
-    return course.assignment(entry.assignment) if entry.assignment else course
 
 
 # ----------------------------------------------------------------- the job (runs in a pool process or a Dask worker)
@@ -168,10 +91,12 @@ class Graded(NamedTuple):
 
 
 def grade_job(student: str, path: str, course_file: str, device: str, require_sandbox: bool,
-              staging: str | None = None, assignment: str | None = None, reading: float | None = None) -> Graded:
+              staging: str | None = None, assignment: str | None = None, reading: float | None = None,
+              whole_course: bool = False) -> Graded:
     """Read and grade one submission, in at most ``reading`` seconds of reading (the student's time left; default
     ``grading.intake.seconds``); always returns a results record (an error record when it cannot be graded, or was
-    left unread because that time ran out: ``not_read``).
+    left unread because that time ran out: ``not_read``). ``whole_course``: a notebook is graded on the whole course
+    (``Entry.whole_course``).
 
     ``staging`` is where private copies of submissions go (the batch wipes it at start, so copies left by a
     killed batch do not pile up), and ``staging/running/<pid>`` names the student this process is grading (so a
@@ -200,7 +125,8 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
             if _zygote is None:
                 _give_this_process_its_own_sandbox_uid()
                 _zygote = Zygote(hide=(course.root,))
-            data = grade_submission(path, course, _zygote, device, require_sandbox, read=read).results
+            data = grade_submission(path, course, _zygote, device, require_sandbox, read=read,
+                                    whole_course=whole_course).results
             data["status"] = "graded"
             if not gc.get_freeze_count():  # what the first grade imported and built stays: the collector's full
                 gc.collect()  # passes skip it from now on (about 0.1 s each, one every ten submissions)
@@ -328,18 +254,23 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     """Grade every submission of ``source`` without a final record under the same fingerprint, on the whole course
     or as ``assignment`` (nbgrader's layout: each notebook as its own assignment, only ``assignment``'s if given);
     write the class's reports with the instructor's ``records`` (roster, overrides, submission times) applied
-    (``records.publish``) and return the class's rows as they show it. With ``require_sandbox``, a machine where no
-    sandbox can be built stops the batch before anyone is graded (SandboxUnavailable; on a remote Dask cluster, each
-    worker's own refusal is a grader fault of that submission, recorded as not final)."""
+    (``records.publish``; they are checked against the class before anything is graded: TableError) and return the
+    class's rows as they show it. With ``require_sandbox``, a machine where no sandbox can be built stops the batch
+    before anyone is graded (SandboxUnavailable; on a remote Dask cluster, each worker's own refusal is a grader
+    fault of that submission, recorded as not final)."""
     out = Path(out)
     course = load_course(course_file)
+    records = records or Records()
     if assignment:
         course.assignment(assignment)  # an unknown name stops the batch before it starts
+    entries = [e if e.assignment else replace(e, assignment=assignment) for e in discover(source, course)
+               if assignment in (None, e.assignment) or e.assignment is None]
+    decided = [e for e in entries if e.assignment or e.whole_course]  # else graded as the assignment it carries
+    check_records(course, records, [(e.student, e.assignment) for e in decided],
+                  {e.student for e in entries} - {e.student for e in decided}, assignment)
     from grader.suites.plugin import check_suites  # torch and pytest: imported here anyway, before the jobs fork
 
     check_suites(course)  # so does an error in the course's suites: no submission is graded against them
-    entries = [e if e.assignment else replace(e, assignment=assignment) for e in discover(source, course)
-               if assignment in (None, e.assignment) or e.assignment is None]
     if require_sandbox and dask in (None, "local"):  # the jobs run on this machine
         require_namespaces()
     material = material_fingerprint(Path(course_file))
@@ -349,7 +280,8 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     (staging / RUNNING).mkdir(mode=0o700, parents=True)
     os.chmod(staging, 0o700)
     results = load_results(out)
-    fingerprints = {e.key: submission_fingerprint(e.path, e.problem, entry_course(course, e), material) for e in entries}
+    fingerprints = {e.key: submission_fingerprint(e.path, e.problem, entry_course(course, e),
+                                                  material + ":whole course" * e.whole_course) for e in entries}
     taken = load_taken(out, [e.key for e in entries], course)
     titles = {e.module: e.title for e in course.exercises}
     by_student: dict[str, list[str]] = {}
@@ -383,7 +315,6 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
             keep_taken(out, entry.key, taken[entry.key])
         write_json(data, out / "results" / f"{entry.key}.json")
         results[entry.key] = data
-        write_gradebook(course, out, class_rows())
         counts["graded" if data.get("status") == "graded" else "errored"] += 1
         if progress:
             progress.advance(counts)
@@ -399,8 +330,10 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
         # The entry's path as written (abspath): resolving it follows the student's links, and a loop would raise.
         return executor.submit(grade_job, entry.student, os.path.abspath(entry.path), str(Path(course_file).resolve()),
                                device, require_sandbox, None if dask else str(staging.resolve()), entry.assignment,
-                               reading_left[entry.student])
+                               reading_left[entry.student], entry.whole_course)
 
+    if todo:
+        withdraw_reports(out)
     if progress:
         progress.start(len(todo), counts)
     for entry in todo:
@@ -417,7 +350,11 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
                            course, out)
     stamps = {e.key: submission_time(e.path, e.path.parent.name == e.assignment,
                                      taken[e.key].stamp if e.key in taken else None, course.late) for e in entries}
-    return publish(course, out, class_rows(), records or Records(), stamps, summary_rows(similar), assignment).rows
+    try:
+        return publish(course, out, class_rows(), records, stamps, summary_rows(similar), assignment).rows
+    except TableError as error:  # an override naming a check of no record: known only once the class is graded
+        raise TableError(f"{error}. The class is graded ({out / 'results'}), but no report was written: fix the file "
+                         f"and run `grader gradebook {out}`") from None
 
 
 def _up_to_date(data: dict | None, taken: Taken | None, fingerprints: tuple[str, str]) -> bool:

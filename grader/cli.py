@@ -82,9 +82,11 @@ def _batch(args) -> int:
     from rich.console import Console
     from rich.text import Text
 
-    from grader.batch import BatchError, run_batch
+    from grader.batch import run_batch
     from grader.course import CourseError, load_course
+    from grader.entries import BatchError
     from grader.grade import DeviceError, resolve_device
+    from grader.records.adjust import MISSING
     from grader.records.table import TableError
     from grader.reports.terminal import BatchProgress, print_class
     from grader.sandbox.confine import SandboxUnavailable
@@ -107,7 +109,9 @@ def _batch(args) -> int:
         if hasattr(progress, "task"):
             progress.stop()
     _keep(args)
-    print_class(rows, f"{len(rows)} submissions -> {args.out}")
+    missing = sum(row.get("status") == MISSING for row in rows)  # the roster's students without a submission
+    print_class(rows, f"{len(rows) - missing} submissions" + (f", {missing} missing" if missing else "")
+                + f" -> {args.out}")
     _note_unlisted_times(rows)
     return 0
 
@@ -165,8 +169,8 @@ def _gradebook(args) -> int:
 
 
 def _similarity(args) -> int:
-    from grader.batch import BatchError, discover, entry_course, read_entry
     from grader.course import CourseError, load_course
+    from grader.entries import BatchError, discover, entry_course, read_entry
     from grader.similarity.compare import THRESHOLD
     from grader.similarity.report import class_report
     from grader.text import MAX_NAME, clean

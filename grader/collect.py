@@ -33,11 +33,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple
 
-from grader.batch import BatchError, run_batch, student_id
+from grader.batch import run_batch
 from grader.course import Course, Intake, load_course
+from grader.entries import BatchError
 from grader.intake.walk import intake_reads
 from grader.reports.files import write_atomic
-from grader.text import MAX_NAME, clean, csv_cell
+from grader.text import MAX_NAME, clean, csv_cell, student_id
 
 CLONE_SECONDS = 120
 CLONE_MB = 200  # largest file a clone may write (its pack: the repository's whole history)

@@ -80,18 +80,20 @@ def stub_lines(folder: Path) -> dict[str, int]:
 
 
 def grade_submission(path, course: Course, zygote: Zygote | None = None, device: str = "cpu",
-                     require_sandbox: bool = True, select: str | None = None, read: Read | None = None) -> Outcome:
+                     require_sandbox: bool = True, select: str | None = None, read: Read | None = None,
+                     whole_course: bool = False) -> Outcome:
     """Grade one submission on ``course`` (the whole course, or one assignment: ``Course.assignment``), from what
     intake ``read`` of it if given; raises IntakeError when it cannot be graded at all, GraderFault where no sandbox
     can be built (unless ``require_sandbox`` is False: code one trusts then runs with resource limits only, and the
     grade says so). A notebook graded on the whole course is graded as the assignment of the exercises it carries
-    cells of (``02_softmax.ipynb`` out of its own points, about its own exercise).
+    cells of (``02_softmax.ipynb`` out of its own points, about its own exercise), unless ``whole_course`` (a
+    batch's class that is not all notebooks: every student out of the course's points).
 
     Without a ``zygote`` one is started after intake (so a submission that cannot be graded is refused at once)
     and stopped at the end. The stages are the functions below, in the order the submission travels them.
     """
     started = time.monotonic()
-    staged, course = intake(path, course, read)
+    staged, course = intake(path, course, read, whole_course)
     with worker(staged, course, zygote, device, require_sandbox) as session:
         report, stubs = suites(session, staged, course, device, select), stub_lines(staged.directory)
     grade = points(report, session, staged, course, select)
@@ -102,12 +104,12 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
     return Outcome(grade, data, session.isolation, staged.sources, stubs)
 
 
-def intake(path, course: Course, read: Read | None = None):
+def intake(path, course: Course, read: Read | None = None, whole_course: bool = False):
     """1. Intake: the exercise files (only those) copied into a private folder by a bounded child (or from what it
     already ``read``); a notebook graded on the whole course is graded as the assignment of the exercises it
-    carries."""
+    carries (unless ``whole_course``)."""
     staged = stage(path, course.grading.intake, course, read)
-    if course.assignment_name is None and staged.covers:
+    if course.assignment_name is None and staged.covers and not whole_course:
         course = course.covering(staged.covers)
     return staged, course
 

@@ -2,8 +2,9 @@
 
 ``read_notebook`` finds each exercise's solution cell by its nbgrader ``grade_id`` (``<module>_solution``)
 and returns the code of those cells only, and the exercises the notebook covers: those whose cells it carries
-(any grade_id ``<module>_...``), by which a notebook says which assignment it belongs to. ``modules_from_nbgrader_submission`` does the same for nbgrader's
-``submitted/<student>/<assignment>/<assignment>.ipynb`` layout.
+(any grade_id ``<module>_...``), by which a notebook says which assignment it belongs to. ``take_notebooks`` takes the
+code of the notebooks found anywhere in a submission folder (a handout checkout's ``notebooks/<assignment>/``,
+nbgrader's ``submitted/<student>/<assignment>/``, a notebook uploaded alone to Gradescope).
 """
 from __future__ import annotations
 
@@ -247,88 +248,64 @@ def read_notebook(path, problems: dict[str, str], notes: list[str], limits=None,
     return files
 
 
-def modules_from_nbgrader_submission(student_dir, problems: dict[str, str] | None = None,
-                                     notes: list[str] | None = None, limits=None,
-                                     course: Course | None = None) -> dict[str, bytes]:
-    """The exercise code of one student's nbgrader submission: module -> source bytes.
+def take_notebooks(root: Path, found: list[tuple[str, ...]], files: dict[str, bytes], problems: dict[str, str],
+                   notes: list[str], limits, course: Course) -> dict[str, str]:
+    """Take exercise code from the notebooks ``found`` in a submission folder (paths inside ``root``, split: wherever
+    the student put them, as intake walks a folder), updating ``files`` and ``problems``.
 
-    ``student_dir`` is ``submitted/<student>`` (or ``autograded/<student>``) of an nbgrader course: it holds
-    one folder per assignment, ``<assignment>/<assignment>.ipynb``. Assignments the student did not hand in
-    are simply absent from the result; problems with one notebook go to ``problems`` under its module.
-    """
-    problems = {} if problems is None else problems
-    notes = [] if notes is None else notes
-    student_dir = Path(student_dir)
-    if student_dir.is_symlink() or not student_dir.is_dir():
-        raise IntakeError(f"{student_dir} is not a folder of nbgrader assignments")
-    course = course or project_course()
-    files: dict[str, bytes] = {}
-    notebooks = {course.notebook_name(module): module for module in course.modules}
-    for entry in sorted(student_dir.iterdir()):
-        if entry.name.startswith("."):
-            continue
-        module = notebooks.get(entry.name)
-        if module is None:
-            notes.append(f"ignored {clean(entry.name, MAX_NAME)}: not one of the course's assignments")
-            continue
-        if entry.is_symlink() or not entry.is_dir():
-            problems[module] = f"{entry.name} is not a folder of the submission"
-            continue
-        notebook = assignment_notebook(entry)
-        if notebook is None:
-            others = len(list(entry.glob("*.ipynb")))
-            problems[module] = (f"{entry.name}/ holds no notebook {entry.name}.ipynb" if not others else
-                                f"{entry.name}/ holds {others} notebooks and none is {entry.name}.ipynb")
-            continue
-        local: dict[str, str] = {}
-        try:
-            found = read_notebook(notebook, local, notes, limits, course)
-        except IntakeError as error:
-            problems[module] = str(error)
-            continue
-        for name, data in found.items():
-            if name in files:
-                problems[name] = f"{name} appears in more than one assignment's notebook; only the first was taken"
-            else:
-                files[name] = data
-        for name, problem in local.items():
-            problems.setdefault(name, problem)
-    return files
-
-
-def take_handout_notebooks(notebooks: Path, files: dict[str, bytes], problems: dict[str, str], notes: list[str],
-                           limits, course: Course) -> dict[str, str]:
-    """The handout's rule for a student's checkout (``exercises/`` beside ``notebooks/<assignment>/<assignment>.ipynb``):
-    an exercise whose file still holds every stub of the handout is graded from the solution cell of its notebook,
-    when that cell has code of the student's; otherwise the file is graded. ``files`` and ``problems`` are updated;
-    returns module -> the notebook taken (relative to the checkout)."""
+    An exercise whose file was taken and holds code of the student's is graded from its file (the handout's rule);
+    one whose file still holds every stub of the handout is graded from a notebook's solution cell with code of the
+    student's; and in a folder of notebooks alone (no exercise file), each exercise a notebook carries is graded from
+    its solution cell, filled in or not (a notebook that cannot be read is the problem of the exercise its name or
+    folder's name names: ``05_quiz.ipynb``, ``05_quiz/mine.ipynb``). Of several notebooks holding code of one exercise, the one named as the
+    course's notebook of it (``04_qkv.ipynb``) is taken, else the shallowest, else the first by name, and a note says
+    so. Returns module -> the notebook taken (its path inside ``root``). A folder is graded on the course it is given
+    (a notebook alone on the assignment it carries: ``read_notebook``'s ``covers``)."""
     from grader.authoring.stubs import render_exercises, unstarted
 
+    notebooks_alone = not files and not problems
     stubs = render_exercises(course)
+    cells: dict[str, list[tuple[tuple, str, bytes, list[str]]]] = {}  # module -> (rank, path, code, its notes)
+    troubles: dict[str, str] = {}
+    for parts in found:
+        shown = "/".join(parts)
+        local_problems: dict[str, str] = {}
+        local_notes: list[str] = []
+        try:
+            codes = read_notebook(root.joinpath(*parts), local_problems, local_notes, limits, course)
+        except IntakeError as error:
+            notes.append(f"{clean(shown, MAX_NAME)} was not graded: {error}")
+            named = [m for m in course.modules if course.notebook_name(m) in (parts[-1].removesuffix(".ipynb"), *parts[:-1])]
+            troubles.update({module: str(error) for module in named if module not in troubles})
+            continue
+        for module, code in codes.items():
+            started = not unstarted(code.decode("utf-8"), stubs[f"{module}.py"])
+            rank = (not started, parts[-1] != f"{course.notebook_name(module)}.ipynb", len(parts), parts)
+            cells.setdefault(module, []).append((rank, shown, code, local_notes))
+        for module, problem in local_problems.items():
+            troubles.setdefault(module, problem)
     taken: dict[str, str] = {}
     for module in course.modules:
         stub = stubs[f"{module}.py"]
         if module in files and not unstarted(files[module].decode("utf-8"), stub):
             continue
-        name = course.notebook_name(module)
-        notebook = notebooks / name / f"{name}.ipynb"
-        if os.path.islink(notebooks / name) or not os.path.lexists(notebook):  # both False where unreadable
+        candidates = sorted(cells.get(module, []))
+        if not notebooks_alone:  # beside exercise files, only a cell with code of the student's replaces one
+            candidates = [c for c in candidates if not c[0][0]]
+        if not candidates:
+            if notebooks_alone and module in troubles:
+                problems[module] = troubles[module]
             continue
-        cells: dict[str, bytes] = {}
-        found_notes: list[str] = []
-        try:
-            cells = read_notebook(notebook, {}, found_notes, limits, course)
-        except IntakeError as error:
-            notes.append(f"{module}: {notebooks.name}/{name}/{name}.ipynb was not graded: {error}")
-        code = cells.get(module)
-        if code is None or unstarted(code.decode("utf-8"), stub):
-            continue
+        (_, shown, code, cell_notes), *others = candidates
         files[module] = code
-        notes.extend(note for note in found_notes if note.startswith(f"{module}: "))
         problems.pop(module, None)
-        taken[module] = f"{notebooks.name}/{name}/{name}.ipynb"
-        notes.append(f"{module}: graded the solution cell of {taken[module]} (exercises/{module}.py still holds "
-                     "every stub)")
+        taken[module] = shown
+        notes.extend(note for note in cell_notes if note.startswith(f"{module}: "))
+        also = sorted({other for rank, other, other_code, _ in others if other_code != code and not rank[0]})
+        notes.append(f"{module}: graded the solution cell of {clean(shown, MAX_NAME)}"
+                     + (f" ({module}.py still holds every stub)" if not notebooks_alone else "")
+                     + (f"; other notebooks hold other code of it too ({clean(', '.join(also), MAX_NAME)}): only "
+                        "this one was graded" if also else ""))
     return taken
 
 

@@ -1,7 +1,8 @@
 """Intake: turn what a student handed in into a private folder holding only the exercise files.
 
 A submission is a folder (the files at its root, in ``exercises/``, or one
-level further down), a ``.zip`` of such a folder, or a notebook. Nothing is
+level further down, and notebooks anywhere in it: ``notebooks.take_notebooks``), a ``.zip`` of such a folder, or a
+notebook. Nothing is
 executed or imported here, the original is never modified, symbolic links are
 never followed, and every size is capped by course.yaml. Problems with single
 files are kept per exercise, so they cost that exercise and nothing else.
@@ -36,7 +37,7 @@ from grader.course import course as project_course
 from grader.intake import IntakeError, IntakeFault, IntakeTimeout
 from grader.intake.walk import MAX_DEPTH, intake_reads, listing, module_of
 from grader.sandbox.lifeline import die_with_parent
-from grader.text import MAX_NAME, clean
+from grader.text import MAX_MESSAGE, MAX_NAME, clean
 
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")  # Read.stamp: a zip entry's time, to the second
 MAX_NOTES = 5  # notes about ignored archive entries (then one line with the count of the rest)
@@ -91,15 +92,22 @@ def _check_text(module: str, data: bytes, problems: dict[str, str]) -> bytes | N
     return data
 
 
-def _from_folder(root: Path, limits: Intake, modules, problems: dict[str, str], notes: list[str]) -> dict[str, bytes]:
+def _from_folder(root: Path, limits: Intake, modules, problems: dict[str, str], notes: list[str],
+                 notebooks: list[tuple[str, ...]]) -> dict[str, bytes]:
+    """The exercise files of a folder (those of the folder holding most of them); ``notebooks`` learns the notebooks
+    intake may read in it, wherever they are (their paths inside ``root``, split)."""
     try:
         os.scandir(root).close()
     except OSError as error:
         raise IntakeError(f"{_show(root.name or root)} cannot be read: {error.strerror}") from None
     folders: dict[str, set[str]] = {}
     for parts, info in listing(root, limits, modules):
-        if not (info and stat.S_ISDIR(info.st_mode)) and intake_reads(parts, modules) and module_of(parts[-1], modules):
+        if (info and stat.S_ISDIR(info.st_mode)) or not intake_reads(parts, modules):
+            continue
+        if module_of(parts[-1], modules):  # a link or a special file is taken to say why it is refused
             folders.setdefault("/".join(parts[:-1]), set()).add(parts[-1])
+        elif info is None or stat.S_ISREG(info.st_mode):  # one listed but out of reach is refused saying why
+            notebooks.append(parts)
     chosen = _choose_folder(folders, notes)
     taken: dict[str, bytes] = {}
     if chosen is None:
@@ -302,7 +310,7 @@ def _validated(reply: bytes, status: int, limits: Intake, course: Course) -> Rea
     if not isinstance(data, dict):
         data = {}
     if set(data) == {"error"} and isinstance(data["error"], str):
-        raise IntakeError(_show(data["error"])[:1000])
+        raise IntakeError(clean(data["error"], MAX_MESSAGE))
     if set(data) == {"fault"}:
         raise IntakeFault(f"reading the submission failed: {_show(data['fault'])[:1000]}")
     files, problems, notes, covers = data.get("files"), data.get("problems"), data.get("notes"), data.get("covers")
@@ -347,17 +355,12 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
     if stat.S_ISLNK(info.st_mode):
         raise IntakeError(f"{_show(path.name or path)} is a symbolic link; give the submission itself")
     if stat.S_ISDIR(info.st_mode):
-        files = _from_folder(path, limits, course.modules, problems, notes)
-        notebooks = path / "notebooks"
-        # os.path's tests are False where the folder may not be searched (Path's raise): a handout checkout's notebooks
-        if os.path.isdir(notebooks) and not os.path.islink(notebooks):
-            from grader.intake.notebooks import take_handout_notebooks
+        notebooks: list[tuple[str, ...]] = []
+        files = _from_folder(path, limits, course.modules, problems, notes, notebooks)
+        if notebooks:
+            from grader.intake.notebooks import take_notebooks
 
-            sources = take_handout_notebooks(notebooks, files, problems, notes, limits, course)
-        elif not files and not problems and any(path.glob("*/*.ipynb")):
-            from grader.intake.notebooks import modules_from_nbgrader_submission
-
-            files = modules_from_nbgrader_submission(path, problems, notes, limits, course)
+            sources = take_notebooks(path, notebooks, files, problems, notes, limits, course)
     elif path.suffix.lower() == ".zip":
         files = _from_zip(path, limits, course.modules, problems, notes, stamps)
     elif path.suffix.lower() == ".ipynb":
@@ -375,9 +378,18 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
                                 "run other code than the UTF-8 text the grader reads; remove that line and save the "
                                 "file as UTF-8")
     if not files and not problems:
-        raise IntakeError(f"{_show(path.name or path)} holds none of the exercise files "
-                          f"({', '.join(m + '.py' for m in course.modules)})")
+        raise IntakeError(nothing_to_grade(_show(path.name or path), course, notes))
     return Read(files, problems, notes, None if covers is None else sorted(covers), sources, stamps[0] if stamps else None)
+
+
+def nothing_to_grade(name: str, course: Course, notes: list[str]) -> str:
+    """Why a submission holding nothing to grade is refused: what was looked for (the exercise files, and the course's
+    notebooks wherever they are), and why the notebooks it holds, if any, gave nothing."""
+    names = [f"{course.notebook_name(m)}.ipynb" for m in course.modules]
+    unread = [note for note in notes if " was not graded: " in note]
+    return (f"{name} holds none of the exercise files ({', '.join(m + '.py' for m in course.modules)}) and no course "
+            f"notebook with a solution cell ({', '.join(names)}, in any folder): hand in your exercise files or your "
+            "notebooks" + (f" ({'; '.join(unread[:MAX_NOTES])})" if unread else ""))
 
 
 def _foreign_encoding(data: bytes) -> str | None:

@@ -5,11 +5,12 @@ A view is a results record whose ``score``, exercises' and checks' points are th
 ``graded_score`` (before), ``adjustments`` (each ``kind`` "override" or "late", its ``target``, its signed
 ``points``, full precision, its ``reason`` and where it came from), ``submitted_at`` (when known), and, with a roster,
 ``on_roster`` and the student's ``name`` and ``email``. A student of the roster without a record gets a view with
-status "missing" and 0 points, per assignment the class was graded on.
+status "missing" and 0 points, per assignment the class was graded on. ``check_records`` checks the overrides against a
+class about to be graded, before anything is.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -19,10 +20,11 @@ from grader.records.late import Times, late_penalty, load_submitted
 from grader.records.overrides import Override, load_overrides
 from grader.records.roster import Student, load_roster
 from grader.records.table import TableError
+from grader.reports.feedback import MISSING
 from grader.reports.files import write_atomic
 from grader.text import MAX_NAME, clean
 
-MISSING = "missing"
+PLANNED = "planned"  # a record the batch is about to grade (``check_records``)
 KEPT = "records"  # out/records/: the last roster, overrides and submission times given for a class
 
 
@@ -37,8 +39,7 @@ class Records:
 
 @dataclass(frozen=True)
 class ClassView:
-    rows: list[dict]  # every view, the missing students' included, by student then assignment
-    missing: list[str]  # keys (student or student/assignment) of the roster without a submission
+    rows: list[dict]  # every view, the missing students' included (status MISSING), by student then assignment
     unlisted: list[str]  # students with a submission who are not on the roster
 
 
@@ -76,15 +77,32 @@ def class_view(course: Course, rows: Sequence[dict], records: Records,
     record (per assignment graded: those of ``rows``, else ``assignment``). ``stamps``: entry key -> the time the
     submission itself gives (nbgrader's timestamp, a zip's newest entry); else the one its record keeps."""
     stamps = stamps or {}
-    groups = sorted({row.get("assignment") for row in rows}, key=str) or [assignment]
-    have = {(row["student"], row.get("assignment")) for row in rows}
-    missing_rows = [_missing(course, sid, group) for sid in (records.roster or {}) for group in groups
-                    if (sid, group) not in have]
+    missing_rows = _missing_rows(course, rows, records, assignment)
     _check_overrides(records.overrides, [*rows, *missing_rows])
     views = [view(course, row, records, source_time(row, stamps)) for row in [*rows, *missing_rows]]
     views.sort(key=lambda v: (v["student"], v.get("assignment") or ""))
     unlisted = sorted({row["student"] for row in rows} - set(records.roster)) if records.roster is not None else []
-    return ClassView(views, [_key(row) for row in missing_rows], unlisted)
+    return ClassView(views, unlisted)
+
+
+def check_records(course: Course, records: Records, planned: Sequence[tuple[str, str | None]],
+                  undecided: Collection[str] = (), assignment: str | None = None) -> None:
+    """Check the overrides against the class about to be graded, before anything is graded (``TableError``, one line
+    naming the file and the line): each names a student of the class or of the roster, one record of theirs and an
+    exercise it grades, and sets no more points than its exercise or submission holds. ``planned``: (student,
+    assignment or None) of each record the batch will write; ``undecided``: students whose record is named only by
+    grading (a notebook graded as the assignment it carries). The overrides of undecided students, and the checks an
+    override names (their names come with the results), are checked once the class is graded (``class_view``)."""
+    rows = [_blank(course, student, group, PLANNED) for student, group in planned]
+    if not undecided:  # else the class's assignments, which the missing records follow, are not all known yet
+        rows += _missing_rows(course, rows, records, assignment)
+    students = {row["student"] for row in rows}
+    overrides = [o for o in records.overrides if o.student not in undecided and (o.student in students or not undecided)]
+    _check_overrides(overrides, rows)
+    for override in overrides:
+        for row in rows:
+            if not override.check and _applies(override, row):
+                _new_score(override, *_target(row, override))
 
 
 def view(course: Course, row: dict, records: Records, stamp: datetime | None) -> dict:
@@ -94,8 +112,7 @@ def view(course: Course, row: dict, records: Records, stamp: datetime | None) ->
     out.pop("final_score", None)
     assignment = row.get("assignment")
     for override in records.overrides:
-        if override.student == row["student"] and override.assignment in (None, assignment) \
-                and (override.exercise is None or override.exercise in out["exercises"]):
+        if _applies(override, row):
             out["adjustments"].append(_apply(out, override))
     listed = records.submitted.get((row["student"], assignment)) or records.submitted.get((row["student"], None))
     submitted = listed or stamp
@@ -134,40 +151,45 @@ def source_time(row: Mapping, stamps: Mapping[str, datetime | None]) -> datetime
     return stamps[key] if key in stamps else _stored_time(row)
 
 
+def _target(out: Mapping, override: Override) -> tuple[float, float, str]:
+    """What ``override`` changes in a view: its score, its points possible, and its name in an error."""
+    if override.check:
+        tests = [t for t in out["tests"] if t["name"] == f"{override.exercise}: {override.check}"]
+        return (sum(t["score"] for t in tests), sum(t["max_score"] for t in tests),
+                f"check {clean(override.check, MAX_NAME)!r}")
+    if override.exercise:
+        exercise = out["exercises"][override.exercise]
+        return exercise["score"], exercise["max_score"], override.exercise
+    return out["score"], out["max_score"], "the submission"
+
+
+def _new_score(override: Override, old: float, most: float, what: str) -> float:
+    """The target's score once ``override`` is applied (``TableError`` for more points than it holds)."""
+    if override.points is not None and override.points > most:
+        raise TableError(f"{override.where}: {override.points:g} points is more than the {most:g} of {what}")
+    return override.points if override.points is not None else max(0.0, old - override.penalty)
+
+
 def _apply(out: dict, override: Override) -> dict:
     """Apply one override to a view; return its adjustment."""
-    def new_score(old: float, most: float, what: str) -> float:
-        if override.points is not None and override.points > most:
-            raise TableError(f"{override.where}: {override.points:g} points is more than the {most:g} of {what}")
-        return override.points if override.points is not None else max(0.0, old - override.penalty)
-
+    old, most, what = _target(out, override)
+    new = _new_score(override, old, most, what)
     if override.check:
-        name = f"{override.exercise}: {override.check}"
-        tests = [t for t in out["tests"] if t["name"] == name]
-        old, most = sum(t["score"] for t in tests), sum(t["max_score"] for t in tests)
-        new = new_score(old, most, f"check {clean(override.check, MAX_NAME)!r}")
-        for test in tests:
-            test["score"] = new * test["max_score"] / most if most else 0.0
+        for test in out["tests"]:
+            if test["name"] == f"{override.exercise}: {override.check}":
+                test["score"] = new * test["max_score"] / most if most else 0.0
+    if override.exercise:
         out["exercises"][override.exercise]["score"] += new - old
-    elif override.exercise:
-        exercise = out["exercises"][override.exercise]
-        old = exercise["score"]
-        new = new_score(old, exercise["max_score"], override.exercise)
-        exercise["score"] = new
-    else:
-        old = out["score"]
-        new = new_score(old, out["max_score"], "the submission")
     out["score"] += new - old
     return {"kind": "override", "target": override.target, "points": new - old, "reason": override.reason,
             "source": override.where}
 
 
 def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> None:
-    """Each override names a student, exercise and check of the class; one without an assignment is not split
-    between several records."""
+    """Each override names a student, exercise and check of the class (checks only in graded records); one without an
+    assignment is not split between several records."""
     for override in overrides:
-        mine = [row for row in rows if row["student"] == override.student
-                and override.assignment in (None, row.get("assignment"))]
+        mine = [row for row in rows if row["student"] == override.student and _names(override, row)]
         if not mine:
             raise TableError(f"{override.where}: no submission from student {clean(override.student, MAX_NAME)!r}"
                              + (f" for {override.assignment}" if override.assignment else "") + " in this class")
@@ -178,15 +200,38 @@ def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> Non
         if len(mine) > 1:
             raise TableError(f"{override.where}: student {clean(override.student, MAX_NAME)!r} has "
                              f"{len(mine)} graded assignments here: name one in the assignment column")
-        if override.check and not any(t["name"] == f"{override.exercise}: {override.check}"
-                                      for row in mine for t in row.get("tests", [])):
+        if override.check and not any(row.get("status") == PLANNED for row in mine) and not any(
+                t["name"] == f"{override.exercise}: {override.check}" for row in mine for t in row.get("tests", [])):
             raise TableError(f"{override.where}: no check {clean(override.check, MAX_NAME)!r} in {override.exercise}'s "
                              "results (a check is named as the feedback page shows it)")
 
 
-def _missing(course: Course, student: str, assignment: str | None) -> dict:
+def _applies(override: Override, row: Mapping) -> bool:
+    """Whether ``override`` changes the record ``row``: its student's, the one its assignment column names, grading
+    its exercise."""
+    return (override.student == row["student"] and _names(override, row)
+            and (override.exercise is None or override.exercise in row["exercises"]))
+
+
+def _names(override: Override, row: Mapping) -> bool:
+    """Whether ``override``'s assignment column names ``row``'s record: blank names any, ``course`` the record of a
+    class graded on the whole course."""
+    return override.assignment in (None, row.get("assignment") or WHOLE_COURSE)
+
+
+def _missing_rows(course: Course, rows: Sequence[dict], records: Records, assignment: str | None) -> list[dict]:
+    """A "missing" record for each roster student without a record, per assignment graded: those of ``rows``, else
+    ``assignment``."""
+    groups = sorted({row.get("assignment") for row in rows}, key=str) or [assignment]
+    have = {(row["student"], row.get("assignment")) for row in rows}
+    return [_blank(course, sid, group, MISSING) for sid in (records.roster or {}) for group in groups
+            if (sid, group) not in have]
+
+
+def _blank(course: Course, student: str, assignment: str | None, status: str) -> dict:
+    """A record of 0 points on ``assignment`` (None: the whole course): a missing student's, or one planned."""
     graded = course.assignment(assignment) if assignment else course
-    row = {"student": student, "score": 0, "max_score": graded.total_points, "tests": [], "status": MISSING,
+    row = {"student": student, "score": 0, "max_score": graded.total_points, "tests": [], "status": status,
            "exercises": {e.module: {"score": 0, "max_score": e.points} for e in graded.exercises},
            "submission_sha256": "", "graded_at": ""}
     return {**row, "assignment": assignment, "key": f"{student}/{assignment}"} if assignment else row

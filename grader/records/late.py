@@ -2,7 +2,8 @@
 
 A submission's time is, first found: the instructor's list (``--submitted FILE``: a CSV with a student column and a
 ``submitted_at`` column; ``submitted``, ``submission_time``, ``commit_time`` (`grader collect`'s ``commit time``),
-``committed_at`` and ``timestamp`` are read as that column; an optional ``assignment`` column), nbgrader's
+``committed_at`` and ``timestamp`` are read as that column; an optional ``assignment`` column, ``course`` or blank for
+a class graded on the whole course), nbgrader's
 ``submitted/<student>/<assignment>/timestamp.txt``, or a zip's newest entry (read while the zip is read, in the
 bounded intake). A time without a zone is in ``late.timezone``. Without a time, or without a due date for the
 assignment, there is no penalty.
@@ -47,9 +48,11 @@ def load_submitted(path: str | Path, course: Course) -> Times:
     for row in rows:
         if not row[student]:
             raise TableError(f"{row.where}: no student in this row")
-        key = (student_id(row[student]), row.get("assignment") or None)
+        assignment = row.get("assignment") or None
+        key = (student_id(row[student]), None if assignment == WHOLE_COURSE else assignment)
         if key[1] and key[1] not in course.whole.assignment_modules():
-            raise TableError(f"{row.where}: no assignment {clean(key[1], MAX_NAME)!r} in course.yaml")
+            raise TableError(f"{row.where}: no assignment {clean(key[1], MAX_NAME)!r} in course.yaml (its assignments, "
+                             f"or {WHOLE_COURSE} for a class graded on the whole course)")
         if key in times:
             raise TableError(f"{row.where}: a second time for student {clean(key[0], MAX_NAME)!r}")
         if row[when]:

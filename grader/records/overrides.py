@@ -1,6 +1,7 @@
 """Overrides: points an instructor sets or takes away by hand, with a reason, kept across regrades.
 
-A CSV file, one override per row: ``student`` (required), ``assignment`` (optional: only that assignment's record),
+A CSV file, one override per row: ``student`` (required), ``assignment`` (optional: only that assignment's record;
+``course`` names the record of a class graded on the whole course),
 ``exercise`` (optional: a module of course.yaml), ``check`` (optional, with ``exercise``: the check's name as the
 feedback page shows it), then ``points`` (the score to give the target) or ``penalty`` (points to take away from
 it), and ``reason`` (required: the student reads it on their feedback page). Without an exercise the override is
@@ -13,7 +14,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.course import Course
+from grader.course import WHOLE_COURSE, Course
 from grader.records.table import TableError, read_table
 from grader.text import MAX_MESSAGE, MAX_NAME, clean, student_id
 
@@ -23,7 +24,7 @@ COLUMNS = ("student", "assignment", "exercise", "check", "points", "penalty", "r
 @dataclass(frozen=True)
 class Override:
     student: str
-    assignment: str | None
+    assignment: str | None  # None: the student's one record, whatever it is; WHOLE_COURSE: their whole-course record
     exercise: str | None
     check: str | None
     points: float | None  # the target's new score
@@ -59,8 +60,9 @@ def _override(row, course: Course, assignments: set[str]) -> Override:
                          f"({', '.join(course.course_modules)})")
     if check and not exercise:
         raise TableError(f"{where}: a check needs its exercise (the exercise column)")
-    if assignment and assignment not in assignments:
-        raise TableError(f"{where}: no assignment {clean(assignment, MAX_NAME)!r} in course.yaml")
+    if assignment and assignment != WHOLE_COURSE and assignment not in assignments:
+        raise TableError(f"{where}: no assignment {clean(assignment, MAX_NAME)!r} in course.yaml (its assignments, "
+                         f"or {WHOLE_COURSE} for a class graded on the whole course)")
     points, penalty = _number(row.get("points", ""), where, "points"), _number(row.get("penalty", ""), where, "penalty")
     if (points is None) == (penalty is None):
         raise TableError(f"{where}: give either points (the score to give) or a penalty (points to take away)")

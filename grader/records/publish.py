@@ -1,6 +1,11 @@
 """A class's reports from its graded records and the instructor's records: results.json's adjustments, the feedback
 pages, gradebook.csv, canvas.csv, moodle.csv and summary.html. Batch calls it once the class is graded;
 `grader gradebook` calls it again (a new roster, overrides or submission times) without grading anything.
+
+The reports go together: each is computed before any is written, the earlier ones are withdrawn first
+(``withdraw_reports``), and batch withdraws them too as soon as it grades anything, so that no report is ever left
+beside results it does not show (a batch killed or stopped by a bad record leaves none: `grader gradebook` writes
+them).
 """
 from __future__ import annotations
 
@@ -15,17 +20,21 @@ from grader.reports.feedback import write_feedback
 from grader.reports.files import write_json
 from grader.reports.gradebook import write_gradebook
 from grader.reports.moodle import write_moodle
-from grader.reports.summary import write_summary
+from grader.reports.summary import PICTURES, write_summary
+
+REPORTS = ("gradebook.csv", "canvas.csv", "moodle.csv", "summary.html", *PICTURES)
 
 
 def publish(course: Course, out: Path, rows: Sequence[dict], records: Records,
-            stamps: Mapping[str, datetime | None] | None = None, similar: Sequence[Mapping] = (),
+            stamps: Mapping[str, datetime | None] | None = None, similar: Mapping | None = None,
             assignment: str | None = None) -> ClassView:
     """Write every report of the class ``rows`` (graded records, as on disk) with ``records`` applied; a record whose
     adjustments or submission time changed gets its results.json and feedback pages written again (the graded part
-    of results.json is kept as it is). Raises ``records.table.TableError`` for an override the class contradicts."""
+    of results.json is kept as it is). Raises ``records.table.TableError`` for an override the class contradicts,
+    before anything is written."""
     stamps = stamps or {}
     shown = class_view(course, rows, records, stamps, assignment)
+    withdraw_reports(out)
     views = {view.get("key") or view["student"]: view for view in shown.rows}
     titles = {exercise.module: exercise.title for exercise in course.exercises}
     for row in rows:
@@ -37,6 +46,12 @@ def publish(course: Course, out: Path, rows: Sequence[dict], records: Records,
     write_gradebook(course, out, shown.rows)
     write_canvas(course, out, shown.rows, records.roster)
     write_moodle(course, out, shown.rows, records.roster)
-    write_summary(course, out, [view for view in shown.rows if view.get("status") != MISSING], similar=similar,
-                  missing=shown.missing, unlisted=shown.unlisted)
+    write_summary(course, out, [view for view in shown.rows if view.get("status") != MISSING], similar,
+                  [view for view in shown.rows if view.get("status") == MISSING], shown.unlisted)
     return shown
+
+
+def withdraw_reports(out: Path) -> None:
+    """Remove the class's reports (gradebook.csv, the LMS files, summary.html and its pictures) from ``out``."""
+    for name in REPORTS:
+        (out / name).unlink(missing_ok=True)

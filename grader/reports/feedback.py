@@ -23,6 +23,7 @@ from grader.reports.page import html_page
 from grader.text import MAX_NAME, clean, html, markdown
 
 GRADER_FAULT_STATUS = "error: grader error"
+MISSING = "missing"  # the status of a roster student's record without a submission (``records.adjust``)
 RESUBMIT = ("Check that you handed in the right thing (your exercise files, a .zip of them or your notebook), that "
             "it opens on your computer, and submit again; ask your instructor if this message stays.")
 REGRADE = "This is a fault of the grader, not of your work: your submission will be graded again."

@@ -16,6 +16,7 @@ th,td{border-bottom:1px solid #d8dee4;padding:.3rem .6rem;text-align:left;vertic
 th{background:#f6f8fa}
 .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .wide{overflow-x:auto;max-width:100%}
+td.status{min-width:9rem}
 img{max-width:100%;height:auto}
 .muted{color:#59636e;font-weight:normal}
 .badge{display:inline-block;min-width:4.5em;text-align:center;border-radius:.8em;padding:0 .5em;font-size:.85em;

@@ -1,14 +1,16 @@
-"""summary.html, the instructor's view of a class: where does it struggle?
+"""summary.html, the instructor's view of a class: where does it struggle, and who needs help?
 
 Rebuilt by batch from the results on disk: per-exercise score distributions (``plots``), the hardest checks by the
 share of students passing them, the misconceptions (the known mistakes the suites diagnosed, by id, counted per
-student), a sortable table of the
-students linking their feedback pages, the submissions that could not be graded (with why, and outside every
-statistic), with a roster the students missing from the class and those missing from the roster, and, when given,
-the pairs of similar submissions. Scores are the final ones (``records.adjust``). Exercises are read from the
-results, whatever assignment a batch graded; a check counts only for the students whose exercise could run (a missing file or an
-import error says nothing about the check), and a check that did not apply (skipped, e.g. CUDA-only on CPU) is
-not in the results at all.
+student), a sortable table of every student (name, status, the graded points of each exercise and in all, the
+adjustments, the late penalty and the final score, which add up; a link to their feedback), the submissions that
+could not be graded (with why, and outside every statistic), with a roster the students missing from the class and
+those missing from the roster, and, when given, the students whose code is alike (rolled up by student pair and by
+group across exercises, linking similarity.html). Exercises are read from the results, whatever assignment a batch
+graded. A check counts only for the students whose exercise could run (a missing file or an import error says
+nothing about the check) and was started, and only where it was judged: a failure from a stub not filled in yet or a
+rule not judged yet (its values are wrong) says nothing about the check either; a check that did not apply (skipped,
+e.g. CUDA-only on CPU) is not in the results at all.
 """
 from __future__ import annotations
 
@@ -20,17 +22,20 @@ from pathlib import Path
 from urllib.parse import quote
 
 from grader.course import Course
+from grader.points import DEFERRED
 from grader.reports import plots
-from grader.reports.advice import points
-from grader.reports.feedback import graded, unreadable_reason
+from grader.reports.advice import NOT_IMPLEMENTED, pending_stubs, points
+from grader.reports.feedback import GRADER_FAULT_STATUS, MISSING, graded, unreadable_reason
 from grader.reports.files import write_atomic
 from grader.reports.page import html_page
 from grader.text import MAX_NAME, html
 
 HINT = re.compile(r"\bHint: (?P<hint>.+)")
+PICTURES = ("score_histogram.png", "exercise_scores.png")
 HARDEST_SHOWN = 15
 MISCONCEPTIONS_SHOWN = 25
 NAMES_SHOWN = 8  # students named beside a misconception
+SIMILAR_SHOWN = 10  # student pairs, and groups, of alike code shown (all of them: similarity.html)
 SORTING = """
 document.querySelectorAll('table.sortable').forEach(table => {
   const headers = [...table.tHead.rows[0].cells];
@@ -84,14 +89,58 @@ def _ran(row: dict, module: str) -> bool:
     return module in row["exercises"] and not row["exercises"][module].get("problem")
 
 
+def _judged(test: dict) -> bool:
+    """Whether a test's outcome says something about its check: not a failure from a stub not filled in yet, nor a
+    rule not judged yet because the values are wrong."""
+    output = test.get("output") or ""
+    return test["status"] == "passed" or not (NOT_IMPLEMENTED.search(output) or DEFERRED in output)
+
+
 def _checks_by_student(row: dict) -> dict[tuple[str, str], bool]:
-    """(exercise, check) -> whether every case of it passed, for the exercises that could run."""
+    """(exercise, check) -> whether every case of it passed, for the exercises that could run and were started, and
+    the cases judged."""
     outcome: dict[tuple[str, str], bool] = {}
+    idle = not_started(row)
     for test in row["tests"]:
         module, _, what = test["name"].partition(": ")
-        if _ran(row, module):
+        if _ran(row, module) and module not in idle and _judged(test):
             outcome[module, what] = outcome.get((module, what), True) and test["status"] == "passed"
     return outcome
+
+
+def not_started(row: dict) -> list[str]:
+    """The exercises of a graded record whose every failure is a stub not filled in yet."""
+    failed: dict[str, list[str]] = {}
+    for test in row["tests"]:
+        if test["status"] == "failed":
+            failed.setdefault(test["name"].partition(": ")[0], []).append(test.get("output") or "")
+    return [module for module in row["exercises"] if _ran(row, module) and pending_stubs(failed.get(module, []))]
+
+
+def graded_points(row: dict, module: str) -> float:
+    """An exercise's points as graded, before the overrides of it or of its checks (``records.adjust``)."""
+    return row["exercises"][module]["score"] - sum(a["points"] for a in row.get("adjustments", [])
+                                                   if a["kind"] == "override" and a["target"].partition(": ")[0] == module)
+
+
+def adjusted(row: dict, kind: str) -> float:
+    """The points the adjustments of ``kind`` ("override" or "late") gave a record, signed."""
+    return sum(a["points"] for a in row.get("adjustments", []) if a["kind"] == kind)
+
+
+def status(row: dict) -> str:
+    """A record's status in a few words: graded (with the exercises not started), missing, could not be graded, a
+    grader fault; and not on the roster."""
+    if row.get("status") == MISSING:
+        text = "missing: nothing handed in"
+    elif str(row.get("status", "")).startswith(GRADER_FAULT_STATUS):
+        text = "grader fault: graded again by the next run"
+    elif not graded(row):
+        text = "could not be graded"
+    else:
+        idle = not_started(row)
+        text = "graded" + (f", {len(idle)} exercise{'s' * (len(idle) != 1)} not started" if idle else "")
+    return text + ("; not on the roster" if row.get("on_roster") is False else "")
 
 
 def hardest_checks(rows: Sequence[dict]) -> list[HardCheck]:
@@ -126,15 +175,17 @@ def misconceptions(rows: Sequence[dict]) -> list[Misconception]:
     return sorted(found, key=lambda m: (-len(m.students), order.get(m.exercise, 0), m.id))
 
 
-def write_summary(course: Course, out: Path, rows: list[dict], similar: Sequence[Mapping] = (),
-                  missing: Sequence[str] = (), unlisted: Sequence[str] = ()) -> None:
-    """summary.html and its pictures (score_histogram.png, exercise_scores.png) in ``out``, for the class ``rows``.
+def write_summary(course: Course, out: Path, rows: list[dict], similar: Mapping | None = None,
+                  missing: Sequence[dict] = (), unlisted: Sequence[str] = ()) -> None:
+    """summary.html and its pictures (``PICTURES``) in ``out``, for the class ``rows`` (records as
+    ``records.adjust`` shows them).
 
-    ``missing``: the roster's students (or student/assignment) without a submission; ``unlisted``: students with a
-    submission who are not on the roster (each section is left out when empty).
+    ``missing``: the records of the roster's students without a submission (status "missing"); ``unlisted``: students
+    with a submission who are not on the roster (each is left out when empty).
 
-    ``similar``: pairs of similar submissions to show (each a mapping with ``exercise``, ``students`` (two ids),
-    ``similarity`` (0..1) and optionally ``view``, a link relative to ``out``); the section is left out without any.
+    ``similar``: the students whose code is alike (``similarity.report.summary_rows``: ``pairs`` and ``groups``, each
+    with its ``students`` and the ``exercises`` it was flagged in, each with a ``view`` link relative to ``out``); the
+    section is left out without any.
     """
     done = [row for row in rows if graded(row)]
     failed = [row for row in rows if not graded(row)]
@@ -143,21 +194,22 @@ def write_summary(course: Course, out: Path, rows: list[dict], similar: Sequence
     most = {module: max(row["exercises"][module]["max_score"] for row in rows if module in row["exercises"])
             for module in modules}
     total = max((row["max_score"] for row in rows), default=course.total_points)
-    body = [f"<h1>{html(course.title)}: class summary</h1>", _lead(done, failed, total)]
+    body = [f"<h1>{html(course.title)}: class summary</h1>", _lead(done, failed, total, len(missing))]
     if done:
-        plots.score_histogram([row["score"] for row in done], total, out / "score_histogram.png")
-        plots.exercise_histograms([(m, [row["exercises"][m]["score"] for row in done if m in row["exercises"]], most[m])
-                                   for m in modules], out / "exercise_scores.png")
-        body += ["<h2>Scores</h2><img src='score_histogram.png' alt='histogram of the total marks'>",
+        plots.score_histogram([row["score"] for row in done], total, out / PICTURES[0])
+        plots.exercise_histograms([(m, [graded_points(row, m) for row in done if m in row["exercises"]], most[m])
+                                   for m in modules], out / PICTURES[1])
+        body += [f"<h2>Scores</h2><img src='{PICTURES[0]}' alt='histogram of the final grades'>",
                  _exercise_table(done, modules, titles, most),
-                 "<img src='exercise_scores.png' alt='histogram of the marks of each exercise'>",
-                 _hardest_section(hardest_checks(done)), _misconception_section(misconceptions(done)),
-                 _student_table(done, modules, most, total)]
+                 f"<img src='{PICTURES[1]}' alt='histogram of the graded points of each exercise'>",
+                 _hardest_section(hardest_checks(done)), _misconception_section(misconceptions(done))]
+    if rows or missing:
+        body.append(_student_table([*rows, *missing], modules, most))
     if failed:
         body.append(_ungradable_section(failed))
     if missing or unlisted:
-        body.append(_roster_section(missing, unlisted))
-    if similar:
+        body.append(_roster_section([row.get("key") or row["student"] for row in missing], unlisted))
+    if similar and (similar.get("pairs") or similar.get("groups")):
         body.append(_similar_section(similar))
     write_atomic(html_page(f"{course.title}: class summary", "\n".join(body), SORTING), out / "summary.html")
 
@@ -176,12 +228,14 @@ def row_link(row: Mapping) -> str:
     return feedback_link(row["student"], row["assignment"] if row.get("key") else None)
 
 
-def _lead(done: list[dict], failed: list[dict], total: float) -> str:
+def _lead(done: list[dict], failed: list[dict], total: float, missing: int) -> str:
     count = len(done) + len(failed)
     text = f"{count} submission{'s' * (count != 1)}: {len(done)} graded"
     if failed:
         text += (f", {len(failed)} could not be graded (<a href='#ungradable'>listed below</a>, left out of every "
                  "statistic)")
+    if missing:
+        text += f"; {missing} on the roster handed in nothing (<a href='#roster'>listed below</a>)"
     if done:
         marks = [row["score"] for row in done]
         text += (f". Graded work: mean {points(statistics.fmean(marks))}, median {points(statistics.median(marks))} "
@@ -192,19 +246,23 @@ def _lead(done: list[dict], failed: list[dict], total: float) -> str:
 def _exercise_table(done: list[dict], modules: list[str], titles: Mapping[str, str], most: Mapping[str, float]) -> str:
     rows = []
     for module in modules:
-        marks = [row["exercises"][module]["score"] for row in done if module in row["exercises"]]
+        marks = [graded_points(row, module) for row in done if module in row["exercises"]]
         broken = sum(not _ran(row, module) for row in done if module in row["exercises"])
+        idle = sum(module in not_started(row) for row in done)
         rows.append(f"<tr><td>{html(module, MAX_NAME)}</td><td>{html(titles.get(module, ''), MAX_NAME)}</td>"
                     f"<td class='num'>{points(statistics.fmean(marks)) if marks else '-'}</td>"
                     f"<td class='num'>{points(statistics.median(marks)) if marks else '-'}</td>"
                     f"<td class='num'>{points(most[module])}</td>"
                     f"<td class='num'>{sum(s >= most[module] for s in marks)}</td>"
-                    f"<td class='num'>{sum(s == 0 for s in marks)}</td><td class='num'>{broken}</td></tr>")
+                    f"<td class='num'>{sum(s == 0 for s in marks)}</td><td class='num'>{idle}</td>"
+                    f"<td class='num'>{broken}</td></tr>")
     return ("<h2>Exercises</h2><div class='wide'><table id='exercises'><thead><tr><th>exercise</th><th>title</th>"
             "<th class='num'>mean</th><th class='num'>median</th><th class='num'>points</th>"
-            "<th class='num'>full marks</th><th class='num'>zero</th><th class='num'>could not run</th></tr></thead>"
+            "<th class='num'>full marks</th><th class='num'>zero</th><th class='num'>not started</th>"
+            "<th class='num'>could not run</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></div>"
-            "<p class='muted'>Students per exercise score; &ldquo;could not run&rdquo;: a missing file or an import "
+            "<p class='muted'>Students per exercise score, as graded (before overrides); &ldquo;not started&rdquo;: "
+            "every failure is a stub not filled in yet; &ldquo;could not run&rdquo;: a missing file or an import "
             "error.</p>")
 
 
@@ -217,7 +275,8 @@ def _hardest_section(checks: list[HardCheck]) -> str:
     return ("<h2>Hardest checks</h2><div class='wide'><table id='hardest'><thead><tr><th class='num'>passing</th>"
             "<th class='num'>students</th><th>exercise</th><th>check</th></tr></thead>"
             f"<tbody>{rows}</tbody></table></div><p class='muted'>Share of the students whose exercise could run "
-            "who passed every case of the check"
+            "who passed every case of the check, counting only the cases judged (not those failed by a stub not "
+            "filled in yet, nor the rules not judged yet because the values are wrong)"
             + (f"; {more} more check{'s' * (more != 1)} failed for someone" if more > 0 else "") + ".</p>")
 
 
@@ -237,15 +296,29 @@ def _misconception_section(found: list[Misconception]) -> str:
             f"<tbody>{''.join(rows)}</tbody></table></div>")
 
 
-def _student_table(done: list[dict], modules: list[str], most: Mapping[str, float], total: float) -> str:
+def _student_table(rows: list[dict], modules: list[str], most: Mapping[str, float]) -> str:
+    """Every record, each adding up: its exercises as graded sum to ``graded``; graded, the overrides (``adjusted``)
+    and the late penalty make ``final``."""
+    named = any("name" in row for row in rows)
     head = "".join(f"<th class='num'>{html(m, MAX_NAME)}</th>" for m in modules)
-    rows = []
-    for row in done:
-        cells = "".join(_score_cell(row["exercises"].get(m, {}).get("score"), most[m]) for m in modules)
-        rows.append(f"<tr><td>{row_link(row)}</td>{_score_cell(row['score'], total)}{cells}</tr>")
-    return ("<h2>Students</h2><p class='muted'>Click a column's heading to sort by it; a name opens the student's "
-            "feedback.</p><div class='wide'><table id='students' class='sortable'><thead><tr><th>student</th>"
-            f"<th class='num'>total</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+    lines = []
+    for row in sorted(rows, key=lambda row: (row["student"], row.get("assignment") or "")):
+        ran = graded(row)
+        cells = "".join(_score_cell(graded_points(row, m) if ran and m in row["exercises"] else None, most[m])
+                        for m in modules)
+        sums = (_score_cell(row.get("graded_score", row["score"]) if ran else None, row["max_score"])
+                + _signed_cell(adjusted(row, "override")) + _signed_cell(adjusted(row, "late")))
+        name = f"<td>{html(row.get('name', ''), MAX_NAME)}</td>" if named else ""
+        link = row_link(row) if row.get("status") != MISSING else html(row.get("key") or row["student"], MAX_NAME)
+        lines.append(f"<tr><td>{link}</td>{name}{_score_cell(row['score'], row['max_score'])}{sums}"
+                     f"<td class='status'>{html(status(row))}</td>{cells}</tr>")
+    return ("<h2>Students</h2><p class='muted'>The <em>final</em> score (the one the gradebook and the LMS files hold) "
+            "is the <em>graded</em> one, the sum of the exercises as graded, with the overrides (<em>adjusted</em>) "
+            "and the late penalty. Click a column's heading to sort by it; a student opens their feedback.</p>"
+            "<div class='wide'><table id='students' class='sortable'><thead><tr><th>student</th>"
+            + ("<th>name</th>" if named else "") + "<th class='num'>final</th><th class='num'>graded</th>"
+            f"<th class='num'>adjusted</th><th class='num'>late</th><th>status</th>{head}</tr></thead>"
+            f"<tbody>{''.join(lines)}</tbody></table></div>")
 
 
 def _score_cell(score: float | None, most: float) -> str:
@@ -253,6 +326,12 @@ def _score_cell(score: float | None, most: float) -> str:
         return "<td class='num' data-value='-1'>-</td>"
     return f"<td class='num' data-value='{score!r}'>{points(score)}</td>" if score < most else \
         f"<td class='num' data-value='{score!r}'><strong>{points(score)}</strong></td>"
+
+
+def _signed_cell(change: float) -> str:
+    """Points added or taken (blank when none)."""
+    shown = f"{'+' if change > 0 else '-'}{points(abs(change))}" if round(change, 2) else ""
+    return f"<td class='num' data-value='{change!r}'>{shown}</td>"
 
 
 def _ungradable_section(failed: list[dict]) -> str:
@@ -274,14 +353,26 @@ def _roster_section(missing: Sequence[str], unlisted: Sequence[str]) -> str:
     return "".join(parts)
 
 
-def _similar_section(similar: Sequence[Mapping]) -> str:
-    rows = []
-    for pair in similar:
-        first, second = pair["students"]
-        view = f" <a href='{html(pair['view'])}'>side by side</a>" if pair.get("view") else ""
-        rows.append(f"<tr><td>{html(pair['exercise'], MAX_NAME)}</td><td>{feedback_link(*first.split('/', 1))}</td>"
-                    f"<td>{feedback_link(*second.split('/', 1))}</td>"
-                    f"<td class='num'>{round(100 * pair['similarity'])}%{view}</td></tr>")
-    return ("<h2>Similar pairs</h2><p class='muted'>Evidence to look at, not a verdict.</p><div class='wide'>"
-            "<table id='similar'><thead><tr><th>exercise</th><th>student</th><th>student</th>"
-            f"<th class='num'>similarity</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+def _similar_section(similar: Mapping) -> str:
+    """The student pairs and the groups of three or more whose code is alike, the most exercises first, at most
+    SIMILAR_SHOWN of each, linking their place in similarity.html."""
+    def exercises(flagged: Sequence[Mapping]) -> str:
+        return ", ".join(f"<a href='{html(e['view'])}'>{html(e['exercise'], MAX_NAME)}</a>"
+                         + (f" {round(100 * e['score'])}%" if "score" in e else "") for e in flagged)
+
+    pairs, groups = similar.get("pairs", []), [g for g in similar.get("groups", []) if len(g["students"]) > 2]
+    parts = ["<h2 id='similar'>Similar code</h2><p class='muted'>Evidence to look at, not a verdict: the pairs of "
+             "students whose code is alike, then the groups of three or more, those flagged in most exercises first; "
+             "every pair side by side in <a href='similarity.html'>similarity.html</a>.</p>"]
+    for what, found, table in (("student pairs", pairs, "similar-pairs"), ("groups", groups, "similar-groups")):
+        if not found:
+            continue
+        rows = "".join(f"<tr><td>{', '.join(html(s, MAX_NAME) for s in item['students'])}</td>"
+                       f"<td class='num'>{len(item['exercises'])}</td><td>{exercises(item['exercises'])}</td></tr>"
+                       for item in found[:SIMILAR_SHOWN])
+        more = len(found) - SIMILAR_SHOWN
+        parts.append(f"<div class='wide'><table id='{table}'><thead><tr><th>{what}</th><th class='num'>exercises</th>"
+                     f"<th>flagged in</th></tr></thead><tbody>{rows}</tbody></table></div>"
+                     + (f"<p class='muted'>{more} more {what} in <a href='similarity.html'>similarity.html</a>.</p>"
+                        if more > 0 else ""))
+    return "".join(parts)

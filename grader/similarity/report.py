@@ -1,6 +1,6 @@
 """The similarity report: similarity.html (the flagged pairs rolled up by student pair and by group of students, then
-per exercise the pairs joining each group side by side, matching lines highlighted), similarity.json and the rows
-the class summary shows; and reading a class's files for it.
+per exercise the pairs joining each group side by side, matching lines highlighted), similarity.json and what the
+class summary shows of it (the roll-ups, linking similarity.html); and reading a class's files for it.
 
 Every string from a submission (student ids, code, function names, notes) goes through ``grader.text.html``.
 """
@@ -49,23 +49,29 @@ def pair_rows(report: Report) -> list[dict]:
     return rows
 
 
-def summary_rows(report: Report) -> list[dict]:
-    """The flagged pairs in the shape summary.html shows them, each linking its side-by-side view."""
-    return _summary_shape(pair_rows(report))
+def summary_rows(report: Report) -> dict:
+    """What summary.html shows of the report: the student pairs flagged (``student_pairs``) and the groups
+    (``class_groups``), each with its students (cleaned) and the exercises it was flagged in, each linking its place in
+    similarity.html; similarity.json keeps it for `grader gradebook` (``saved_summary_rows``)."""
+    def view(target: str) -> str:
+        return f"similarity.html#{target}"
+
+    return {"pairs": [{"students": [clean(s, MAX_NAME) for s in students],
+                       "exercises": [{"exercise": pair.exercise, "score": pair.score, "view": view(anchor(pair, rank))}
+                                     for pair, rank in flagged]} for students, flagged in student_pairs(report)],
+            "groups": [{"students": [clean(s, MAX_NAME) for s in students],
+                        "exercises": [{"exercise": module, "view": view(target)} for module, target in exercises]}
+                       for students, exercises in class_groups(report)]}
 
 
-def saved_summary_rows(out: Path) -> list[dict]:
-    """``summary_rows`` of the similarity.json a batch wrote to ``out`` (none when it is missing or unreadable)."""
+def saved_summary_rows(out: Path) -> dict | None:
+    """``summary_rows`` as the similarity.json a batch wrote to ``out`` keeps them (None when it is missing, unreadable
+    or of an older shape)."""
     try:
-        rows = json.loads((out / "similarity.json").read_text(encoding="utf-8"))["pairs"]
-        return _summary_shape(rows)
+        summary = json.loads((out / "similarity.json").read_text(encoding="utf-8"))["summary"]
     except (OSError, ValueError, KeyError, TypeError):
-        return []
-
-
-def _summary_shape(rows: list[dict]) -> list[dict]:
-    return [{"exercise": row["exercise"], "students": (row["a"], row["b"]), "similarity": row["score"],
-             "view": f"similarity.html#{row['anchor']}"} for row in rows]
+        return None
+    return summary if isinstance(summary, dict) else None
 
 
 def write_report(report: Report, out: Path) -> None:
@@ -74,7 +80,8 @@ def write_report(report: Report, out: Path) -> None:
             "groups": [{"exercise": group.exercise, "students": [clean(s, MAX_NAME) for s in group.students],
                         "pairs": len(group.joining) + len(group.others)}
                        for module in report.modules for group in groups(module, report.pairs.get(module, []))],
-            "notes": [{"student": clean(s, MAX_NAME), "exercise": m, "note": clean(n)} for s, m, n in report.notes]}
+            "notes": [{"student": clean(s, MAX_NAME), "exercise": m, "note": clean(n)} for s, m, n in report.notes],
+            "summary": summary_rows(report)}
     for row in data["pairs"]:
         row["a"], row["b"] = clean(row["a"], MAX_NAME), clean(row["b"], MAX_NAME)
     write_atomic(json.dumps(data, indent=2) + "\n", out / "similarity.json")

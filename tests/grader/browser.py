@@ -34,12 +34,13 @@ window.addEventListener('load', () => {
     return {text: text(badge), color: style.color, background: style.backgroundColor};
   });
   const sorted = {};
-  const total = document.querySelector('#students thead th:nth-child(2)');
-  if (total) {
-    total.click();
-    sorted.ascending = [...document.querySelectorAll('#students tbody tr')].map(row => text(row.cells[1]));
-    total.click();
-    sorted.descending = [...document.querySelectorAll('#students tbody tr')].map(row => text(row.cells[1]));
+  const headings = [...document.querySelectorAll('#students thead th')];
+  const final = headings.findIndex(th => text(th) === 'final');
+  if (final >= 0) {
+    headings[final].click();
+    sorted.ascending = [...document.querySelectorAll('#students tbody tr')].map(row => text(row.cells[final]));
+    headings[final].click();
+    sorted.descending = [...document.querySelectorAll('#students tbody tr')].map(row => text(row.cells[final]));
   }
   const facts = {
     images: [...document.images].map(image => ({src: image.getAttribute('src'), width: image.naturalWidth})),
@@ -108,16 +109,12 @@ def screenshot(page: Path, png: Path, size: tuple[int, int]) -> None:
 
 def main(target: Path) -> None:
     sys.path[:0] = [str(Path(__file__).parents[2]), str(Path(__file__).parent / "corpus")]
-    from klass import build_class
-
-    from grader.batch import run_batch
-    from grader.course import COURSE_FILE
+    from klass import grade_class
 
     with tempfile.TemporaryDirectory() as work:
-        out = Path(work, "out")
-        run_batch(build_class(Path(work, "class")), out, course_file=COURSE_FILE, jobs=2)
+        out = grade_class(Path(work))
         target.mkdir(parents=True, exist_ok=True)
-        screenshot(out / "summary.html", target / "summary.png", (1366, 2300))
+        screenshot(out / "summary.html", target / "summary.png", (1366, 3700))
         screenshot(out / "feedback" / "ben.html", target / "feedback.png", (1366, 1100))
 
 

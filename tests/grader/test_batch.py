@@ -16,8 +16,9 @@ from courses import MODULES, TOTAL, course_variant
 
 import grader.intake.submission
 from grader import ROOT
-from grader.batch import NOT_READ, BatchError, _course, discover, run_batch
+from grader.batch import NOT_READ, _course, run_batch
 from grader.course import COURSE_FILE, course
+from grader.entries import BatchError, discover
 
 pytestmark = pytest.mark.slow
 SOLUTIONS = ROOT / "solutions"
@@ -90,7 +91,7 @@ def test_batch_writes_results_gradebook_feedback_and_summary(klass, tmp_path):
         assert f"src='{picture}'" in summary and (out / picture).stat().st_size > 0
     similar = json.loads((out / "similarity.json").read_text(encoding="utf-8"))  # good and buggy hold the same code
     assert {(row["a"], row["b"]) for row in similar["pairs"]} == {("buggy", "good")}
-    assert "<table id='similar'>" in summary and "similarity.html#" in summary, "the summary lists and links the pair"
+    assert "<table id='similar-pairs'>" in summary and "similarity.html#" in summary, "the summary lists and links the pair"
 
 
 def test_rerun_skips_unchanged_and_regrades_changed(klass, tmp_path):
@@ -240,6 +241,22 @@ def test_discover_finds_one_entry_per_student_and_notebook(tmp_path):
         ("ada", softmax, f"{softmax}.ipynb"), ("ada", quiz, f"{quiz}.ipynb"), ("ben", softmax, f"{softmax}.ipynb")]
 
 
+def test_a_class_with_a_folder_or_a_zip_is_graded_on_the_whole_course(tmp_path):
+    """One folder of files among notebooks makes a class of the course: every student one entry, graded on the whole
+    course, notebooks included (an nbgrader folder is one entry; a .ipynb is not graded as the assignment it carries).
+    It made one entry per notebook beside the folders, and a second assignment of the class."""
+    submitted = nbgrader_submitted(tmp_path / "submitted")
+    assert {e.whole_course for e in discover(submitted, course())} == {False}
+    shutil.copy(course().nbgrader_dir / "source" / "04_qkv" / "04_qkv.ipynb", submitted / "ivan.ipynb")
+    assert [(e.student, e.assignment) for e in discover(submitted, course())] == [
+        ("ada", "02_softmax"), ("ada", "05_quiz"), ("ben", "02_softmax"), ("ivan", None)]  # notebooks alone
+    _copy_solutions(submitted / "cy")
+    entries = discover(submitted, course())
+    assert [(e.student, e.assignment, e.path.name, e.whole_course) for e in entries] == [
+        ("ada", None, "ada", True), ("ben", None, "ben", True), ("cy", None, "cy", True),
+        ("ivan", None, "ivan.ipynb", True)]
+
+
 def test_nbgrader_notebooks_are_graded_as_their_own_assignments(tmp_path):
     """Each notebook is graded out of its own points with feedback about its own exercise only: a gradebook row per
     student and assignment, results/<student>/<assignment>.json, feedback/<student>/<assignment>.md."""
@@ -344,9 +361,9 @@ def test_the_batch_process_reads_and_parses_no_submission(tmp_path, monkeypatch)
     log = tmp_path / "reads.log"
     log_reads(monkeypatch, log)
     rows = run_batch(submitted, tmp_path / "out", course_file=COURSE_FILE, jobs=2)
-    assert len(rows) == 4 and all(r["status"] == "graded" for r in rows)
-    assert {r["student"]: r["score"] for r in rows if r.get("assignment") is None} == {"cy": 100}
-    assert len(reads(log)) == 4
+    assert len(rows) == 3 and all(r["status"] == "graded" for r in rows)  # a class with a folder: one row each
+    assert {r["student"]: r["score"] for r in rows} == {"ada": course().exercise("softmax").points, "ben": 0, "cy": TOTAL}
+    assert len(reads(log)) == 3
     assert [read for read in reads(log) if os.getpid() in read[:2]] == []
 
 

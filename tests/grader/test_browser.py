@@ -1,10 +1,10 @@
 """summary.html and a feedback page as a person sees them in headless Chromium, at a laptop's width.
 
-A class with correct, buggy, missing and ungradable submissions (tests/grader/corpus/klass.py) is graded once; each
+A class with correct, buggy, missing and ungradable submissions, a roster, overrides, submission times and a late
+policy (tests/grader/corpus/klass.py) is graded once; each
 test renders a page (tests/grader/browser.py) and checks what is on screen. Without Chromium these tests fail,
 saying how to install it: they never skip.
 """
-import csv
 import json
 import re
 import sys
@@ -13,17 +13,13 @@ from urllib.parse import unquote
 
 import pytest
 
-from grader.batch import run_batch
-from grader.course import COURSE_FILE, load_course
-from grader.records.adjust import load_records
 from grader.reports.advice import points
 
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parent / "corpus")]
 from browser import LAPTOP, BrowserMissing, chromium, probe  # noqa: E402
-from klass import BUGS, HOSTILE_ID, UNGRADABLE  # noqa: E402
+from klass import GRADED, HOSTILE_ID, MISSING, NOT_ON_ROSTER, UNGRADABLE  # noqa: E402
 
 pytestmark = pytest.mark.slow
-GRADED = ["ada", "ben", "cy", *BUGS, HOSTILE_ID]
 
 
 @pytest.fixture(scope="module")
@@ -32,17 +28,9 @@ def graded_class(tmp_path_factory) -> Path:
         chromium()
     except BrowserMissing as error:
         pytest.fail(str(error))
-    from klass import build_class
+    from klass import grade_class
 
-    root = tmp_path_factory.mktemp("browser")
-    students = [name.removesuffix(".zip") for name in [*GRADED, *UNGRADABLE] if name != "ada"] + ["zoe"]
-    with open(root / "roster.csv", "w", newline="", encoding="utf-8") as handle:  # ada is not on it, zoe is missing
-        csv.writer(handle).writerows([["id", "name", "email"], *([s, s.title(), f"{s}@x.org"] for s in students)])
-    (root / "overrides.csv").write_text("student,exercise,penalty,reason\nada,softmax,2.5,<b>used</b> torch.softmax\n",
-                                        encoding="utf-8")
-    records = load_records(load_course(COURSE_FILE), root / "roster.csv", root / "overrides.csv")
-    run_batch(build_class(root / "class"), root / "out", course_file=COURSE_FILE, jobs=2, records=records)
-    return root / "out"
+    return grade_class(tmp_path_factory.mktemp("browser"))
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +46,11 @@ def test_summary_pictures_load_and_nothing_overflows_a_laptop_screen(summary):
 
 
 def test_summary_tables_show_the_graded_students_and_apart_the_ungradable(summary, graded_class):
-    """The student table holds exactly the graded students (the HTML id as text), each linking an existing
-    feedback page; the ungradable ones are listed apart with their reason; the headings read as planned."""
+    """The student table holds every student (the HTML id as text), each handing something in linking an existing
+    feedback page; the ungradable ones are also listed apart with their reason; the headings read as planned."""
     students = summary["tables"]["students"]
-    assert sorted(row[0] for row in students) == sorted(GRADED)
+    ungradable_ids = [name.removesuffix(".zip") for name in UNGRADABLE]
+    assert sorted(row[0] for row in students) == sorted([*GRADED, *ungradable_ids, MISSING])
     ungradable = {row[0]: row[1] for row in summary["tables"]["ungradable-table"]}
     assert set(ungradable) == {name.removesuffix(".zip") for name in UNGRADABLE}
     assert "not a readable zip file" in ungradable["jon"] and "none of the exercise files" in ungradable["ivy"]
@@ -71,13 +60,13 @@ def test_summary_tables_show_the_graded_students_and_apart_the_ungradable(summar
     assert all((graded_class / unquote(link)).is_file() for link in feedback), feedback
     # The class is built from copies of the references: the similarity check rightly pairs students who share them.
     assert summary["headings"][1:] == ["Scores", "Exercises", "Hardest checks", "Misconceptions", "Students",
-                                       "Could not be graded", "Roster", "Similar pairs"]
+                                       "Could not be graded", "Roster", "Similar code"]
 
 
 def test_the_roster_and_an_override_show_on_the_pages(summary, graded_class):
     """The summary lists the missing student and the one not on the roster; ada's page shows her final score, then
     the graded score and the override with its points and its reason as text."""
-    assert summary["tables"]["missing"] == [["zoe"]] and summary["tables"]["unlisted"] == [["ada"]]
+    assert summary["tables"]["missing"] == [[MISSING]] and summary["tables"]["unlisted"] == [[NOT_ON_ROSTER]]
     page = probe(graded_class / "feedback" / "ada.html")
     assert page["tables"]["adjustments"] == [["100", "graded, before the adjustments below"],
                                              ["-2.5", "softmax: <b>used</b> torch.softmax"]]
@@ -99,34 +88,37 @@ def test_summary_counts_the_shared_misconception_and_leaves_out_checks_that_did_
 
 
 def test_the_student_table_sorts_by_a_click(summary):
-    """A click on "total" sorts the students by total, lowest first; a second click, highest first."""
+    """A click on "final" sorts the students by their final score, lowest first; a second click, highest first."""
     ascending = [float(total) for total in summary["sorted"]["ascending"]]
     assert ascending == sorted(ascending) and summary["sorted"]["descending"] == summary["sorted"]["ascending"][::-1]
     assert ascending[0] < ascending[-1]
 
 
 def test_feedback_page_tells_passed_from_failed_in_words_and_colours(graded_class):
-    """ben's page: "passed" and "failed" badges, no emoji, in two different colours, points per check with at most
-    two decimals, and no horizontal overflow at a laptop's width."""
+    """ben's page: "passed" and "failed" badges (and the rules' "holds" and "not judged yet"), no emoji, in two
+    different colours, what to fix first, points per check with at most two decimals, and no horizontal overflow at a
+    laptop's width."""
     page = probe(graded_class / "feedback" / "ben.html")
     words = {badge["text"] for badge in page["badges"]}
-    assert words == {"passed", "failed"}
+    assert {"passed", "failed"} <= words <= {"passed", "failed", "holds", "not judged yet"}, words
     colours = {badge["text"]: (badge["color"], badge["background"]) for badge in page["badges"]}
     assert colours["passed"][0] != colours["failed"][0] and colours["passed"][1] != colours["failed"][1]
     checks = page["tables"]["checks-scores"]
     results = json.loads((graded_class / "results" / "ben.json").read_text(encoding="utf-8"))
-    statuses = [test["status"] for test in results["tests"] if test["name"].startswith("scores: ")]
-    assert [row[0] for row in checks] == statuses and {"passed", "failed"} == set(statuses)
+    tests = [test for test in results["tests"] if test["name"].startswith("scores: ")]
+    order = ["failed", "not judged yet", "holds", "passed"]  # what to fix first
+    assert [row[0] for row in checks] == sorted((row[0] for row in checks), key=order.index)
+    assert sorted((row[1].split("\n")[0], row[0] in ("holds", "passed")) for row in checks) == sorted(
+        (test["name"].removeprefix("scores: "), test["status"] == "passed") for test in tests)
+    assert {test["status"] for test in tests} == {"passed", "failed"}
     assert all(re.fullmatch(r"\d+(\.\d{1,2})? / \d+(\.\d{1,2})?", row[2]) for row in checks), checks
-    names = [test["name"].removeprefix("scores: ") for test in results["tests"] if test["name"].startswith("scores: ")]
-    assert [row[1].split("\n")[0] for row in checks] == names
     scores = results["exercises"]["scores"]
     assert page["headings"][0] == "Feedback for ben"
     assert f"scores: Dot-product scores {points(scores['score'])} / {points(scores['max_score'])} points" in page["headings"]
     assert page["scrollWidth"] <= page["innerWidth"]
     text = (graded_class / "feedback" / "ben.html").read_text(encoding="utf-8")
-    total = f"{points(results['score'])} / {points(results['max_score'])}"
-    assert "✅" not in text and "❌" not in text and total in text
+    final = f"{points(results['final_score'])} / {points(results['max_score'])}"
+    assert "✅" not in text and "❌" not in text and final in text
     assert round(results["score"], 2) != results["score"], "ben's score has more than two decimals: the check needs one"
     assert f"{results['score']:.4f}" not in text, "two decimals at most where a person reads the score"
 

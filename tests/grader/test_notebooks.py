@@ -42,7 +42,6 @@ from grader.authoring.stubs import BEGIN, END  # noqa: E402
 from grader.course import CourseError, course, load_course  # noqa: E402
 from grader.intake import IntakeError, notebooks  # noqa: E402
 from grader.intake.notebooks import (  # noqa: E402
-    modules_from_nbgrader_submission,
     read_notebook,
     solution_grade_id,
 )
@@ -436,25 +435,39 @@ def test_ipython_lines_in_the_solution_cell(tmp_path):
     assert any("IPython line(s) 1, 2" in note for note in notes)
 
 
-def test_modules_from_nbgrader_submission(tmp_path):
-    """submitted/<student>/<assignment>/<assignment>.ipynb: every assignment handed in, problems per exercise."""
+def test_a_folder_of_notebooks_is_read_wherever_they_are(tmp_path):
+    """nbgrader's submitted/<student>/<assignment>/ layout, a renamed notebook, a notebook further down and a course
+    notebook that cannot be read: every exercise a notebook carries, and a problem for the one that cannot be read; a
+    folder is graded on the course it is given (a notebook alone, on the assignment it carries)."""
     student = tmp_path / "submitted" / "ada"
     write(load("scores"), student / "01_scores" / "01_scores.ipynb")
     write(load("context"), student / "03_context" / "my copy.ipynb")  # renamed, but alone in its folder
+    write(load("causal"), student / "work" / "week 7" / "causal.ipynb")
     (student / "05_quiz").mkdir()
     (student / "05_quiz" / "05_quiz.ipynb").write_text("{", encoding="utf-8")
-    (student / "06_dictionary").mkdir()
-    (student / "extra").mkdir()
-    problems: dict[str, str] = {}
-    notes: list[str] = []
-    files = modules_from_nbgrader_submission(student, problems, notes)
-    assert sorted(files) == ["context", "scores"]
-    assert files["scores"] == solution_text("scores").strip("\n").encode() + b"\n"
-    assert sorted(problems) == ["dictionary", "quiz"]
-    assert "not valid notebook JSON" in problems["quiz"] and "holds no notebook" in problems["dictionary"]
-    assert any("ignored extra" in note for note in notes)
-    with pytest.raises(IntakeError):
-        modules_from_nbgrader_submission(tmp_path / "nobody")
+    write(load("softmax"), student / ".ipynb_checkpoints" / "02_softmax-checkpoint.ipynb")  # Jupyter's, not the student's
+    read = read_submission(student, course().grading.intake)
+    assert sorted(read.files) == ["causal", "context", "scores"]
+    assert read.files["scores"] == solution_text("scores").strip("\n").encode() + b"\n"
+    assert list(read.problems) == ["quiz"] and "not valid notebook JSON" in read.problems["quiz"]
+    assert read.covers is None
+    assert read.sources["causal"] == "work/week 7/causal.ipynb"
+
+
+def test_a_folder_holding_nothing_to_grade_says_what_was_looked_for(tmp_path):
+    """The refusal names the exercise files and the course's notebooks, whole (no word cut), and why a notebook it
+    holds gave nothing."""
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(IntakeError) as refused:
+        read_submission(tmp_path / "empty", course().grading.intake)
+    message = str(refused.value)
+    assert all(f"{module}.py" in message for module in MODULES), message
+    assert all(f"{course().notebook_name(module)}.ipynb" in message for module in MODULES), message
+    assert message.endswith("hand in your exercise files or your notebooks"), message
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "mine.ipynb").write_text("{", encoding="utf-8")
+    with pytest.raises(IntakeError, match=r"\(mine\.ipynb was not graded: mine\.ipynb is not valid notebook JSON"):
+        read_submission(tmp_path / "broken", course().grading.intake)
 
 
 # ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 
 from grader.course import COURSE_FILE, CourseError, Late, load_course
 from grader.intake.submission import read_submission
-from grader.records.adjust import Records, class_view, keep_records, kept_records, load_records
+from grader.records.adjust import Records, check_records, class_view, keep_records, kept_records, load_records
 from grader.records.late import late_penalty, load_submitted, nbgrader_timestamp, submission_time, zip_time
 from grader.records.overrides import load_overrides
 from grader.records.publish import publish
@@ -157,6 +157,43 @@ def test_an_override_without_its_assignment_is_refused_where_a_student_has_sever
     rows = [_record("ann", assignment="02_softmax"), {**_record("ann", assignment="week1")}]
     message = _error(class_view, COURSE, rows, Records(overrides=tuple(load_overrides(path, COURSE))))
     assert "name one in the assignment column" in message
+
+
+def test_overrides_are_checked_against_the_class_before_grading(tmp_path):
+    """Before anything is graded, against the records the batch will write: a student of no submission (off the
+    roster), an exercise the record does not grade, more points than an exercise holds, an override without an
+    assignment for a student with several are one line naming the line; a check's name waits for the results, and
+    so do the overrides of a student whose notebook is graded as the assignment it carries."""
+    def check(row, planned, undecided=(), roster=None):
+        path = _write(tmp_path / "o.csv", f"student,assignment,exercise,check,points,penalty,reason\n{row}\n")
+        records = Records(roster=roster, overrides=tuple(load_overrides(path, COURSE.whole)))
+        return check_records(COURSE.whole, records, planned, undecided)
+
+    whole = [("ann", None)]
+    assert "no submission from student 'dan'" in _error(check, "dan,,softmax,,1,,x", whole)
+    assert check("dan,,softmax,,1,,x", whole, roster={"ann": Student("ann"), "dan": Student("dan")}) is None
+    assert "11 points is more than the 10 of softmax" in _error(check, "ann,,softmax,,11,,x", whole)
+    assert "more than the 100 of the submission" in _error(check, "ann,,,,101,,x", whole)
+    assert "qkv is not graded" in _error(check, "ann,,qkv,,1,,x", [("ann", "02_softmax")])
+    several = [("ann", "01_scores"), ("ann", "02_softmax")]
+    assert "name one in the assignment column" in _error(check, "ann,,,,1,,x", several)
+    assert check("ann,02_softmax,,,1,,x", several) is None
+    assert check(f"ann,,softmax,{CHECK},1,,x", whole) is None  # checked once graded
+    assert check("ann,,softmax,,11,,x", [], undecided={"ann"}) is None  # its assignment is known once graded
+
+
+def test_the_course_record_is_named_course(tmp_path):
+    """In a class graded on the whole course, `course` in the assignment column names the student's record, in
+    the overrides and in the list of submission times (it was refused: "no assignment 'course' in course.yaml")."""
+    path = _write(tmp_path / "o.csv", "student,assignment,exercise,points,reason\nann,course,softmax,4,oral exam\n")
+    records = Records(overrides=tuple(load_overrides(path, COURSE.whole)))
+    shown = {v["student"]: v for v in class_view(COURSE, [_record("ann"), _record("bob")], records).rows}
+    assert shown["ann"]["exercises"]["softmax"]["score"] == 4 and shown["bob"]["adjustments"] == []
+    other = _write(tmp_path / "other.csv", "student,assignment,exercise,points,reason\nbob,02_softmax,softmax,4,x\n")
+    records = Records(overrides=tuple(load_overrides(other, COURSE.whole)))
+    assert "no submission from student 'bob' for 02_softmax" in _error(class_view, COURSE, [_record("bob")], records)
+    times = _write(tmp_path / "t.csv", "student,assignment,submitted_at\nann,course,2026-11-21T10:00:00Z\n")
+    assert load_submitted(times, COURSE) == {("ann", None): datetime(2026, 11, 21, 10, tzinfo=UTC)}
 
 
 # ----------------------------------------------------------------- times and the late policy
@@ -345,7 +382,7 @@ def test_a_class_graded_per_assignment_misses_each_assignment_apart():
     roster = {sid: Student(sid) for sid in ("ann", "bob", "cy")}
     late = {("ann", "02_softmax"): due + timedelta(hours=1), ("bob", None): due + timedelta(hours=1)}
     shown = class_view(course, rows, Records(roster=roster, submitted=late))
-    assert shown.missing == ["bob/01_scores", "cy/01_scores", "cy/02_softmax"]
+    assert [v["key"] for v in shown.rows if v["status"] == "missing"] == ["bob/01_scores", "cy/01_scores", "cy/02_softmax"]
     views = {(v["student"], v["assignment"]): v for v in shown.rows}
     assert (views["cy", "01_scores"]["status"], views["cy", "01_scores"]["max_score"]) == ("missing", 10)
     assert views["ann", "02_softmax"]["score"] == 18 and views["bob", "02_softmax"]["score"] == 18

@@ -297,8 +297,8 @@ def test_an_unreadable_folder_stops_no_batch(public_tmp):
     import shutil
 
     from grader import ROOT
-    from grader.batch import discover
     from grader.course import COURSE_FILE, load_course
+    from grader.entries import discover
 
     loaded = load_course(COURSE_FILE)
     shutil.copytree(ROOT / "nbgrader" / "source" / "05_quiz", public_tmp / "alice" / "05_quiz")

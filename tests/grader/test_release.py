@@ -427,6 +427,20 @@ def test_run_autograder_reports_an_ungradable_submission(tmp_path):
     results = json.loads((root / "results" / "results.json").read_text())
     jsonschema.validate(results, GRADESCOPE_SCHEMA)
     assert results["score"] == 0 and results["tests"] == [] and "holds none of the exercise files" in results["output"]
+    assert "04_qkv.ipynb" in results["output"] and results["output"].endswith("hand in your exercise files or your "
+                                                                             "notebooks"), results["output"]
+
+
+def test_run_autograder_grades_a_notebook_uploaded_alone(tmp_path):
+    """A student uploads only their filled 04_qkv notebook to the course's autograder: its exercise is graded (it
+    scored 0, "submission holds none of the exercise files", when only the handout's notebooks/ path was searched)."""
+    notebook = course().nbgrader_dir / "source" / "04_qkv" / "04_qkv.ipynb"
+    run, root = run_autograder(tmp_path, f'#!/bin/sh\nexec "{sys.executable}" -m grader "$@"\n', files=[notebook])
+    assert run.returncode == 0, run.stderr
+    results = json.loads((root / "results" / "results.json").read_text())
+    qkv = course().exercise("qkv").points
+    assert results["score"] == results["exercises"]["qkv"]["score"] == qkv, results["output"][:2000]
+    assert "qkv: graded the solution cell of 04_qkv.ipynb" in results["output"]
 
 
 def test_run_autograder_never_records_a_grader_fault_as_a_score(tmp_path):

@@ -4,10 +4,11 @@ from html.parser import HTMLParser
 import pytest
 
 from grader.course import COURSE_FILE, load_course
+from grader.points import DEFERRED
 from grader.reports import plots
 from grader.reports.advice import points
 from grader.reports.feedback import write_feedback
-from grader.reports.summary import hardest_checks, misconceptions, write_summary
+from grader.reports.summary import hardest_checks, misconceptions, not_started, write_summary
 
 HINT = "you normalize along the last dim whatever `dim` says: reduce along `dim`"
 MISTAKE = "softmax.last_dim_only"
@@ -62,6 +63,22 @@ def test_hardest_checks_count_students_whose_exercise_ran():
     assert [c.what for c in hardest_checks(graded)] == ["Equals torch.softmax", "dot"]
 
 
+def test_hardest_checks_count_only_what_was_judged():
+    """A failure from a stub not filled in yet, or from a rule not judged yet (the values are wrong), says nothing
+    about its check: dee's stubs and ann's rule waiting for values count for no check, and a check failed only so is
+    not listed (they filled the table with exercises nobody started)."""
+    stub = "softmax(x): not implemented yet: softmax.softmax: fill in this stub (see its docstring)"
+    ann = _row("ann", [_test("softmax", "Equals torch.softmax", "failed", "wrong values"),
+                       _test("softmax", "Keeps the dtype", "failed", DEFERRED)],
+               {"softmax": {"score": 0.0, "max_score": 10}})
+    bob = _row("bob", [_test("softmax", "Equals torch.softmax", "passed"), _test("softmax", "Keeps the dtype", "passed")],
+               {"softmax": {"score": 10.0, "max_score": 10}})
+    dee = _row("dee", [_test("softmax", "Equals torch.softmax", "failed", stub),
+                       _test("softmax", "Keeps the dtype", "failed", stub)], {"softmax": {"score": 0.0, "max_score": 10}})
+    assert [(c.what, c.passed, c.applied) for c in hardest_checks([ann, bob, dee])] == [("Equals torch.softmax", 1, 2)]
+    assert not_started(dee) == ["softmax"] and not_started(ann) == []
+
+
 def test_misconceptions_count_students_per_exercise_and_id():
     """Misconceptions are the diagnosed mistakes, by id: one given twice to ann counts her once; the same id in
     another exercise is another misconception; a "Hint:" that names no mistake (no id) is not counted."""
@@ -89,7 +106,7 @@ def course():
 
 def test_the_ungradable_are_listed_apart_and_out_of_the_statistics(tmp_path, course):
     """The mean is that of the three graded students; dan is listed with his reason, escaped, linking his page;
-    no similar-pairs section without pairs, one with them."""
+    no similar-code section without pairs, one with them."""
     rows = _class()
     write_summary(course, tmp_path, rows)
     page = (tmp_path / "summary.html").read_text(encoding="utf-8")
@@ -98,13 +115,14 @@ def test_the_ungradable_are_listed_apart_and_out_of_the_statistics(tmp_path, cou
     collector = Collector()
     collector.feed(page)
     assert "b" not in collector.tags and "&lt;b&gt;dan&lt;/b&gt;" in page
-    assert "dan.zip is not a readable zip file" in page and "Similar pairs" not in page
+    assert "dan.zip is not a readable zip file" in page and "Similar code" not in page
     assert set(collector.links) == {"score_histogram.png", "exercise_scores.png", "#ungradable", "feedback/ann.html",
                                     "feedback/bob.html", "feedback/carl.html", "feedback/%3Cb%3Edan%3C%2Fb%3E.html"}
-    pair = {"exercise": "softmax", "students": ("ann", "bob"), "similarity": 0.93}
-    write_summary(course, tmp_path, rows, similar=[pair])
+    pair = {"students": ["ann", "bob"], "exercises": [{"exercise": "softmax", "score": 0.93,
+                                                       "view": "similarity.html#softmax-1"}]}
+    write_summary(course, tmp_path, rows, similar={"pairs": [pair], "groups": []})
     page = (tmp_path / "summary.html").read_text(encoding="utf-8")
-    assert "Similar pairs" in page and "93%" in page
+    assert "Similar code" in page and "softmax</a> 93%" in page and "similarity.html#softmax-1" in page
 
 
 def test_pictures_count_whole_students(tmp_path, course, monkeypatch):
@@ -126,3 +144,19 @@ def test_feedback_of_an_exercise_that_could_not_run_is_one_paragraph(tmp_path):
     markdown = (tmp_path / "feedback" / "carl.md").read_text(encoding="utf-8")
     assert "## softmax (Softmax): 0 / 10 points" in markdown and "CUDA" not in markdown
     assert markdown.count("softmax.py is not in the submission") == 1 and "- passed (1 / 1): dot" in markdown
+
+
+def test_the_page_stays_small_for_a_large_class(tmp_path, course, monkeypatch):
+    """500 students, 1770 pairs of them and 400 groups flagged as alike: the page lists every student, and only the
+    ten pairs and groups flagged in most exercises, with a link to the rest."""
+    monkeypatch.setattr(plots, "_save_png", lambda figure, path: None)
+    students = [_row(f"s{n:03}", [_test("scores", "dot", "passed")], {"scores": {"score": 10.0, "max_score": 10}})
+                for n in range(500)]
+    flagged = [{"exercise": "scores", "score": 0.9, "view": "similarity.html#scores-1"}]
+    similar = {"pairs": [{"students": [f"s{a:03}", f"s{b:03}"], "exercises": flagged}
+                         for a in range(60) for b in range(a + 1, 60)],
+               "groups": [{"students": [f"s{n:03}" for n in range(k, k + 3)], "exercises": flagged} for k in range(400)]}
+    write_summary(course, tmp_path, students, similar=similar)
+    page = (tmp_path / "summary.html").read_text(encoding="utf-8")
+    assert page.count("<tr><td><a href='feedback/s") == 500 and len(page.encode()) < 400_000
+    assert page.count("similarity.html#scores-1") == 20 and "1760 more student pairs in" in page

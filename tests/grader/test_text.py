@@ -27,8 +27,9 @@ from markdown_it import MarkdownIt
 from rich.console import Console
 
 from grader import text
-from grader.batch import discover, error_results, run_batch, student_id
+from grader.batch import error_results, run_batch
 from grader.course import COURSE_FILE, load_course
+from grader.entries import discover
 from grader.intake import IntakeError
 from grader.intake.notebooks import read_notebook
 from grader.intake.submission import read_submission
@@ -45,6 +46,7 @@ from grader.reports.markdown import markdown_summary
 from grader.reports.prairielearn import prairielearn
 from grader.reports.results import results
 from grader.reports.terminal import print_summary
+from grader.text import student_id
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "grader" / "hostile"
@@ -334,7 +336,7 @@ def test_notebook_fields_cannot_crash_or_bloat_a_batch(tmp_path, course):
     assert celltype["exercises"]["quiz"]["score"] == 0
     assert "\ufffd # Feedback for teacher cell" in celltype["output"] and "\n# " not in celltype["output"]
     feedback = (out / "feedback" / "celltype.md").read_text(encoding="utf-8")
-    assert list(celltype["exercises"]) == ["quiz"], "a notebook is graded as its own assignment"
+    assert celltype["max_score"] == course.total_points, "a notebook in a class of folders is graded on the course"
     assert_markdown_forges_nothing(feedback, headings=1 + len(celltype["exercises"]))
 
     class Recorder:

@@ -1,0 +1,105 @@
+"""A class's entries: what ``grader batch`` and ``grader similarity`` find in a folder of submissions (or a list of
+paths), one per student, or per student and assignment in a class of notebooks alone, and the course each is graded
+on. Nothing of a submission is read here but the names of its folder's entries."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from grader.course import Course
+from grader.intake import IntakeError, IntakeFault
+from grader.intake.notebooks import assignment_notebook
+from grader.intake.submission import Read, read_submission
+from grader.text import MAX_NAME, clean, student_id
+
+SUBMISSION_SUFFIXES = (".zip", ".ipynb")
+
+
+@dataclass(frozen=True)
+class Entry:
+    student: str
+    path: Path
+    assignment: str | None = None  # graded as this assignment (None: as the batch's course)
+    problem: str | None = None  # why it cannot be graded, known before reading it (two submissions for one student)
+    whole_course: bool = False  # a notebook graded on the batch's whole course, not as the assignment it carries
+
+    @property
+    def key(self) -> str:
+        """Its results file, relative to results/ and without .json: ``<student>`` or ``<student>/<assignment>``."""
+        return self.student if self.assignment is None else f"{self.student}/{self.assignment}"
+
+
+class BatchError(ValueError):
+    """The batch's input cannot be read (one line, for the instructor)."""
+
+
+def discover(source: str | os.PathLike, course: Course) -> list[Entry]:
+    """The submissions of a class: the entries of a folder (subfolders, .zip, .ipynb; the name is the student id),
+    or a text file listing one path per line.
+
+    A class of notebooks alone is graded per assignment: a student's folder that holds folders named after the
+    course's assignments with notebooks in them (nbgrader's ``submitted/<student>/<assignment>/``) gives one entry
+    per assignment, graded as that assignment, and a .ipynb is graded as the assignment it carries. Any other class
+    (a folder or a zip among them) is graded on the whole course, one entry per student: each entry, a notebook or
+    a folder of notebooks included, is that student's attempt at the course, out of its points, so that the class
+    is one row per student in every report (``Entry.whole_course``)."""
+    source = Path(source)
+    if source.is_file():
+        lines = [line.strip() for line in source.read_text(encoding="utf-8").splitlines()]
+        paths = [source.parent / line for line in lines if line and not line.startswith("#")]
+    elif source.is_dir():
+        paths = sorted(p for p in source.iterdir() if not p.name.startswith(".")
+                       and (p.is_dir() or p.suffix.lower() in SUBMISSION_SUFFIXES))
+    else:
+        raise BatchError(f"{source} does not exist")
+    shaped = []
+    for path in paths:
+        name = student_id(path.name.removesuffix(path.suffix) if path.suffix.lower() in SUBMISSION_SUFFIXES else path.name)
+        shaped.append((name, path, _nbgrader_entries(name, path, course)))
+    by_assignment = all(notebooks or path.suffix.lower() == ".ipynb" for _, path, notebooks in shaped)
+    found: dict[str, list[Entry]] = {}
+    for name, path, notebooks in shaped:
+        for entry in (notebooks or [Entry(name, path)]) if by_assignment else [Entry(name, path, whole_course=True)]:
+            found.setdefault(entry.key, []).append(entry)
+    base = source if source.is_dir() else source.parent
+    return [same[0] if len(same) == 1 else _several(same, base) for same in found.values()]
+
+
+def _several(entries: list[Entry], base: Path) -> Entry:
+    """The one entry of a student who handed in several submissions (``bob/`` and ``bob.zip``): not graded, and
+    saying which (their paths relative to ``base``, a folder with a trailing ``/``)."""
+    shown = [clean(os.path.relpath(e.path, base), MAX_NAME) + ("/" if e.path.is_dir() else "") for e in entries]
+    count = "two" if len(entries) == 2 else str(len(entries))
+    problem = (f"could not be graded: {count} submissions for {entries[0].key}: {', '.join(shown[:-1])} and {shown[-1]};"
+               " keep one")
+    return replace(entries[0], problem=problem)
+
+
+def _nbgrader_entries(student: str, folder: Path, course: Course) -> list[Entry]:
+    """One entry per assignment folder of the course (holding a notebook) in an nbgrader student folder."""
+    entries = []
+    try:
+        if folder.is_symlink() or not folder.is_dir():
+            return []
+        for name in course.assignment_modules():
+            assignment = folder / name
+            if assignment.is_dir() and not assignment.is_symlink() and any(assignment.glob("*.ipynb")):
+                entries.append(Entry(student, assignment_notebook(assignment) or assignment, name))
+    except OSError:  # a folder the grader may not read (a student's mode 000): intake refuses it, saying why
+        return []
+    return entries
+
+
+def read_entry(entry: Entry, course: Course) -> Read | None:
+    """The entry's exercise files as intake reads them (in a bounded child), or None when they cannot be read (for
+    ``grader similarity``, which leaves it out)."""
+    try:
+        return read_submission(entry.path, course.grading.intake, course)
+    except (IntakeError, IntakeFault):
+        return None
+
+
+def entry_course(course: Course, entry: Entry) -> Course:
+    """The course an entry is graded on: its assignment's, else the batch's."""
+    return course.assignment(entry.assignment) if entry.assignment else course
