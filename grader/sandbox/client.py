@@ -208,9 +208,12 @@ class WorkerSession:
             except wire.WireError:
                 pass
             # Raised outside the except block: the WireError's traceback (and the tensors half-decoded in its
-            # frames, which share the reply's bytes) is not kept alive by the problem the suites hold on to.
+            # frames, which share the reply's bytes) is not kept alive by the problem the suites hold on to; nor is
+            # the reply, which the decoder in this closure holds (pytest keeps a failed test's traceback until the
+            # next failure, and a check that fails makes more calls before it gives up: three frames were held).
             if self.generation == generation:
                 self.stop()
+            decoder.blob = bytearray()
             raise SubmissionProblem("reply", UNREADABLE)
         return decode
 
