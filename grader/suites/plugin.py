@@ -21,6 +21,7 @@ import pytest_metadata.plugin
 import torch
 
 from grader.course import Course, CourseError
+from grader.memory import GradingOutOfMemory, out_of_memory
 from grader.sandbox.client import WorkerSession
 from grader.sandbox.problems import GraderFault, StudentError, SubmissionProblem
 from grader.sandbox.proxy import Student, UncheckedValue
@@ -64,9 +65,11 @@ def _failure_text(excinfo: pytest.ExceptionInfo, style=None) -> str:
 
 def grader_fault(error: BaseException) -> GraderFault | None:
     """The grader fault an exception raised in a test stands for, if it is one (a student's own exception, re-created
-    as ``StudentError``, never is)."""
+    as ``StudentError``, never is: their MemoryError is theirs)."""
     if isinstance(error, StudentError):
         return None
+    if out_of_memory(error):
+        return GradingOutOfMemory(f"the grading process ran out of memory while checking ({type(error).__name__})")
     if isinstance(error, UncheckedValue):
         return GraderFault(f"a check computed with a value of the submission before verifying it ({error})")
     return None
@@ -143,9 +146,9 @@ class GradingPlugin:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item):
-        """A test that fails for a reason of the grading process's own is no failed check of the student: a suite
-        computed with a student's tensor before verifying it (``UncheckedValue``, a bug of the suites). The run stops,
-        and ``run_suites`` raises the fault: no grade is recorded."""
+        """A test that fails for a reason of the grading process's own is no failed check of the student: it ran out of
+        memory (``grader.memory``), or a suite computed with a student's tensor before verifying it (``UncheckedValue``,
+        a bug of the suites). The run stops, and ``run_suites`` raises the fault: no grade is recorded."""
         try:
             return (yield)
         except Exception as error:

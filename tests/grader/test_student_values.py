@@ -1,5 +1,5 @@
 """Student values (issue 28, item 1): the grading process computes with nothing a student's code sent before it is
-checked.
+checked, and its memory is bounded as a whole, so that a hole not found yet costs one grade, never the machine.
 
 * a ``StudentTensor`` (what every reply's tensor becomes) gives its metadata and nothing else until ``checks.checked``
   has verified it; ``checked`` fails every value unlike the one expected (shape, dtype, device, layout, kind) as a
@@ -7,7 +7,9 @@ checked.
 * every check of every exercise, fed adversarial results, gradients and parameters (``adversary.py``), fails or passes
   as a check (no crash, no grader fault) and costs the grading process no more memory than grading the references
   plus the adversary's own replies;
-* a check that computes with a student's value before verifying it is a grader fault.
+* a check that computes with a student's value before verifying it is a grader fault, and so is a grading process
+  that runs out of its memory bound (``grader.memory``): ``grader grade`` exits 3 and writes no results; a batch grades
+  every classmate and records that submission as could not be graded.
 """
 from __future__ import annotations
 
@@ -21,13 +23,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from courses import TOTAL, course_variant
+from courses import MODULES, TOTAL, course_variant
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader import ROOT
+from grader.batch import PROCESS_DIED, run_batch
 from grader.course import COURSE_FILE, EXERCISES_FOLDER, load_course
 from grader.grade import grade_submission
+from grader.memory import HEADROOM_MB
 from grader.sandbox import confine, wire
 from grader.sandbox.client import Zygote
 from grader.sandbox.problems import GraderFault
@@ -43,6 +47,7 @@ ADVERSARY_ROUNDS = 60
 # tensors of 4 MiB (a result, gradients by position and by name), as the adversary builds it, as a frame and decoded,
 # and one more kept by a failed check.
 ADVERSARY_MIB = 4 * 14 * 4 + 32
+MAPPED_MIB = 1024  # more than the grading process maps when its memory is bounded (about 650 MiB)
 
 
 # ---------------------------------------------------------------- the guard and the check
@@ -144,7 +149,7 @@ def test_every_check_of_every_exercise_survives_an_adversary_within_the_referenc
     assert adversary["peak_mib"] <= references["peak_mib"] + ADVERSARY_MIB, (adversary, references)
 
 
-# ---------------------------------------------------------------- a hole: a grader fault
+# ---------------------------------------------------------------- a hole: a grader fault, bounded
 
 
 HOLES = {
@@ -153,6 +158,14 @@ HOLES = {
 def test_forgets_to_check(student, device):
     """A check of the project's tests that computes with the result before verifying it."""
     assert float(student.softmax.softmax(torch.ones(2, 3, device=device)).sum()) > 0
+''',
+    "hoards": '''
+
+def test_hoards_memory(student, device):
+    """A check of the project's tests with a hole: it hoards 3 GiB when the result is a bool tensor."""
+    if student.softmax.softmax(torch.ones(2, 3, device=device)).dtype == torch.bool:
+        hoard = [torch.ones(1 << 20) for _ in range(768)]
+        assert hoard
 ''',
 }
 
@@ -168,6 +181,13 @@ def course_with_hole(folder: Path, hole: str) -> Path:
     return path
 
 
+def hostile(folder: Path) -> Path:
+    """The references, softmax.py replaced by one returning bool tensors (tests/grader/hostile/broadcast_results)."""
+    shutil.copytree(SOLUTIONS, folder, ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
+    shutil.copy(HERE / "hostile" / "broadcast_results" / "softmax.py", folder / "softmax.py")
+    return folder
+
+
 @pytest.mark.slow
 @sandboxed
 def test_a_check_that_computes_before_verifying_is_a_grader_fault(tmp_path):
@@ -181,3 +201,39 @@ def test_a_check_that_computes_before_verifying_is_a_grader_fault(tmp_path):
     finally:
         zygote.close()
 
+
+@pytest.mark.slow
+@sandboxed
+def test_grader_grade_out_of_its_memory_is_a_grader_fault(tmp_path):
+    """``grader grade`` bounds its own memory: a check with a hole that hoards 3 GiB for this submission stops at the
+    bound (HEADROOM_MB above what the process maps), exits 3 (a grader fault, grade again) and writes no results;
+    without the bound it took the 3 GiB and recorded a grade."""
+    course = course_with_hole(tmp_path / "course", "hoards")
+    out = tmp_path / "results.json"
+    script = ("import sys\nfrom grader.cli import main\ncode = main(sys.argv[1:])\n"
+              "print(code, next(int(line.split()[1]) // 1024 for line in open('/proc/self/status') if line.startswith('VmHWM:')))\n")
+    done = subprocess.run([sys.executable, "-c", script, "grade", str(hostile(tmp_path / "submission")), "--out",
+                           str(out), "--course", str(course), "--assignment", "02_softmax"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    code, peak_mib = map(int, done.stdout.split()[-2:])
+    assert code == 3 and not out.exists(), done.stdout[-2000:] + done.stderr[-2000:]
+    assert "ran out of memory" in done.stderr
+    assert peak_mib < MAPPED_MIB + HEADROOM_MB, peak_mib
+
+
+@pytest.mark.slow
+@sandboxed
+def test_a_batch_job_out_of_its_memory_costs_only_that_submission(tmp_path):
+    """In a batch, the job process that runs out of its memory bound dies as a job that crashes does: every
+    classmate is graded, and the submission is graded again alone, then recorded as could not be graded (not final,
+    so the next run tries again); it used to take the 3 GiB, in the job that grades the classmates next."""
+    course = course_with_hole(tmp_path / "course", "hoards")
+    submissions = tmp_path / "class"
+    hostile(submissions / "hoarder")
+    for student in ("ann", "bob"):
+        shutil.copytree(SOLUTIONS, submissions / student, ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
+    rows = {r["student"]: r for r in run_batch(submissions, tmp_path / "out", course_file=course, jobs=2)}
+    assert {s: (r["status"], r["score"]) for s, r in rows.items() if s != "hoarder"} == {
+        "ann": ("graded", TOTAL), "bob": ("graded", TOTAL)}
+    assert rows["hoarder"]["status"] == f"error: {PROCESS_DIED}" and "fingerprint" not in rows["hoarder"]
+    assert set(rows["ann"]["exercises"]) == set(MODULES)
