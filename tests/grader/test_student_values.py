@@ -144,6 +144,8 @@ def test_every_check_of_every_exercise_survives_an_adversary_within_the_referenc
     references = _measured("references")
     assert references["score"] == references["max_score"] == TOTAL
     adversary = _measured("adversary", str(ADVERSARY_ROUNDS))
+    print(f"peak memory of the grading process: {adversary['peak_mib']:.0f} MiB against the adversary "
+          f"({adversary['rounds']} rounds, {adversary['checks']} checks), {references['peak_mib']:.0f} MiB grading the references")
     assert adversary["faults"] == [] and adversary["crashed"] == [], adversary
     assert adversary["rounds"] >= ADVERSARY_ROUNDS and adversary["checks"] >= 100 * adversary["rounds"]
     assert adversary["peak_mib"] <= references["peak_mib"] + ADVERSARY_MIB, (adversary, references)
