@@ -15,7 +15,8 @@ its bytes change, and a submission left unread because its student's reading tim
 student's submissions changes (it is recorded under a fingerprint of them all). A grader fault (a "grader error", a
 job process that died) is recorded without a fingerprint, so the next run grades it again. A job
 process that dies is replaced; the submissions it was grading are graded again, each alone, and the one that kills
-its job process even alone gets a non-final error record while every classmate is graded. Two submissions for one
+its job process even alone gets a non-final error record while every classmate is graded. A job process's
+memory is bounded (``grader.memory``), and one that runs out of it dies the same way. Two submissions for one
 student (``bob/`` and ``bob.zip``) are one error record for that student, naming both.
 
 A class is graded on the whole course or on one assignment (``--assignment``): one record per student, whatever
@@ -53,6 +54,7 @@ from grader.entries import Entry, discover, entry_course
 from grader.extras import need
 from grader.intake import IntakeError, IntakeTimeout
 from grader.intake.submission import read_submission
+from grader.memory import bound_grading_memory, out_of_memory
 from grader.records.adjust import Records, check_records
 from grader.records.late import submission_time
 from grader.records.publish import publish, withdraw_reports
@@ -124,6 +126,7 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
                 took = time.monotonic() - started
             if _zygote is None:
                 _give_this_process_its_own_sandbox_uid()
+                bound_grading_memory(device)
                 _zygote = Zygote(hide=(course.root,))
             data = grade_submission(path, course, _zygote, device, require_sandbox, read=read,
                                     whole_course=whole_course).results
@@ -135,6 +138,8 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
             cut_short = isinstance(error, IntakeTimeout) and seconds < limits.seconds
             data = error_results(course, device, not_read(student, limits.seconds) if cut_short else f"cannot grade: {error}")
         except Exception as error:  # a grader fault must not stop the batch: record it, start afresh
+            if out_of_memory(error):  # past its bound (grader.memory): it dies, and the batch grades this one alone
+                os._exit(1)
             if _zygote is not None:
                 _zygote.close()
             _zygote = None

@@ -46,6 +46,7 @@ def _grade(args) -> int:
             return GRADER_FAULT_STATUS
         from grader.grade import DeviceError, grade_submission, resolve_device
         from grader.intake import IntakeError, IntakeFault
+        from grader.memory import bound_grading_memory, out_of_memory
         from grader.reports.files import write_json
         from grader.reports.terminal import print_summary
 
@@ -54,6 +55,7 @@ def _grade(args) -> int:
         except DeviceError as error:
             console.print(Text.assemble("grader: ", terminal(str(error))))
             return GRADER_FAULT_STATUS
+        bound_grading_memory(device)
         try:
             outcome = grade_submission(args.submission, course, zygote=zygote, device=device,
                                        require_sandbox=not args.allow_unsandboxed)
@@ -71,6 +73,12 @@ def _grade(args) -> int:
         except OSError as error:
             console.print(Text.assemble("grader: cannot write ", terminal(args.out), ": ",
                                         terminal(error.strerror or str(error))))
+            return GRADER_FAULT_STATUS
+        except Exception as error:  # noqa: BLE001 - past the grading process's memory bound outside a check
+            if not out_of_memory(error):
+                raise
+            console.print(Text.assemble("grader: grader fault while grading ", terminal(args.submission),
+                                        ": the grading process ran out of memory (grade it again)"))
             return GRADER_FAULT_STATUS
     finally:
         zygote.close()

@@ -29,7 +29,7 @@ from grader.sandbox.problems import (
     handout_stubs,
     student_error,
 )
-from grader.sandbox.proxy import CallResult, RemoteObject, target_label
+from grader.sandbox.proxy import CallResult, RemoteObject, guarded, target_label
 from grader.sandbox.zygote import Zygote
 from grader.text import clean
 
@@ -191,7 +191,8 @@ class WorkerSession:
         """A decoder of the last reply, one for all of its parts, so that their tensors' byte ranges are checked
         against each other. ``decode(data, label, objects)``: an object kept in the worker (a handle) becomes a
         RemoteObject named ``objects`` (the suite's name for it, never the student's) where the check asked for one,
-        and fails the call ``label`` anywhere else: a check never receives a proxy it did not ask for."""
+        and fails the call ``label`` anywhere else: a check never receives a proxy it did not ask for. Every tensor
+        comes as a ``StudentTensor``, which a check verifies before computing with it (``checks.checked``)."""
         generation, asked = self.generation, {}
 
         def handle(h: wire.Handle):
@@ -199,7 +200,7 @@ class WorkerSession:
                 raise SubmissionProblem("result", f"{asked['label']} returned an object that is neither a tensor nor a "
                                                   "plain value (a number, or a tuple or list of tensors): return tensors")
             return RemoteObject(self, h.id, asked["objects"], generation)
-        decoder = wire.Decoder(self._blob, handle=handle, devices=wire.session_devices(self.device))
+        decoder = wire.Decoder(self._blob, handle=handle, devices=wire.session_devices(self.device), received=guarded)
 
         def decode(data, label: str, objects: str | None = None):
             asked.update(label=label, objects=objects)
@@ -208,9 +209,12 @@ class WorkerSession:
             except wire.WireError:
                 pass
             # Raised outside the except block: the WireError's traceback (and the tensors half-decoded in its
-            # frames, which share the reply's bytes) is not kept alive by the problem the suites hold on to.
+            # frames, which share the reply's bytes) is not kept alive by the problem the suites hold on to; nor is
+            # the reply, which the decoder in this closure holds (pytest keeps a failed test's traceback until the
+            # next failure, and a check that fails makes more calls before it gives up: three frames were held).
             if self.generation == generation:
                 self.stop()
+            decoder.blob = bytearray()
             raise SubmissionProblem("reply", UNREADABLE)
         return decode
 

@@ -1,8 +1,9 @@
 """The submission as the suites see it: proxies whose calls run in the worker and come back as plain values.
 
-``student.<module>.<function>(x)`` calls the student's function in the worker and returns a plain tensor;
-``student.<module>.<Class>.build(4, 3)`` returns a ``RemoteObject`` (the module, kept in the worker) whose
-methods, parameters and backward the test drives. Every call goes through the ``WorkerSession`` (grader.sandbox.client).
+``student.<module>.<function>(x)`` calls the student's function in the worker and returns its result, a tensor coming
+back as a ``StudentTensor``; ``student.<module>.<Class>.build(4, 3)`` returns a ``RemoteObject`` (the module, kept in
+the worker) whose methods, parameters and backward the test drives. Every call goes through the ``WorkerSession``
+(grader.sandbox.client).
 """
 from __future__ import annotations
 
@@ -17,6 +18,47 @@ from grader.text import MAX_NAME, clean
 
 if TYPE_CHECKING:  # the session drives the proxies; the proxies only call it
     from grader.sandbox.client import WorkerSession
+
+
+class UncheckedValue(RuntimeError):
+    """Trusted code computed with a student's tensor before ``checks.checked`` verified it: a bug of the suites, so a
+    grader fault (the grade is not recorded), never the student's failure."""
+
+
+# What a check may read of a student's tensor before verifying it: its metadata, never its values.
+READABLE = frozenset({torch.Tensor.shape.__get__, torch.Tensor.dtype.__get__, torch.Tensor.device.__get__,
+                      torch.Tensor.ndim.__get__, torch.Tensor.layout.__get__, torch.Tensor.is_nested.__get__,
+                      torch.Tensor.dim, torch.Tensor.size, torch.Tensor.numel, torch.Tensor.is_floating_point,
+                      torch.Tensor.is_complex, torch.Tensor.__len__})
+
+
+class StudentTensor(torch.Tensor):
+    """A tensor the student's code sent (a result, a gradient, a parameter, an input after the call), as the suites
+    receive it: its metadata (``READABLE``: shape, dtype, device, dims) can be read, but any computation with it raises
+    ``UncheckedValue`` until ``checks.checked`` has verified it against the tensor it must be like (its shape, dtype
+    and device, so its size) and handed back a plain tensor. A (K, 1, 1, 1, 1) result subtracted from a (1, K, 1, 1, 1)
+    one made the grading process allocate K * K values; a check that forgets to verify raises instead."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in READABLE:
+            with torch._C.DisableTorchFunctionSubclass():
+                return func(*args, **(kwargs or {}))
+        raise UncheckedValue(f"{getattr(func, '__name__', func)} of a student's tensor before checks.checked verified it")
+
+    def __repr__(self):
+        return f"<student tensor {tuple(self.shape)} {self.dtype} on {self.device}>"
+
+
+def guarded(tensor: torch.Tensor) -> StudentTensor:
+    """``tensor`` (decoded from a reply) as the suites receive it."""
+    return tensor.as_subclass(StudentTensor)
+
+
+def released(tensor: StudentTensor) -> torch.Tensor:
+    """The plain tensor behind a verified ``StudentTensor``: for ``checks.checked`` alone, once it has verified it."""
+    with torch._C.DisableTorchFunctionSubclass():
+        return tensor.as_subclass(torch.Tensor)
 
 
 @dataclass

@@ -141,16 +141,18 @@ def _int(value) -> bool:
 
 
 class Decoder:
-    """Rebuilds values from JSON data and the frame's blob; ``handle`` maps a Handle to a local object.
+    """Rebuilds values from JSON data and the frame's blob; ``handle`` maps a Handle to a local object, ``received``
+    each decoded tensor to what the reader holds it as (the grading process: a tensor its checks must verify first).
 
     The data may come from a hostile peer: whatever it holds, decoding returns plain values or
     raises WireError (never another exception, never runs code of the peer's choosing).
     """
 
-    def __init__(self, blob: bytes | bytearray, handle=None, device=None, devices: tuple[str, ...] | None = None):
+    def __init__(self, blob: bytes | bytearray, handle=None, device=None, devices: tuple[str, ...] | None = None,
+                 received=None):
         # Tensors share the blob's memory (ranges never overlap), so it must be writable: read_frame gives a bytearray.
         self.blob = blob if isinstance(blob, bytearray) else bytearray(blob)
-        self.handle, self.device = handle, device
+        self.handle, self.device, self.received = handle, device, received
         # The devices a tensor may claim (None: any; ``session_devices``): a reply claiming CUDA while grading on
         # the CPU would start CUDA in the grading process, and one claiming cuda:3 would use another GPU.
         self.devices = devices
@@ -221,7 +223,7 @@ class Decoder:
         if not any(k.startswith("$") for k in data):
             return {k: self(v, depth + 1) for k, v in data.items()}
         if "$t" in data:
-            return self.tensor(data)
+            return self.received(self.tensor(data)) if self.received else self.tensor(data)
         if "$tuple" in data and type(data["$tuple"]) is list:
             return tuple(self(v, depth + 1) for v in data["$tuple"])
         if "$dict" in data and type(data["$dict"]) is list:

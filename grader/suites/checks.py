@@ -29,8 +29,9 @@ from collections.abc import Callable, Sequence
 import torch
 from diagnosis import Hint, Hints, as64, error_scale, labelled, matching, phrase, raising_alike, shape_fact
 
+from grader.sandbox import wire
 from grader.sandbox.problems import StudentError
-from grader.sandbox.proxy import CallResult, RemoteObject
+from grader.sandbox.proxy import CallResult, RemoteObject, StudentTensor, released
 from grader.sandbox.seed import seed_torch
 
 
@@ -214,8 +215,9 @@ def tolerance(course, dtype, magnitude: float = 0.0) -> tuple[float, float]:
 
 
 def expect_tensor(got, what: str, on: str, like: torch.Tensor | None = None) -> torch.Tensor:
-    """``got`` itself if it is a tensor; otherwise the check fails, saying what kind of value came back."""
-    if isinstance(got, torch.Tensor):
+    """``got`` itself if it is a dense tensor (still to be verified: ``checked``); otherwise the check fails, saying
+    what kind of value came back."""
+    if type(got) in (torch.Tensor, StudentTensor) and got.layout == torch.strided and not got.is_nested:
         return got
     hint = ""
     if isinstance(got, (float, int)):
@@ -223,7 +225,44 @@ def expect_tensor(got, what: str, on: str, like: torch.Tensor | None = None) -> 
     elif isinstance(got, (list, tuple)):
         hint = " Hint: build the result with tensor operations (torch.stack, torch.cat) rather than a Python list."
     expected = f" of shape {shape(like)}" if like is not None else ""
-    raise CheckFailed(f"{what} returned {kind(got)} on {on}; expected a tensor{expected}.{hint}")
+    dense = " dense" if isinstance(got, torch.Tensor) else ""  # a sparse, nested or subclassed tensor came back
+    raise CheckFailed(f"{what} returned {kind(got)} on {on}; expected a{dense} tensor{expected}.{hint}")
+
+
+FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+ANY_DTYPE = tuple(wire.DTYPES.values())  # every dtype a reply may hold
+
+
+def checked(got, like: torch.Tensor, *, what: str, on: str, dtypes: tuple[torch.dtype, ...] | None = None,
+            dtype_note: str | None = None, hints: Hints = (), rtol: float = 0.0, atol: float = 0.0) -> torch.Tensor:
+    """The student's ``got`` (a result, a gradient, a parameter, an input after the call) as a plain tensor, once it is
+    verified to be a dense tensor like ``like``: its shape, its dtype (or one of ``dtypes``), its kind of device, and
+    so no larger than it. The one way a student's tensor reaches a computation of the grading process (until then it
+    is a ``StudentTensor``, whose values cannot be used): what the student sends is checked before trusted code
+    computes with it, whatever its shape (a (K, 1, 1, 1, 1) result broadcast against a (1, K, 1, 1, 1) one), dtype or
+    device. Anything else fails the check for the student, saying what is wrong; a wrong shape names the mistake of
+    ``hints`` (within ``rtol``/``atol``) whose result has that shape and those values, compared only there."""
+    got = expect_tensor(got, what, on, like)
+    if tuple(got.shape) != tuple(like.shape):
+        comparable = "meta" not in (got.device.type, like.device.type) and got.device.type == like.device.type
+        found = matching(_released(got), hints, rtol, atol) if comparable else None
+        raise diagnosed(f"{what}: the result's shape has {shape_fact(got.shape, like.shape)} on {on}; expected "
+                        f"{shape(like)}.", found)
+    if dtypes is None and got.dtype != like.dtype:
+        note = dtype_note or f"the input's dtype. {DTYPE_HINT.rstrip('.')}"
+        raise CheckFailed(f"{what}: {dtype_name(got.dtype)} result on {on}; expected {dtype_name(like.dtype)}, {note}.")
+    if dtypes is not None and got.dtype not in dtypes:
+        raise CheckFailed(f"{what}: {dtype_name(got.dtype)} result on {on}; expected {' or '.join(map(dtype_name, dtypes))}.")
+    if got.device.type != like.device.type:
+        raise CheckFailed(f"{what}: result on {got.device.type} for inputs on {like.device.type} ({on}). "
+                          f"Hint: a device is hard-coded: create tensors with device=x.device (or torch.*_like, x.new_*), "
+                          f"and register fixed tensors of a module as buffers so that they follow .to(device).")
+    return _released(got)
+
+
+def _released(got: torch.Tensor) -> torch.Tensor:
+    """The plain tensor ``got`` is (a tensor a test made itself is one already)."""
+    return released(got) if isinstance(got, StudentTensor) else got
 
 
 def expect_object(got, what: str, on: str) -> RemoteObject:
@@ -243,28 +282,18 @@ def expect_tensors(got, count: int, what: str, on: str, expected: str) -> tuple[
 
 def close(got, want: torch.Tensor, *, what: str, on: str, course=None, rtol: float | None = None, atol: float | None = None,
           hints: Hints = (), generic: str | None = None, check_dtype: bool = True, dtype_note: str | None = None):
-    """The student's ``got`` must be a tensor like ``want`` (shape, dtype, device) with close values.
+    """The student's ``got`` must be a tensor like ``want`` (shape, dtype, device: ``checked``) with close values.
 
     A failure names the mistake of ``hints`` whose result on the same input is ``got`` (a diagnosis); where none
     is, it says what is expected (``generic``). ``hints`` may be a function returning them, for hints that cost
     something to prepare: it runs on a failure only.
     """
-    got = expect_tensor(got, what, on, want)
     if not want.is_floating_point():
         rtol, atol = 0.0, 0.0
     elif rtol is None or atol is None:
         rtol, atol = tolerance(course, want.dtype)
-    if tuple(got.shape) != tuple(want.shape):
-        found = matching(got, hints, rtol, atol) if want.device.type != "meta" else None
-        raise diagnosed(f"{what}: the result's shape has {shape_fact(got.shape, want.shape)} on {on}; expected "
-                        f"{shape(want)}.", found)
-    if check_dtype and got.dtype != want.dtype:
-        note = dtype_note or f"the input's dtype. {DTYPE_HINT.rstrip('.')}"
-        raise CheckFailed(f"{what}: {dtype_name(got.dtype)} result on {on}; expected {dtype_name(want.dtype)}, {note}.")
-    if got.device.type != want.device.type:
-        raise CheckFailed(f"{what}: result on {got.device.type} for inputs on {want.device.type} ({on}). "
-                          f"Hint: a device is hard-coded: create tensors with device=x.device (or torch.*_like, x.new_*), "
-                          f"and register fixed tensors of a module as buffers so that they follow .to(device).")
+    got = checked(got, want, what=what, on=on, dtypes=None if check_dtype else ANY_DTYPE, dtype_note=dtype_note,
+                  hints=hints, rtol=rtol, atol=atol)
     if want.device.type == "meta":
         return got
     a, b = as64(got), as64(want)
@@ -307,17 +336,22 @@ def kept_on(got, device_type: str, *, what: str, on: str) -> None:
                               f"register fixed tensors of a module as buffers so that they follow .to(device).")
 
 
+def reported(values, count: int) -> list:
+    """The first ``count`` entries of a list the worker reported about a call (its inputs' gradients, its inputs after
+    the call), None for each it did not report (all of them where it reported something other than a list)."""
+    return [*(values if isinstance(values, list) else []), *[None] * count][:count]
+
+
 def unchanged(before: Sequence, result: CallResult, names: Sequence[str], *, what: str, on: str):
     """The student's call must leave its input tensors as they were."""
-    after = list(result.args_after or [])
-    for name, old, new in zip(names, before, after):
+    for name, old, new in zip(names, before, reported(result.args_after, len(names))):
         if not isinstance(old, torch.Tensor):
             continue
         if not isinstance(new, torch.Tensor) or tuple(new.shape) != tuple(old.shape) or new.dtype != old.dtype:
             raise CheckFailed(f"{what} changes the shape or dtype of its input {name} in place ({on}). Hint: "
                               f"transpose_/t_/squeeze_/unsqueeze_/resize_ modify the caller's tensor; use the versions "
                               f"without the underscore, which return a new view.")
-        if not torch.equal(new.to(old.device), old):
+        if not torch.equal(checked(new, old, what=f"its input {name} after {what}", on=on), old):
             raise CheckFailed(f"{what} modifies its input {name} in place ({on}). Hint: x -= ..., x /= ..., x.sub_(), "
                               f"x.div_(), x.exp_() or x[...] = ... write into the caller's tensor; compute a new tensor "
                               f"instead (z = x - ...).")

@@ -295,26 +295,31 @@ def test_autograd(student, course, device, exercise, contract):
 
 
 def _own_gradients(student, exercise, subject, checked, grad_output, g, device, step: float = 1e-3):
-    """The student's gradients (inputs and parameters) against a central difference of their own result."""
+    """The student's gradients (inputs and parameters) against a central difference of their own result. Each
+    gradient must be like what it is the gradient of, and each result like ``grad_output``, before any is used
+    (``C.checked``): the student's code chooses its gradients too (a hook may swap one for a tensor of any shape)."""
     on, n = subject.on(checked.args), len(subject.args)
     result = C.attempt(lambda: checked.call.run(args=checked.args, grad_output=grad_output), subject.what, on)
-    grads = list(result.arg_grads or []) + [None] * n
-    for name, grad in zip(subject.args, grads[:n]):
+    grads = []
+    for name, arg, grad in zip(subject.args, checked.args[:n], C.reported(result.arg_grads, n)):
         if grad is None:
             raise CheckFailed(f"no gradient reaches the input {name} of {subject.what} ({on}). {C.CUT_HINT}")
+        grads.append(C.checked(grad, arg, what=f"the gradient of the input {name} of {subject.what}", on=on))
     directions = [torch.randn(a.shape, generator=g).to(device) for a in checked.args[:n]]
-    slope = sum(float((grad.double() * d.double()).sum()) for grad, d in zip(grads[:n], directions))
-    size = sum(float((grad.double() * d.double()).abs().sum()) for grad, d in zip(grads[:n], directions))
+    slope = sum(float((grad.double() * d.double()).sum()) for grad, d in zip(grads, directions))
+    size = sum(float((grad.double() * d.double()).abs().sum()) for grad, d in zip(grads, directions))
     targets = [checked.call._target] * 2
     if subject.is_module:
         params = M.detached(checked.reference)
-        missing = sorted(set(params) - set(result.param_grads or {}) | {k for k, v in (result.param_grads or {}).items()
-                                                                         if v is None and k in params})
+        found = result.param_grads if isinstance(result.param_grads, dict) else {}
+        missing = sorted(k for k in params if found.get(k) is None)
         if missing:
             raise CheckFailed(f"no gradient reaches the parameter {missing[0]} of {subject.what} ({on}). {C.CUT_HINT}")
+        param_grads = {k: C.checked(found[k], p, what=f"the gradient of the parameter {k} of {subject.what}", on=on)
+                       for k, p in params.items()}
         moves = {k: torch.randn(v.shape, generator=g).to(v) for k, v in params.items()}
-        slope += sum(float((result.param_grads[k].double() * m.double()).sum()) for k, m in moves.items())
-        size += sum(float((result.param_grads[k].double() * m.double()).abs().sum()) for k, m in moves.items())
+        slope += sum(float((param_grads[k].double() * m.double()).sum()) for k, m in moves.items())
+        size += sum(float((param_grads[k].double() * m.double()).abs().sum()) for k, m in moves.items())
         targets = []
         for sign in (1, -1):
             moved = copy.deepcopy(checked.reference)
@@ -326,9 +331,9 @@ def _own_gradients(student, exercise, subject, checked, grad_output, g, device, 
     rest = checked.args[n:]
     calls = [(target, tuple(a + sign * step * d for a, d in zip(checked.args[:n], directions)) + rest, None, {})
              for target, sign in zip(targets, (1, -1))]
-    ends = [r.value[0] if isinstance(r.value, (tuple, list)) else r.value
+    ends = [r.value[0] if isinstance(r.value, (tuple, list)) and r.value else r.value
             for r in C.run_all(checked.call._session, calls, subject.what, on)]
-    ends = [C.expect_tensor(end, subject.what, on) for end in ends]
+    ends = [C.checked(end, grad_output, what=subject.what, on=on) for end in ends]
     change = float(((ends[0].double() - ends[1].double()) * grad_output.double()).sum()) / (2 * step)
     # Finite first: with an infinite gradient both sides of the comparison are infinite, and inf <= inf holds.
     if not (math.isfinite(size) and abs(change - slope) <= 1e-3 * (size + abs(change)) + 1e-9):

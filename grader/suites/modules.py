@@ -13,10 +13,12 @@ from grader.sandbox.dropout import KeyedDropout, keyed_dropout
 from grader.sandbox.problems import StudentError
 from grader.sandbox.proxy import RemoteObject, load_params_step
 from grader.suites.checks import (
+    FLOATING,
     CheckFailed,
     Hint,
     as64,
     attempt,
+    checked,
     close,
     expect_object,
     expect_tensor,
@@ -45,6 +47,7 @@ def same_params(got: dict, want: dict, what: str, on: str, how: str):
             turned = "is transposed" if tuple(g.shape) == tuple(w.shape)[::-1] else f"has {shape_fact(g.shape, w.shape)}"
             raise CheckFailed(f"parameter {name} of {what} {turned} ({on}); expected the shape {shape(w)}. "
                               f"Hint: {how}")
+        g = checked(g, w, what=f"the parameter {name} of {what}", on=on, dtypes=FLOATING)
         if not torch.allclose(g.to(w), w):
             swapped = any(o != name and tuple(want[o].shape) == tuple(g.shape) and torch.allclose(g.to(w), want[o])
                           for o in want)
@@ -108,11 +111,12 @@ def dropout_in_training(module: RemoteObject, reference: torch.nn.Module, x: tor
         raise
 
 
-def dropout_off_in_eval(module: RemoteObject, without: RemoteObject, x: torch.Tensor, *, what: str, on: str,
-                        course) -> None:
+def dropout_off_in_eval(module: RemoteObject, without: RemoteObject, x: torch.Tensor, *,
+                        result_shape: tuple[int, ...], what: str, on: str, course) -> None:
     """In eval mode, the student's ``module`` (dropout 0.5) gives the result of ``without`` (the same module and
     parameters, dropout 0) under two random states: dropout does nothing, whatever the result is. A call that raises
-    or returns no tensor is the values checks' to report (an unfinished stub is said as such)."""
+    or returns no floating tensor of ``result_shape`` on x's device is the values checks' to report (an unfinished stub is
+    said as such)."""
     try:
         results = module._session.run_many([(module._target, (x,), None, {"seed": 1}),
                                             (module._target, (x,), None, {"seed": 2}),
@@ -121,9 +125,11 @@ def dropout_off_in_eval(module: RemoteObject, without: RemoteObject, x: torch.Te
         if error.info.get("type") == "NotImplementedError":
             raise failed(error, what, on) from None
         raise CheckFailed(f"{what} in eval mode: {DEFERRED}.") from None
-    got = [result.value for result in results]
-    if not all(isinstance(g, torch.Tensor) for g in got) or len({tuple(g.shape) for g in got}) != 1:
-        raise CheckFailed(f"{what} in eval mode: {DEFERRED}.")
+    like = x.new_empty(result_shape)
+    try:
+        got = [checked(result.value, like, what=what, on=on, dtypes=FLOATING) for result in results]
+    except CheckFailed:
+        raise CheckFailed(f"{what} in eval mode: {DEFERRED}.") from None
     rtol, atol = tolerance(course, x.dtype)
     if not all(torch.allclose(as64(g), as64(got[2]), rtol, atol, equal_nan=True) for g in got[:2]):
         raise CheckFailed(f"{what} in eval mode changes with the dropout rate or the random state ({on}: dropout 0.5 "
@@ -148,14 +154,13 @@ def module_reference(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
         return torch.func.functional_call(module, state, (x.double(),)).to(x.dtype)
 
 
-def earlier_outputs_unchanged(call, x: torch.Tensor, changed: torch.Tensor, t: int, *, what: str, on: str,
-                              expected: str, hint: str) -> None:
-    """Changing the tokens from position ``t`` on leaves every output before ``t`` as it was (no peeking).
-    ``call`` is the student's function or module (both inputs go in one round trip)."""
+def earlier_outputs_unchanged(call, x: torch.Tensor, changed: torch.Tensor, t: int, *, result_shape: tuple[int, ...],
+                              what: str, on: str, hint: str) -> None:
+    """Changing the tokens from position ``t`` on leaves every output before ``t`` as it was (no peeking); each result
+    must be a floating tensor of ``result_shape`` on x's device. ``call`` is the student's function or module (both inputs go
+    in one round trip)."""
     both = run_all(call._session, [(call._target, (x,), None, {}), (call._target, (changed,), None, {})], what, on)
-    a, b = (expect_tensor(result.value, what, on) for result in both)
-    if a.shape != b.shape or a.shape[:2] != x.shape[:2]:
-        raise CheckFailed(f"{what} returned a result of another shape on {on}; expected {expected}.")
+    a, b = (checked(result.value, x.new_empty(result_shape), what=what, on=on, dtypes=FLOATING) for result in both)
     if not bool(torch.isfinite(a).all()):
         raise CheckFailed(f"{what}: NaN or inf on {on}. Expected: every row keeps at least its diagonal entry, and "
                           f"masked positions get -inf before the weights are normalized.")

@@ -21,9 +21,10 @@ import pytest_metadata.plugin
 import torch
 
 from grader.course import Course, CourseError
+from grader.memory import GradingOutOfMemory, out_of_memory
 from grader.sandbox.client import WorkerSession
-from grader.sandbox.problems import StudentError, SubmissionProblem
-from grader.sandbox.proxy import Student
+from grader.sandbox.problems import GraderFault, StudentError, SubmissionProblem
+from grader.sandbox.proxy import Student, UncheckedValue
 from grader.sandbox.seed import seed_torch
 from grader.suites import PUBLIC, contract
 from grader.suites.checks import CheckFailed
@@ -62,6 +63,18 @@ def _failure_text(excinfo: pytest.ExceptionInfo, style=None) -> str:
     return feedback(excinfo.value)
 
 
+def grader_fault(error: BaseException) -> GraderFault | None:
+    """The grader fault an exception raised in a test stands for, if it is one (a student's own exception, re-created
+    as ``StudentError``, never is: their MemoryError is theirs)."""
+    if isinstance(error, StudentError):
+        return None
+    if out_of_memory(error):
+        return GradingOutOfMemory(f"the grading process ran out of memory while checking ({type(error).__name__})")
+    if isinstance(error, UncheckedValue):
+        return GraderFault(f"a check computed with a value of the submission before verifying it ({error})")
+    return None
+
+
 def check_name(item, exercise: str) -> str:
     """The check's name as every report shows it: its docstring's first line, and for a case of a parametrized test
     the case's label, its id's parts but the exercise itself (``[x100-float32]`` -> "... (x100, float32).")."""
@@ -81,6 +94,7 @@ class GradingPlugin:
     def __init__(self, session: WorkerSession, course: Course, device: str):
         self._session, self._course, self._device = session, course, device
         self.course_error: str | None = None  # what is wrong with the course's suites, found while collecting them
+        self.fault: GraderFault | None = None  # the grading process's own failure during a test: no grade stands
         self._about: dict[str, dict] = {}  # node id -> the test's exercise, weight and docstring line
         self.report: dict | None = None
 
@@ -129,6 +143,19 @@ class GradingPlugin:
         problem = self._session.broken.get(self._about[pyfuncitem.nodeid]["exercise"])
         if problem is not None:
             raise SubmissionProblem(problem.kind, str(problem))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item):
+        """A test that fails for a reason of the grading process's own is no failed check of the student: it ran out of
+        memory (``grader.memory``), or a suite computed with a student's tensor before verifying it (``UncheckedValue``,
+        a bug of the suites). The run stops, and ``run_suites`` raises the fault: no grade is recorded."""
+        try:
+            return (yield)
+        except Exception as error:
+            self.fault = self.fault or grader_fault(error)
+            if self.fault is not None:
+                item.session.shouldstop = str(self.fault)
+            raise
 
     @pytest.fixture(scope="session", autouse=True)
     def one_thread(self):
@@ -254,7 +281,8 @@ def check_suites(course: Course) -> None:
 def run_suites(session: WorkerSession, course: Course, device: str, suites: list[Path] | None = None,
                select: str | None = None, collect_only: bool = False) -> dict:
     """Run the suites (default: ``suite_files(course)``) against the session's submission, only the tests of the
-    course's exercises; return pytest-json-report's (sanitized) report. A course error raises CourseError."""
+    course's exercises; return pytest-json-report's (sanitized) report. A course error raises CourseError; a fault of
+    the grading process during a test (``GradingPlugin.pytest_runtest_call``), GraderFault."""
     unknown = unknown_banned(course)
     if unknown:
         raise CourseError(f"{course.file}: banned: {unknown[0]} is no torch function, method or operator (list the names "
@@ -270,6 +298,8 @@ def run_suites(session: WorkerSession, course: Course, device: str, suites: list
         code = pytest.main(args, plugins=[*PLUGINS, plugin])
     if plugin.course_error:
         raise CourseError(plugin.course_error)
+    if plugin.fault is not None:
+        raise plugin.fault
     if plugin.report is None or code not in (0, 1):
         raise RuntimeError(f"the hidden suites could not run (pytest exit code {int(code)}): {output.getvalue()[-2000:]}")
     return plugin.report

@@ -32,6 +32,7 @@ from grader.reports.results import RESULTS_SCHEMA
 from grader.sandbox.client import CHECK, WorkerSession, Zygote
 from grader.sandbox.problems import GraderFault, StudentError, SubmissionProblem
 from grader.sandbox.proxy import load_params_step
+from grader.suites.checks import checked
 from grader.suites.plugin import run_suites
 
 pytestmark = pytest.mark.slow
@@ -558,7 +559,8 @@ def test_a_batch_of_calls_builds_on_earlier_results(zygote, course):
                                               load_params_step(built, params), (built, (x,), None, {})])
         assert exchanges.count(CHECK) == 1, exchanges
         assert made.value.type_name == "SelfAttention" and loaded.value is None
-        assert torch.allclose(out.value, reference(x).detach())
+        assert torch.allclose(checked(out.value, reference(x).detach(), what="SelfAttention(x)", on="x"),
+                              reference(x).detach())
         with pytest.raises(StudentError) as failure:
             session.run_many([({"module": "qkv", "path": ["SelfAttention"]}, ("three", 2), None, {"handles": True}),
                               load_params_step(built, params)])

@@ -473,18 +473,47 @@ def test_overlapping_reply_memory_is_bounded(tmp_path):
     assert peaks["overlapping_reply"] <= peaks["zeros"] + 2 * 64, peaks
 
 
-def grading_peak_mib(submission: Path) -> float:
-    """The peak resident memory (MiB) of a fresh grading process that grades ``submission``'s quiz.py."""
-    script = ("import resource, sys\n"
+def grading_peak_mib(submission: Path, module: str = "quiz") -> float:
+    """The peak resident memory (MiB) of a fresh grading process that grades ``submission``'s ``module``.py: its
+    VmHWM (getrusage's ru_maxrss would start at this process's own, which a child inherits through exec)."""
+    script = ("import sys\n"
               "from grader.course import load_course\n"
               "from grader.grade import grade_submission\n"
               "course = load_course()\n"
-              "course = course.assignment(course.notebook_name('quiz'))\n"
-              "grade_submission(sys.argv[1], course, select='quiz')\n"
-              "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
-    done = subprocess.run([sys.executable, "-c", script, str(submission)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, check=True)
+              "course = course.assignment(course.notebook_name(sys.argv[2]))\n"
+              "grade_submission(sys.argv[1], course, select=sys.argv[2])\n"
+              "print(next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:')))\n")
+    done = subprocess.run([sys.executable, "-c", script, str(submission), module], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=True)
     return int(done.stdout.split()[-1]) / 1024
+
+
+# trick -> (the module it replaces, the largest reply it sends in MiB, what its feedback must say)
+UNCHECKED_VALUES = {
+    "broadcast_results": ("softmax", 1, "the result's shape has several dims more than expected"),
+    "swapped_gradient": ("qkv", 12, "the gradient of the input queries of scaled_dot_product_attention"),
+    "eval_shapes": ("causal", 96, "the result's shape has several dims fewer than expected"),
+}
+
+
+@pytest.mark.parametrize("trick", list(UNCHECKED_VALUES))
+def test_results_and_gradients_are_checked_before_the_grader_computes_with_them(tmp_path, zygote, course, trick):
+    """Results of shapes that broadcast into K x K, gradients a hook swapped for (K, 1, 1, 1, 1) bool tensors, and
+    an eval-mode result of 32 Mi bools: each fails its check on its shape (the gradients: the autograd rule, where the
+    values are right) and earns nothing by it, and the grading process's peak memory stays within a few replies of
+    grading the references, measured side by side in fresh processes. It used to compute with them first: 2.2 GB,
+    4.1 GB and 2.0 GB against 256 MiB."""
+    module, reply_mib, said = UNCHECKED_VALUES[trick]
+    submission = hostile_submission(tmp_path, trick, module)
+    results = grade(submission, course, zygote, module)
+    assert said in outputs(results, module), outputs(results, module)
+    autograd = [t for t in results["tests"] if module in t["tags"] and "equal the derivative of your own result" in t["name"]]
+    assert autograd and all(t["status"] == "failed" for t in autograd), autograd
+    if trick != "swapped_gradient":  # its values are right: it loses only the autograd rule
+        assert_trick_earns_nothing(results, module)
+    peaks = {"references": grading_peak_mib(SOLUTIONS, module), trick: grading_peak_mib(submission, module)}
+    print(f"peak memory of the grading process: {peaks}")
+    assert peaks[trick] <= peaks["references"] + 4 * reply_mib + 32, peaks
 
 
 # ---------------------------------------------------------------- reaching out

@@ -68,7 +68,7 @@ def test_causal_mask(student, course, T):
     if got.dtype != torch.bool:
         raise C.CheckFailed(f"causal_mask(T) returned {C.dtype_name(got.dtype)} for {on}; expected bool "
                             f"(True = may attend). Hint: create it with dtype=torch.bool or compare (== 1).")
-    got = got.cpu()
+    got = C.checked(got, want, what="causal_mask(T)", on=on)
     if not torch.equal(got, want):
         found = C.matching(got, known.causal_mask_hints(T), 0.0, 0.0)
         expected = "" if found else " Expected: True on and below the diagonal, torch.ones(T, T, dtype=torch.bool).tril()."
@@ -139,7 +139,7 @@ def test_no_peeking(student, course, device, drawn):
     changed = x.clone()
     changed[:, t:] = case.randn(case.B, case.T - t, case.d_in, dtype=torch.float64, device=device) * 3
     on = _on(x, case.T + case.extra_context)
-    M.earlier_outputs_unchanged(module, x, changed, t, what=WHAT, on=on, expected=f"({case.B}, {case.T}, {case.d_out})",
+    M.earlier_outputs_unchanged(module, x, changed, t, result_shape=(case.B, case.T, case.d_out), what=WHAT, on=on,
                                 hint="check which triangle your mask keeps (True on and below the diagonal may attend) "
                                      "and that it is applied with -inf before the softmax.")
 
@@ -167,7 +167,8 @@ def test_dropout_eval(student, course, device):
     module, without = (M.twin(student.causal.CausalAttention, reference, 5, 3, 6, p, what="CausalAttention",
                               device=device, mode="eval") for p in (0.5, 0.0))
     x = torch.randn(2, 6, 5, generator=torch.Generator().manual_seed(course.seed)).to(device)
-    M.dropout_off_in_eval(module, without, x, what=WHAT, on=_on(x, 6) + ", eval mode", course=course)
+    M.dropout_off_in_eval(module, without, x, result_shape=(2, 6, 3), what=WHAT, on=_on(x, 6) + ", eval mode",
+                          course=course)
 
 
 @pytest.mark.rule

@@ -142,7 +142,7 @@ def test_no_peeking(student, course, device, drawn):
     changed = x.clone()
     changed[:, t:] = case.randn(case.B, case.T - t, case.d_in, dtype=torch.float64, device=device) * 3
     on = _on(x, case.heads, case.T + case.extra_context)
-    M.earlier_outputs_unchanged(module, x, changed, t, what=WHAT, on=on, expected=f"({case.B}, {case.T}, {case.d_out})",
+    M.earlier_outputs_unchanged(module, x, changed, t, result_shape=(case.B, case.T, case.d_out), what=WHAT, on=on,
                                 hint="check which triangle your mask keeps, that it is applied with -inf before the softmax, "
                                      "and that the heads are split with view(B, T, num_heads, head_dim).transpose(1, 2) (a direct view mixes tokens).")
 
@@ -170,7 +170,8 @@ def test_dropout_eval(student, course, device):
     module, without = (M.twin(student.multihead.MultiHeadAttention, reference, 3, 6, 5, p, 3,
                               what="MultiHeadAttention", device=device, mode="eval") for p in (0.5, 0.0))
     x = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(course.seed)).to(device)
-    M.dropout_off_in_eval(module, without, x, what=WHAT, on=_on(x, 3, 5) + ", eval mode", course=course)
+    M.dropout_off_in_eval(module, without, x, result_shape=(2, 5, 6), what=WHAT, on=_on(x, 3, 5) + ", eval mode",
+                          course=course)
 
 
 @pytest.mark.rule

@@ -225,7 +225,8 @@ def test_copy_linear_weights(student, course, device, case):
     for name in ("W_query", "W_key", "W_value"):
         want = getattr(src_ref, name).weight.detach().T
         g = got.get(name)
-        if g is None or tuple(g.shape) != tuple(want.shape) or not torch.allclose(g.to(want), want):
+        if g is None or tuple(g.shape) != tuple(want.shape) or not torch.allclose(
+                C.checked(g, want, what=f"dst.{name}", on=on, dtypes=C.FLOATING).to(want), want):
             hint = ("nn.Linear keeps its weight as (d_out, d_in); SelfAttention multiplies by (d_in, d_out): copy "
                     "linear.weight.T, a transpose, not a reshape or view.")
             raise C.CheckFailed(f"after copy_linear_weights, dst.{name} does not hold src.{name}.weight transposed ({on}). "

@@ -48,7 +48,8 @@ def test_quiz_answer(student, course):
     if got.dtype != torch.float32:
         raise C.CheckFailed(f"quiz_answer() returned {C.dtype_name(got.dtype)}; expected float32 (torch.tensor of "
                             f"Python floats is float32 by default).")
-    error = float((got.cpu().double() - want.double()).abs().max())
+    got = C.checked(got, want, what="quiz_answer()", on="no arguments")
+    error = float((got.double() - want.double()).abs().max())
     if not error <= 1e-4:
         raise C.CheckFailed(f"quiz_answer() is not the quiz's v (off by {C.error_scale(error)}). Hint: use the quiz's s and "
                             f"h1, h2, h3 as given, H = [h1, h2, h3] (one state per row), and call decoder_attention.")
