@@ -73,7 +73,7 @@ def descendants(root: int) -> dict[int, str]:
 MOMENTS = {
     "at start": lambda processes, out: True,
     "during intake or job start": lambda processes, out: len(processes) >= 1,
-    "during zygote start": lambda processes, out: any("grader.sandbox.lifeline" in cmd for cmd in processes.values()),
+    "during zygote start": lambda processes, out: any("grader.sandbox.jail.lifeline" in cmd for cmd in processes.values()),
     "mid-grading": lambda processes, out: any((out / "results").glob("*.json")),
 }
 

@@ -28,7 +28,7 @@ sys.path.insert(0, sys.argv[2])
 import descendants
 from grader.course import COURSE_FILE, load_course
 from grader.grade import grade_submission
-from grader.sandbox.client import Zygote
+from grader.sandbox.host.client import Zygote
 
 def workers_cpu(zygote):
     # the zygote's CPU and its reaped children's (/proc: utime, stime, cutime, cstime), and the orphans we reaped

@@ -62,8 +62,8 @@ from grader.records.table import TableError
 from grader.reports.feedback import write_feedback
 from grader.reports.files import write_json
 from grader.rerun import Taken, keep_taken, load_taken, material_fingerprint, submission_fingerprint
-from grader.sandbox.confine import require_namespaces
-from grader.sandbox.lifeline import die_with_parent
+from grader.sandbox.jail.confine import require_namespaces
+from grader.sandbox.jail.lifeline import die_with_parent
 from grader.similarity.report import class_report, summary_rows
 from grader.text import MAX_NAME, clean
 
@@ -106,7 +106,7 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
     """
     global _zygote
     from grader.grade import grade_submission
-    from grader.sandbox.client import Zygote
+    from grader.sandbox.host.client import Zygote
 
     with _one_at_a_time:
         if staging:
@@ -179,7 +179,7 @@ def _give_this_process_its_own_sandbox_uid():
     that no other live process holds (a lock file per uid; see ``sandbox.lease_sandbox_uid``)."""
     global _sandbox_uid_lease
     if _sandbox_uid_lease[0] != os.getpid():  # a forked process shares its parent's lock: it needs its own
-        from grader.sandbox.uids import SANDBOX_UID, lease_sandbox_uid
+        from grader.sandbox.jail.uids import SANDBOX_UID, lease_sandbox_uid
 
         uid, fd = lease_sandbox_uid(SANDBOX_UID + 1)
         _sandbox_uid_lease = (os.getpid(), fd)

@@ -122,7 +122,7 @@ def run_ci(path: str | os.PathLike = ".", *, course_file: str | os.PathLike = CO
         return 2
     own = zygote is None
     if own:
-        from grader.sandbox.client import Zygote
+        from grader.sandbox.host.client import Zygote
 
         zygote = Zygote(hide=(course.root,))
     try:

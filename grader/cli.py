@@ -26,7 +26,7 @@ def _load(args):
 def _grade(args) -> int:
     """Grade one submission. Its zygote starts first, so that its import of torch runs while this process imports
     torch, pytest and the suites: a cold grade waits for one import of torch, not for two in a row."""
-    from grader.sandbox.zygote import GraderFault, Zygote
+    from grader.sandbox.host.zygote import GraderFault, Zygote
 
     zygote = Zygote(hide=(course_root(args.course),))  # the course's folder, hidden from the sandbox
     try:
@@ -97,7 +97,7 @@ def _batch(args) -> int:
     from grader.records.adjust import MISSING
     from grader.records.table import TableError
     from grader.reports.terminal import BatchProgress, print_class
-    from grader.sandbox.confine import SandboxUnavailable
+    from grader.sandbox.jail.confine import SandboxUnavailable
     from grader.text import terminal
 
     console = Console(stderr=True, soft_wrap=True)
@@ -204,7 +204,7 @@ def _collect(args) -> int:
     from grader.collect import CLONE_MB, CLONE_SECONDS, CollectError, collect
     from grader.course import CourseError
     from grader.grade import DeviceError, resolve_device
-    from grader.sandbox.confine import SandboxUnavailable
+    from grader.sandbox.jail.confine import SandboxUnavailable
 
     try:
         repositories = collect(args.roster, args.out, deadline=args.deadline, course_file=args.course,
@@ -228,7 +228,7 @@ def _collect(args) -> int:
 def _ci(args) -> int:
     """Grade a checkout in CI. As in `grade`, its zygote starts first, so that its import of torch runs while this
     process imports torch, pytest and the suites."""
-    from grader.sandbox.zygote import Zygote
+    from grader.sandbox.host.zygote import Zygote
 
     zygote = Zygote(hide=(course_root(args.course),))
     try:

@@ -16,8 +16,8 @@ from grader.course import Course
 from grader.intake.submission import Read, stage
 from grader.points import Grade, score
 from grader.reports.results import results
-from grader.sandbox.client import WorkerSession, Zygote
-from grader.sandbox.problems import SubmissionProblem
+from grader.sandbox.host.client import WorkerSession, Zygote
+from grader.sandbox.host.problems import SubmissionProblem
 from grader.suites.plugin import run_suites
 from grader.text import clean
 

@@ -17,7 +17,7 @@ try:
 except ImportError:  # pragma: no cover - not a Unix
     resource = None  # type: ignore[assignment]
 
-from grader.sandbox.zygote import GraderFault
+from grader.sandbox.host.zygote import GraderFault
 
 # Above what the grading process maps with torch and the grader imported (about 650 MiB): grading the references
 # adds about 10 MiB, the largest reply the wire takes (MAX_REPLY_BYTES, 256 MiB) at most twice its size while it is

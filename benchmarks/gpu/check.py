@@ -77,7 +77,7 @@ def grader(*args: str, timeout: float = 300) -> tuple[int, str, float]:
 def environment(options) -> dict:
     import torch
 
-    from grader.sandbox import cgroup, confine
+    from grader.sandbox.jail import cgroup, confine
 
     found = {"python": platform.python_version(), "kernel": platform.release(), "torch": torch.__version__,
              "torch_cuda": torch.version.cuda, "cuda_available": torch.cuda.is_available(), "cpus": os.cpu_count()}
@@ -108,7 +108,7 @@ def environment(options) -> dict:
 def zygote_loads_the_cuda_driver() -> bool:
     """Whether a warm zygote (one that has forked a worker) has CUDA's driver loaded, the sign that its warm-up started
     CUDA: no worker forked from it could then start CUDA ("CUDA error: initialization error")."""
-    from grader.sandbox.zygote import Zygote
+    from grader.sandbox.host.zygote import Zygote
 
     zygote, submission = Zygote(), tempfile.mkdtemp(prefix="gpu-zygote-")
     os.chmod(submission, 0o755)
@@ -131,7 +131,7 @@ def cuda_in_the_sandbox() -> dict[str, str]:
     in the child."""
     import torch
 
-    from grader.sandbox import confine
+    from grader.sandbox.jail import confine
 
     limits = course().grading.limits
     variants = {"no sandbox": None, "as graded": {},

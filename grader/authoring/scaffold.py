@@ -93,7 +93,7 @@ class Check:
 def check_exercise(course_file: Path, module: str, progress=None) -> list[Check]:
     """Every verification of exercise ``module`` (see the module's docstring); ``progress(text)`` hears of each."""
     from grader.grade import grade_submission
-    from grader.sandbox.zygote import Zygote
+    from grader.sandbox.host.zygote import Zygote
     from grader.suites.plugin import check_suites
     from grader.suites.variants import judge, variants_of
 

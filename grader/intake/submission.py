@@ -36,7 +36,7 @@ from grader.course import Course, Intake
 from grader.course import course as project_course
 from grader.intake import IntakeError, IntakeFault, IntakeTimeout
 from grader.intake.walk import MAX_DEPTH, intake_reads, listing, module_of
-from grader.sandbox.lifeline import die_with_parent
+from grader.sandbox.jail.lifeline import die_with_parent
 from grader.text import MAX_MESSAGE, MAX_NAME, clean
 
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")  # Read.stamp: a zip entry's time, to the second

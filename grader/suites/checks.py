@@ -30,8 +30,8 @@ import torch
 from diagnosis import Hint, Hints, as64, error_scale, labelled, matching, phrase, raising_alike, shape_fact
 
 from grader.sandbox import wire
-from grader.sandbox.problems import StudentError
-from grader.sandbox.proxy import CallResult, RemoteObject, StudentTensor, released
+from grader.sandbox.host.problems import StudentError
+from grader.sandbox.host.proxy import CallResult, RemoteObject, StudentTensor, released
 from grader.sandbox.seed import seed_torch
 
 

@@ -25,8 +25,8 @@ import torch
 
 from grader.course import SUITE_PREFIX
 from grader.points import DEFERRED
+from grader.sandbox.host.problems import STUB_PHRASE, SubmissionProblem
 from grader.sandbox.imports import forbidden, rule
-from grader.sandbox.problems import STUB_PHRASE, SubmissionProblem
 from grader.suites import checks as C
 from grader.suites import modules as M
 from grader.suites.checks import CheckFailed

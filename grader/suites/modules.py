@@ -10,8 +10,8 @@ import torch
 
 from grader.points import DEFERRED
 from grader.sandbox.dropout import KeyedDropout, keyed_dropout
-from grader.sandbox.problems import StudentError
-from grader.sandbox.proxy import RemoteObject, load_params_step
+from grader.sandbox.host.problems import StudentError
+from grader.sandbox.host.proxy import RemoteObject, load_params_step
 from grader.suites.checks import (
     FLOATING,
     CheckFailed,

@@ -22,9 +22,9 @@ import torch
 
 from grader.course import Course, CourseError
 from grader.memory import GradingOutOfMemory, out_of_memory
-from grader.sandbox.client import WorkerSession
-from grader.sandbox.problems import GraderFault, StudentError, SubmissionProblem
-from grader.sandbox.proxy import Student, UncheckedValue
+from grader.sandbox.host.client import WorkerSession
+from grader.sandbox.host.problems import GraderFault, StudentError, SubmissionProblem
+from grader.sandbox.host.proxy import Student, UncheckedValue
 from grader.sandbox.seed import seed_torch
 from grader.suites import PUBLIC, contract
 from grader.suites.checks import CheckFailed

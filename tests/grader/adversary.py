@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 from grader import ROOT
 from grader.course import load_course
 from grader.sandbox import wire
-from grader.sandbox.client import WorkerSession
-from grader.sandbox.problems import GraderFault
+from grader.sandbox.host.client import WorkerSession
+from grader.sandbox.host.problems import GraderFault
 
 DTYPES = list(wire.DTYPES.values())
 TENSOR_BYTES = 4 << 20  # the largest tensor the adversary sends (its own memory counts in the peak)

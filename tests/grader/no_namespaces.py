@@ -13,7 +13,7 @@ import os
 import platform
 import sys
 
-from grader.sandbox.syscalls import NATIVE_ABIS, libc
+from grader.sandbox.jail.syscalls import NATIVE_ABIS, libc
 
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 

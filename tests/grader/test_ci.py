@@ -56,7 +56,7 @@ def github(tmp_path) -> GitHub:
 
 @pytest.fixture(scope="module")
 def zygote():
-    from grader.sandbox.client import Zygote
+    from grader.sandbox.host.client import Zygote
 
     z = Zygote()
     yield z

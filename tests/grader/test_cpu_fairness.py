@@ -27,9 +27,9 @@ from test_hostile import hostile_submission, processes_named, wait_until
 from grader.batch import run_batch
 from grader.course import COURSE_FILE, load_course
 from grader.grade import CPU_NOTE, grade_submission
-from grader.sandbox import cgroup, uids
-from grader.sandbox import confine as sandbox
-from grader.sandbox.client import WorkerSession, Zygote
+from grader.sandbox.host.client import WorkerSession, Zygote
+from grader.sandbox.jail import cgroup, uids
+from grader.sandbox.jail import confine as sandbox
 
 AVAILABLE, WHY = sandbox.probe()
 HIERARCHIES, CPU_CAP = cgroup.hierarchies()
@@ -160,7 +160,7 @@ def test_without_cgroups_grading_goes_on_with_a_note(course, monkeypatch):
 
 LEASE = """
 import sys
-from grader.sandbox.uids import lease_sandbox_uid
+from grader.sandbox.jail.uids import lease_sandbox_uid
 uid, fd = lease_sandbox_uid(int(sys.argv[1]), 4, sys.argv[2])
 print(uid, flush=True)
 sys.stdin.read()

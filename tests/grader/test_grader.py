@@ -29,9 +29,9 @@ from grader.course import COURSE_FILE, CourseError, load_course
 from grader.grade import grade_submission
 from grader.intake.submission import stage
 from grader.reports.results import RESULTS_SCHEMA
-from grader.sandbox.client import CHECK, WorkerSession, Zygote
-from grader.sandbox.problems import GraderFault, StudentError, SubmissionProblem
-from grader.sandbox.proxy import load_params_step
+from grader.sandbox.host.client import CHECK, WorkerSession, Zygote
+from grader.sandbox.host.problems import GraderFault, StudentError, SubmissionProblem
+from grader.sandbox.host.proxy import load_params_step
 from grader.suites.checks import checked
 from grader.suites.plugin import run_suites
 
@@ -240,7 +240,7 @@ AFTER_WARM_UP = """
 import sys, time
 import torch
 from grader.sandbox.dropout import KeyedDropout
-from grader.sandbox.worker import Watch, _warm
+from grader.sandbox.jail.worker import Watch, _warm
 _warm()
 before, meta = set(sys.modules), lambda *shape: torch.empty(*shape, device="meta")
 layer = torch.nn.Linear(4, 4)
@@ -267,7 +267,7 @@ def test_a_worker_never_imports_what_torch_imports_lazily():
 
 WARM_UP_ON_A_BUILD = """
 import sys, torch
-from grader.sandbox.worker import _warm
+from grader.sandbox.jail.worker import _warm
 torch.version.cuda = sys.argv[1] or None
 backwards = []
 torch.autograd.backward = lambda *args, **kwargs: backwards.append(1)

@@ -47,10 +47,10 @@ from grader.grade import grade_submission
 from grader.intake.submission import stage
 from grader.reports.results import RESULTS_SCHEMA
 from grader.reports.terminal import print_summary
-from grader.sandbox import confine as sandbox
-from grader.sandbox.client import WorkerSession, Zygote
-from grader.sandbox.problems import UNREADABLE, StudentError
-from grader.sandbox.proxy import Student
+from grader.sandbox.host.client import WorkerSession, Zygote
+from grader.sandbox.host.problems import UNREADABLE, StudentError
+from grader.sandbox.host.proxy import Student
+from grader.sandbox.jail import confine as sandbox
 
 AVAILABLE, WHY = sandbox.probe()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not AVAILABLE, reason=f"no sandbox here: {WHY}")]
@@ -775,7 +775,7 @@ class _FakeZygote:
 @pytest.fixture
 def fake_worker(course):
     """A WorkerSession wired to a socket whose other end the test holds, with a harmless child as its "worker"."""
-    from grader.sandbox.client import WorkerSession
+    from grader.sandbox.host.client import WorkerSession
 
     child = subprocess.Popen(["sleep", "60"])
     ours, theirs = socket.socketpair()
@@ -790,7 +790,7 @@ def fake_worker(course):
 def test_half_a_reply_cannot_block_the_grader(fake_worker):
     """A worker that sends a frame header announcing 100 MiB and then nothing is stopped at the time limit."""
     from grader.sandbox import wire
-    from grader.sandbox.problems import SubmissionProblem
+    from grader.sandbox.host.problems import SubmissionProblem
 
     session, theirs = fake_worker
     body = b'{"ok": true}'
@@ -807,7 +807,7 @@ def test_a_worker_that_does_not_read_cannot_block_the_grader(fake_worker):
     import torch
 
     from grader.sandbox import wire
-    from grader.sandbox.problems import SubmissionProblem
+    from grader.sandbox.host.problems import SubmissionProblem
 
     session, theirs = fake_worker
     frame = wire.encode({"op": "call", "args": [torch.zeros(16 << 20)]})  # 64 MiB: far more than a socket buffers
@@ -821,7 +821,7 @@ def test_malformed_replies_become_submission_problems(fake_worker):
     """A reply that is not JSON, or whose values do not decode, is a problem of the submission ("could not be
     read"), never an exception a check might expect (ValueError, TypeError...)."""
     from grader.sandbox import wire
-    from grader.sandbox.problems import SubmissionProblem
+    from grader.sandbox.host.problems import SubmissionProblem
 
     session, theirs = fake_worker
     theirs.sendall(wire.HEADER.pack(5, 0) + b"nope!")

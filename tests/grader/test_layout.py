@@ -20,9 +20,9 @@ import pytest
 
 GRADER = Path(__file__).resolve().parents[2] / "grader"
 MAX_LINES = 500
-WORKER = "grader.sandbox.worker"
-LAUNCHER = "grader.sandbox.lifeline"  # run as __main__ (grader.sandbox.zygote.BOOTSTRAP), it starts the zygote, which runs the worker
-GRADING_CLIENT = ("grader.sandbox.client", "grader.sandbox.proxy")
+WORKER = "grader.sandbox.jail.worker"
+LAUNCHER = "grader.sandbox.jail.lifeline"  # run as __main__ (grader.sandbox.host.zygote.BOOTSTRAP), it starts the zygote, which runs the worker
+GRADING_CLIENT = ("grader.sandbox.host.client", "grader.sandbox.host.proxy")
 
 
 def module_name(path: Path) -> str:
@@ -115,11 +115,11 @@ def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def test_the_layout_reads_the_whole_package():
     """The checks below see every module, and see imports the way they are written (guards, relative imports)."""
-    assert {"grader", "grader.sandbox.client", "grader.sandbox.proxy", WORKER, LAUNCHER} <= set(FILES)
-    assert "grader.sandbox.lifeline" in imported(WORKER, RUNTIME)
+    assert {"grader", "grader.sandbox.host.client", "grader.sandbox.host.proxy", WORKER, LAUNCHER} <= set(FILES)
+    assert "grader.sandbox.jail.lifeline" in imported(WORKER, RUNTIME)
     assert WORKER in imported(LAUNCHER, set()) and WORKER not in imported(LAUNCHER, RUNTIME)
-    assert "grader.sandbox.client" in imported("grader.sandbox.proxy", set())
-    assert "grader.sandbox.client" not in imported("grader.sandbox.proxy", RUNTIME)
+    assert "grader.sandbox.host.client" in imported("grader.sandbox.host.proxy", set())
+    assert "grader.sandbox.host.client" not in imported("grader.sandbox.host.proxy", RUNTIME)
 
 
 def test_find_cycle_finds_a_cycle():

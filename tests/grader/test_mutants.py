@@ -28,7 +28,7 @@ import pytest
 from courses import MODULES
 
 from grader.course import course
-from grader.sandbox.client import Zygote
+from grader.sandbox.host.client import Zygote
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "grader" / "corpus"))

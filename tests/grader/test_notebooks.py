@@ -612,7 +612,7 @@ def test_our_grader_agrees_with_nbgrader(nbgrader_course):
     """The sandboxed grader, given the same notebooks, ranks them as nbgrader does; each notebook is graded as its
     own assignment, out of its own points, with nothing about the other exercises."""
     from grader.grade import grade_submission
-    from grader.sandbox.client import Zygote
+    from grader.sandbox.host.client import Zygote
 
     zygote = Zygote()
     try:

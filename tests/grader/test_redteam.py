@@ -212,7 +212,7 @@ def test_a_private_tmpfs_holds_a_bounded_number_of_files(tmp_path, zygote, cours
     (tests/grader/hostile/inode_flood). Their `size` counted none of them: at about 1 KiB of kernel memory each, a
     worker could hold 3 million per tmpfs (6 GiB on a 24 GiB machine) outside every limit; now each stops at its
     inode limit."""
-    from grader.sandbox.rootfs import TMP_INODES_PER_MB
+    from grader.sandbox.jail.rootfs import TMP_INODES_PER_MB
 
     limit = course.grading.limits.tmp_mb * TMP_INODES_PER_MB
     text = raised_by(hostile_submission(tmp_path, "inode_flood", tries=limit + 1000), course, zygote)
@@ -435,7 +435,7 @@ def test_a_failed_reimport_is_said_in_the_graders_words(monkeypatch):
     (tests/grader/hostile/clock_channel: its message holds the clock it read) is said in the grader's words; the first
     import's error keeps its message. The worker's replies are replayed: only the clock tells the two imports apart."""
     from grader.course import COURSE_FILE, load_course
-    from grader.sandbox.client import WorkerSession
+    from grader.sandbox.host.client import WorkerSession
 
     limits = load_course(COURSE_FILE).grading.limits
     leak = {"ok": False, "failure": {"kind": "import", "message": "quiz.py does not import: ImportError: clock slot 19"}}
@@ -458,8 +458,8 @@ def test_a_tensor_on_another_gpu_is_refused_untouched(monkeypatch):
     import torch
 
     from grader.course import COURSE_FILE, load_course
-    from grader.sandbox.client import WorkerSession
-    from grader.sandbox.problems import SubmissionProblem
+    from grader.sandbox.host.client import WorkerSession
+    from grader.sandbox.host.problems import SubmissionProblem
 
     placed = []
 

@@ -37,7 +37,7 @@ from grader.authoring.stubs import render_exercises
 from grader.cli import GRADER_FAULT_STATUS
 from grader.course import course
 from grader.reports.results import GRADESCOPE_SCHEMA
-from grader.sandbox.problems import GraderFault
+from grader.sandbox.host.problems import GraderFault
 
 REPOSITORY = "course-org/attention-grader"
 

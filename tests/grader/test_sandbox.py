@@ -1,4 +1,4 @@
-"""The worker sandbox (grader/sandbox/confine.py, rootfs.py, seccomp.py, limits.py): each test forks, confines, probes from inside.
+"""The worker sandbox (grader/sandbox/jail/confine.py, rootfs.py, seccomp.py, limits.py): each test forks, confines, probes from inside.
 
 The test process plays the zygote: torch is imported and set to one thread before any
 fork. A child runs ``confine`` and then a probe function, and sends a JSON result back
@@ -33,8 +33,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.sandbox import TRUSTED_OPTION, rootfs, seccomp, syscalls, uids
-from grader.sandbox import confine as sandbox
+from grader.sandbox import TRUSTED_OPTION
+from grader.sandbox.jail import confine as sandbox
+from grader.sandbox.jail import rootfs, seccomp, syscalls, uids
 from grader.sandbox.limits import Limits, _cpu_hard_limit
 
 torch.set_num_threads(1)

@@ -20,7 +20,7 @@ from grader import ROOT
 from grader.cli import GRADER_FAULT_STATUS
 from grader.course import course
 from grader.sandbox import TRUSTED_OPTION
-from grader.sandbox import confine as sandbox
+from grader.sandbox.jail import confine as sandbox
 
 EXERCISE = "scores"
 ASSIGNMENT = course().notebook_name(EXERCISE)  # one exercise: each grading stays short

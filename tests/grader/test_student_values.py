@@ -32,10 +32,11 @@ from grader.batch import PROCESS_DIED, run_batch
 from grader.course import COURSE_FILE, EXERCISES_FOLDER, load_course
 from grader.grade import grade_submission
 from grader.memory import HEADROOM_MB
-from grader.sandbox import confine, wire
-from grader.sandbox.client import Zygote
-from grader.sandbox.problems import GraderFault
-from grader.sandbox.proxy import StudentTensor, UncheckedValue, guarded
+from grader.sandbox import wire
+from grader.sandbox.host.client import Zygote
+from grader.sandbox.host.problems import GraderFault
+from grader.sandbox.host.proxy import StudentTensor, UncheckedValue, guarded
+from grader.sandbox.jail import confine
 from grader.suites.checks import FLOATING, CheckFailed, checked
 
 HERE = Path(__file__).resolve().parent

@@ -57,7 +57,7 @@ def grade_in_ci(folder: Path, zygote) -> tuple[dict, str, str]:
 
 @pytest.fixture(scope="module")
 def zygote():
-    from grader.sandbox.client import Zygote
+    from grader.sandbox.host.client import Zygote
 
     zygote = Zygote(hide=(ROOT,))
     yield zygote

@@ -22,7 +22,7 @@ import signal
 import time
 from dataclasses import dataclass
 
-from grader.sandbox.rootfs import unescape_mountinfo
+from grader.sandbox.jail.rootfs import unescape_mountinfo
 
 __all__ = ["CPU_PERIOD_US", "Hierarchy", "create", "hierarchies", "join", "remove", "sweep"]
 

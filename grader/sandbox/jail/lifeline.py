@@ -49,8 +49,8 @@ if __name__ == "__main__":
     die_with_parent(int(sys.argv[1]))
     settings = json.loads(sys.stdin.readline())
     os.environ.update(settings["environ"])  # before the sandbox's modules read them
-    from grader.sandbox import confine as sandbox
-    from grader.sandbox import rootfs, worker
+    from grader.sandbox.jail import confine as sandbox
+    from grader.sandbox.jail import rootfs, worker
 
     if not settings["namespaces"]:  # Zygote(namespaces=False): test the degraded path
         sandbox._probe_result = (False, "namespaces turned off for this zygote (Zygote(namespaces=False))")

@@ -35,8 +35,7 @@ import time
 from collections.abc import Sequence
 
 from grader.sandbox import TRUSTED_OPTION
-from grader.sandbox.limits import Limits, set_address_space, set_rlimits
-from grader.sandbox.rootfs import (
+from grader.sandbox.jail.rootfs import (
     MS_PRIVATE,
     MS_REC,
     REPO_ROOT,
@@ -45,8 +44,8 @@ from grader.sandbox.rootfs import (
     mount,
     plan_root,
 )
-from grader.sandbox.seccomp import install_syscall_filter
-from grader.sandbox.syscalls import (
+from grader.sandbox.jail.seccomp import install_syscall_filter
+from grader.sandbox.jail.syscalls import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
     CLONE_NEWNS,
@@ -65,7 +64,8 @@ from grader.sandbox.syscalls import (
     prctl,
     syscall,
 )
-from grader.sandbox.uids import SANDBOX_GID, SANDBOX_UID
+from grader.sandbox.jail.uids import SANDBOX_GID, SANDBOX_UID
+from grader.sandbox.limits import Limits, set_address_space, set_rlimits
 
 __all__ = ["HOSTNAME", "PROBE_LIMITS", "SANDBOX_ENV", "SandboxUnavailable", "confine", "probe", "refusal",
            "require_namespaces"]

@@ -1,7 +1,7 @@
 """The grading process's side of the worker: start workers, send calls, turn replies into values or errors.
 
-``Zygote`` (grader.sandbox.zygote) is a fresh interpreter with torch imported that forks sandboxed workers
-(grader.sandbox.worker, which this side never imports); ``WorkerSession`` grades one submission with one worker at a time, restarted after a
+``Zygote`` (grader.sandbox.host.zygote) is a fresh interpreter with torch imported that forks sandboxed workers
+(grader.sandbox.jail.worker, which this side never imports); ``WorkerSession`` grades one submission with one worker at a time, restarted after a
 crash or a time-out. The suites see the session through the proxies of ``proxy``; what goes wrong is told in the
 words of ``problems``.
 """
@@ -16,9 +16,7 @@ from pathlib import Path
 
 from grader.course import course as project_course
 from grader.sandbox import wire
-from grader.sandbox.lifeline import describe_status
-from grader.sandbox.limits import Limits
-from grader.sandbox.problems import (
+from grader.sandbox.host.problems import (
     FAILURES,
     STUDENT_FRAME,
     UNREADABLE,
@@ -29,8 +27,10 @@ from grader.sandbox.problems import (
     handout_stubs,
     student_error,
 )
-from grader.sandbox.proxy import CallResult, RemoteObject, guarded, target_label
-from grader.sandbox.zygote import Zygote
+from grader.sandbox.host.proxy import CallResult, RemoteObject, guarded, target_label
+from grader.sandbox.host.zygote import Zygote
+from grader.sandbox.jail.lifeline import describe_status
+from grader.sandbox.limits import Limits
 from grader.text import clean
 
 MAX_REPLY_BYTES = wire.MAX_REPLY_BYTES

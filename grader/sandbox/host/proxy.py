@@ -3,7 +3,7 @@
 ``student.<module>.<function>(x)`` calls the student's function in the worker and returns its result, a tensor coming
 back as a ``StudentTensor``; ``student.<module>.<Class>.build(4, 3)`` returns a ``RemoteObject`` (the module, kept in
 the worker) whose methods, parameters and backward the test drives. Every call goes through the ``WorkerSession``
-(grader.sandbox.client).
+(grader.sandbox.host.client).
 """
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 import torch
 
 from grader.sandbox import wire
-from grader.sandbox.problems import SubmissionProblem
+from grader.sandbox.host.problems import SubmissionProblem
 from grader.text import MAX_NAME, clean
 
 if TYPE_CHECKING:  # the session drives the proxies; the proxies only call it
-    from grader.sandbox.client import WorkerSession
+    from grader.sandbox.host.client import WorkerSession
 
 
 class UncheckedValue(RuntimeError):

@@ -15,7 +15,7 @@ from pathlib import Path
 import stub_message
 
 from grader.sandbox import wire
-from grader.sandbox.zygote import GraderFault as GraderFault  # defined beside the zygote, which imports no torch
+from grader.sandbox.host.zygote import GraderFault as GraderFault  # defined beside the zygote, which imports no torch
 from grader.text import MAX_NAME, clean
 
 STUB_PHRASE = "not implemented yet"  # how feedback says that a stub of the handout is still a stub

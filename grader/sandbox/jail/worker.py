@@ -25,11 +25,12 @@ import types
 import torch
 from torch.overrides import TorchFunctionMode
 
-from grader.sandbox import cgroup, wire
-from grader.sandbox.confine import SandboxUnavailable, confine, probe
+from grader.sandbox import wire
 from grader.sandbox.dropout import KeyedDropout
 from grader.sandbox.imports import imports_of
-from grader.sandbox.lifeline import die_with_parent
+from grader.sandbox.jail import cgroup
+from grader.sandbox.jail.confine import SandboxUnavailable, confine, probe
+from grader.sandbox.jail.lifeline import die_with_parent
 from grader.sandbox.limits import Limits
 from grader.sandbox.seed import seed_torch
 
@@ -40,7 +41,7 @@ MAX_REQUEST_BYTES = 1 << 30
 # ---------------------------------------------------------------- zygote
 
 def zygote_main(control_fd: int) -> None:
-    """Serve spawn/reap requests on a SOCK_SEQPACKET control socket until it closes (started by grader.sandbox.lifeline,
+    """Serve spawn/reap requests on a SOCK_SEQPACKET control socket until it closes (started by grader.sandbox.jail.lifeline,
     which ties its life to the grading process's before torch is imported)."""
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)

@@ -9,7 +9,7 @@ import ctypes
 import errno
 import platform
 
-from grader.sandbox.syscalls import (
+from grader.sandbox.jail.syscalls import (
     CLONE_NEWCGROUP,
     CLONE_NEWIPC,
     CLONE_NEWNET,

@@ -15,8 +15,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from grader.sandbox.jail.syscalls import checked, fsencode, libc, os_error, syscall
 from grader.sandbox.limits import Limits
-from grader.sandbox.syscalls import checked, fsencode, libc, os_error, syscall
 
 SUBMISSION_DIR = "/submission"
 

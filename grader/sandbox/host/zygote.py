@@ -1,6 +1,6 @@
 """The grading process's handle on its zygote: start it, ask it to fork, wait for and reap workers.
 
-``Zygote`` is a fresh interpreter (grader.sandbox.lifeline, then grader.sandbox.worker) that imports torch once and
+``Zygote`` is a fresh interpreter (grader.sandbox.jail.lifeline, then grader.sandbox.jail.worker) that imports torch once and
 forks the sandboxed workers. This module imports neither torch nor pydantic (nor does the zygote import pydantic),
 so a grading process can start its zygote before importing torch itself, and both imports run at once (``grader
 grade``'s cold start).
@@ -28,9 +28,9 @@ ZYGOTE_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "PYTHO
 # Variables of the grading process that the zygote takes on, told on its standard input with the folders to hide.
 PASSED_ON = ("CUDA_VISIBLE_DEVICES", "GRADER_SANDBOX_UID", "GRADER_SANDBOX_GID", "GRADER_CGROUP")
 # The zygote's command line (every worker's /proc/self/cmdline) holds no path either: it reads the grader's folder
-# from its standard input and runs grader.sandbox.lifeline from there.
+# from its standard input and runs grader.sandbox.jail.lifeline from there.
 BOOTSTRAP = ("import json, runpy, sys; sys.path[0] = json.loads(sys.stdin.readline()); "
-             "runpy.run_module('grader.sandbox.lifeline', run_name='__main__', alter_sys=True)")
+             "runpy.run_module('grader.sandbox.jail.lifeline', run_name='__main__', alter_sys=True)")
 
 
 class GraderFault(RuntimeError):
