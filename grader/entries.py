@@ -39,8 +39,8 @@ def discover(source: str | os.PathLike, course: Course) -> list[Entry]:
     or a text file listing one path per line.
 
     A class of notebooks alone is graded per assignment: a student's folder that holds folders named after the
-    course's assignments with notebooks in them (nbgrader's ``submitted/<student>/<assignment>/``) gives one entry
-    per assignment, graded as that assignment, and a .ipynb is graded as the assignment it carries. Any other class
+    course's assignments (nbgrader's ``submitted/<student>/<assignment>/``) gives one entry per assignment, graded as
+    that assignment, and a .ipynb is graded as the assignment it carries. Any other class
     (a folder or a zip among them) is graded on the whole course, one entry per student: each entry, a notebook or
     a folder of notebooks included, is that student's attempt at the course, out of its points, so that the class
     is one row per student in every report (``Entry.whole_course``)."""
@@ -77,14 +77,16 @@ def _several(entries: list[Entry], base: Path) -> Entry:
 
 
 def _nbgrader_entries(student: str, folder: Path, course: Course) -> list[Entry]:
-    """One entry per assignment folder of the course (holding a notebook) in an nbgrader student folder."""
+    """One entry per assignment folder of the course in an nbgrader student folder, graded on what it holds (its
+    notebook, or the assignment's files). The folder's name, not what a student put in it, makes it one: nbgrader
+    names it, so no student turns the class into a class of the course by handing in a file for a notebook."""
     entries = []
     try:
         if folder.is_symlink() or not folder.is_dir():
             return []
         for name in course.assignment_modules():
             assignment = folder / name
-            if assignment.is_dir() and not assignment.is_symlink() and any(assignment.glob("*.ipynb")):
+            if assignment.is_dir() and not assignment.is_symlink():
                 entries.append(Entry(student, assignment_notebook(assignment) or assignment, name))
     except OSError:  # a folder the grader may not read (a student's mode 000): intake refuses it, saying why
         return []

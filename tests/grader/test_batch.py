@@ -257,6 +257,24 @@ def test_a_class_with_a_folder_or_a_zip_is_graded_on_the_whole_course(tmp_path):
         ("ivan", None, "ivan.ipynb", True)]
 
 
+def test_a_file_for_a_notebook_costs_no_classmate_their_assignments(tmp_path):
+    """In nbgrader's layout an assignment folder holding the exercise's file instead of its notebook is graded as that
+    assignment, on that file: the class stays one of assignments. It made the whole class one of the course (every
+    classmate's 10/10 recorded as 10/100, the LMS files' assignment columns gone: red team)."""
+    submitted = nbgrader_submitted(tmp_path / "submitted")
+    softmax = course().notebook_name("softmax")
+    (submitted / "mallory" / softmax).mkdir(parents=True)
+    shutil.copy(SOLUTIONS / "softmax.py", submitted / "mallory" / softmax / "softmax.py")
+    entries = discover(submitted, course())
+    assert {e.whole_course for e in entries} == {False}
+    assert [(e.student, e.assignment) for e in entries] == [
+        ("ada", softmax), ("ada", course().notebook_name("quiz")), ("ben", softmax), ("mallory", softmax)]
+    shutil.rmtree(submitted / "ada"), shutil.rmtree(submitted / "ben")
+    rows = run_batch(submitted, tmp_path / "out", course_file=COURSE_FILE, jobs=1)
+    assert [(r["student"], r["assignment"], r["score"], r["max_score"]) for r in rows] == [
+        ("mallory", softmax, course().exercise("softmax").points, course().exercise("softmax").points)]
+
+
 def test_nbgrader_notebooks_are_graded_as_their_own_assignments(tmp_path):
     """Each notebook is graded out of its own points with feedback about its own exercise only: a gradebook row per
     student and assignment, results/<student>/<assignment>.json, feedback/<student>/<assignment>.md."""
