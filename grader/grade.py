@@ -142,6 +142,7 @@ def suites(session: WorkerSession, staged, course: Course, device: str, select: 
     once with that problem)."""
     for module, problem in staged.problems.items():
         session.broken[module] = SubmissionProblem("intake", problem)
+    session.static_imports = staged.imports
     return run_suites(session, course, device, select=select)
 
 

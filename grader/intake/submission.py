@@ -36,6 +36,7 @@ from grader.course import Course, Intake
 from grader.course import course as project_course
 from grader.intake import IntakeError, IntakeFault, IntakeTimeout
 from grader.intake.walk import MAX_DEPTH, intake_reads, listing, module_of
+from grader.sandbox.imports import MAX_IMPORTS, imports_of
 from grader.sandbox.jail.lifeline import die_with_parent
 from grader.text import MAX_MESSAGE, MAX_NAME, clean
 
@@ -54,6 +55,7 @@ class Staged:
     notes: list[str] = field(default_factory=list)
     covers: tuple[str, ...] | None = None  # a notebook's exercises (those it carries cells of); None: not a notebook
     sources: dict[str, str] = field(default_factory=dict)  # module -> the handout notebook its code was taken from
+    imports: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # module -> its imports (``imports_of``)
 
     def cleanup(self):
         shutil.rmtree(self.directory.parent, ignore_errors=True)
@@ -257,7 +259,8 @@ def _child(pipe: int, parent: int, path: Path, limits: Intake, course: Course) -
         try:
             read = _read(path, limits, course)
             reply = {"files": {m: data.decode("utf-8") for m, data in read.files.items()}, "problems": read.problems,
-                     "notes": read.notes, "covers": read.covers, "sources": read.sources, "stamp": read.stamp}
+                     "notes": read.notes, "covers": read.covers, "sources": read.sources, "stamp": read.stamp,
+                     "imports": read.imports}
         except IntakeError as error:
             reply = {"error": str(error)}
         except MemoryError:
@@ -314,18 +317,30 @@ def _validated(reply: bytes, status: int, limits: Intake, course: Course) -> Rea
     if set(data) == {"fault"}:
         raise IntakeFault(f"reading the submission failed: {_show(data['fault'])[:1000]}")
     files, problems, notes, covers = data.get("files"), data.get("problems"), data.get("notes"), data.get("covers")
-    sources, stamp = data.get("sources"), data.get("stamp")
+    sources, stamp, imports = data.get("sources"), data.get("stamp"), data.get("imports")
     modules = set(course.modules)
-    if (set(data) != {"files", "problems", "notes", "covers", "sources", "stamp"} or not isinstance(files, dict)
+    if (set(data) != {"files", "problems", "notes", "covers", "sources", "stamp", "imports"} or not isinstance(files, dict)
             or not isinstance(problems, dict) or not isinstance(notes, list) or not set(files) | set(problems) <= modules
             or not (covers is None or isinstance(covers, list) and set(covers) <= modules)
             or not isinstance(sources, dict) or not set(sources) <= set(files)
             or not all(isinstance(v, str) and len(v) <= MAX_NAME for v in sources.values())
             or not all(isinstance(v, str) for v in [*files.values(), *problems.values(), *notes])
-            or not (stamp is None or isinstance(stamp, str) and STAMP.fullmatch(stamp))):
+            or not (stamp is None or isinstance(stamp, str) and STAMP.fullmatch(stamp))
+            or not _valid_imports(imports, files)):
         raise IntakeFault("the child reading the submission sent back something else than files, problems and notes")
     return Read({m: text.encode("utf-8") for m, text in files.items()}, problems, notes,
-                None if covers is None else tuple(m for m in course.modules if m in covers), sources, stamp)
+                None if covers is None else tuple(m for m in course.modules if m in covers), sources, stamp,
+                {m: [(name, line) for name, line in found] for m, found in imports.items()})
+
+
+def _valid_imports(imports, files: dict) -> bool:
+    """Whether ``imports`` is what ``_imports`` makes of ``files``: per file, at most MAX_IMPORTS (name, line) pairs,
+    each line one of the file's."""
+    return isinstance(imports, dict) and set(imports) <= set(files) and all(
+        isinstance(found, list) and len(found) <= MAX_IMPORTS and all(
+            isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and len(item[0]) <= MAX_MESSAGE
+            and type(item[1]) is int and 1 <= item[1] <= len(files[m].splitlines()) + 1 for item in found)
+        for m, found in imports.items())
 
 
 class Read(NamedTuple):
@@ -338,6 +353,7 @@ class Read(NamedTuple):
     covers: tuple[str, ...] | None = None
     sources: dict[str, str] = {}  # module -> the handout notebook its code was taken from (never mutated)
     stamp: str | None = None  # a zip's newest entry, ISO 8601 without a zone (the zip's local time)
+    imports: dict[str, list[tuple[str, int]]] = {}  # module -> its imports (``_imports``; never mutated)
 
 
 def _read(path: Path, limits: Intake, course: Course) -> Read:
@@ -379,7 +395,21 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
                                 "file as UTF-8")
     if not files and not problems:
         raise IntakeError(nothing_to_grade(_show(path.name or path), course, notes))
-    return Read(files, problems, notes, None if covers is None else sorted(covers), sources, stamps[0] if stamps else None)
+    return Read(files, problems, notes, None if covers is None else sorted(covers), sources, stamps[0] if stamps else None,
+                _imports(files))
+
+
+def _imports(files: dict[str, bytes]) -> dict[str, list[tuple[str, int]]]:
+    """Each file's imports (``imports_of``), read here, before any code of the submission runs anywhere, so that
+    nothing the student's code saw can change them (the import rule's feedback names them); a file Python cannot
+    parse has none (its import fails in the worker, saying why)."""
+    found = {}
+    for module, data in files.items():
+        try:
+            found[module] = imports_of(data)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+    return found
 
 
 def nothing_to_grade(name: str, course: Course, notes: list[str]) -> str:
@@ -426,4 +456,4 @@ def stage(path: str | os.PathLike, limits: Intake, course: Course | None = None,
     except BaseException:
         shutil.rmtree(base, ignore_errors=True)
         raise
-    return Staged(directory, digest(files), read.problems, read.notes, read.covers, read.sources)
+    return Staged(directory, digest(files), read.problems, read.notes, read.covers, read.sources, read.imports)

@@ -1,7 +1,8 @@
 """The syllabus's import rule: an exercise file imports only torch and math (``ALLOWED``, and their submodules), and
 may import an earlier exercise of its package with a relative import (``from .<earlier> import <name>``).
 
-Read from the source, never run: the sandboxed worker lists a submission's imports (``imports_of``) and the hidden
+Read from the source, never run: intake lists a submission's imports (``imports_of``, in its bounded child, before
+any code of the submission runs anywhere, so that nothing the student's code saw can change them) and the hidden
 suite judges them (``forbidden``). This file depends on the standard library only: the handout's public checks use
 the same two functions (``grader/suites/public/import_rule.py`` is this file, shipped as it is as tests/public/import_rule.py).
 """

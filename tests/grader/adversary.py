@@ -66,8 +66,6 @@ class Adversary(WorkerSession):
             return {"ok": True, "replies": [self.call(item) for item in request["requests"]]}
         if op == "params":
             return {"ok": True, "value": self.parameters()}
-        if op == "imports":
-            return {"ok": True, "value": self.pick("imports")}
         return {"ok": True, "value": None}
 
     def remember(self, tensors) -> None:
@@ -143,7 +141,6 @@ CHOICES = {
     "builds": [True, True, True, False],
     "ops": [0, 7, 60],
     "called": [[], ["softmax"], ["matmul", "einsum"]],
-    "imports": [[], [["torch", 1]], [["os", 2]], "import os"],
     "parameters": [["W_query", "W_key", "W_value"], ["W_query.weight", "W_key.weight", "W_value.weight",
                                                      "out_proj.weight", "out_proj.bias"], ["x"], [], None],
     "listing": [0, 0, -1, 2, None],

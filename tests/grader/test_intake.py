@@ -6,6 +6,7 @@ No student code runs here; these tests only read and stage files.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import stat
@@ -17,8 +18,8 @@ from courses import MODULES
 
 from grader import ROOT
 from grader.course import course
-from grader.intake import IntakeError
-from grader.intake.submission import read_submission, stage
+from grader.intake import IntakeError, IntakeFault
+from grader.intake.submission import _validated, read_submission, stage
 from grader.intake.walk import raw_digest
 
 SOLUTIONS = ROOT / "solutions"
@@ -428,3 +429,20 @@ def test_a_submission_is_never_modified(tmp_path):
         stage(path, LIMITS).cleanup()
         read_submission(path, LIMITS)
         assert tree_state(path) == before
+
+
+def test_imports_are_read_with_the_files_and_checked_on_their_way_back(tmp_path):
+    """Intake reads each file's imports (the rule on imports judges them, never what a worker answers); a file Python
+    cannot parse has none; a reply whose imports are not the file's (a line past its end) is the grader's fault."""
+    folder = solutions_into(tmp_path / "s")
+    (folder / "quiz.py").write_text("import torch\n\nimport os.path\n", encoding="utf-8")
+    (folder / "causal.py").write_text("def broken(:\n", encoding="utf-8")
+    read = read_submission(folder, LIMITS)
+    assert read.imports["quiz"] == [("torch", 1), ("os.path", 3)]
+    assert "causal" not in read.imports and read.imports["softmax"]
+    reply = {"files": {"quiz": "import torch\n"}, "problems": {}, "notes": [], "covers": None, "sources": {},
+             "stamp": None, "imports": {"quiz": [["torch", 1]]}}
+    assert _validated(json.dumps(reply).encode(), 0, LIMITS, course()).imports == {"quiz": [("torch", 1)]}
+    reply["imports"] = {"quiz": [["torch", 3]]}
+    with pytest.raises(IntakeFault):
+        _validated(json.dumps(reply).encode(), 0, LIMITS, course())

@@ -498,3 +498,16 @@ def test_a_long_line_costs_the_stub_scan_no_more_than_its_length(tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail("scanning eight files of one long line each for stubs took more than a minute")
     assert found.stdout.strip() == "8", found.stderr
+
+
+def test_the_imports_judged_are_read_before_any_code_runs(tmp_path, zygote, course):  # noqa: F811
+    """They cannot read the inputs the suites hold (SECURITY.md, "What must hold" 2): the rule on imports asked the
+    worker for a file's imports after the values checks had run there, and printed the names and lines it answered;
+    quiz.py (tests/grader/hostile/imports_channel) replaced the worker's reader of imports with one spelling the hidden
+    inputs it had seen, and its feedback showed them. Intake reads the imports before any code of the submission
+    runs: the same code writing constants gets the same feedback, which names what the file really imports."""
+    (tmp_path / "leaky").mkdir(), (tmp_path / "blind").mkdir()
+    leaky = grade(hostile_submission(tmp_path / "leaky", "imports_channel"), course, zygote, "quiz")
+    blind = grade(hostile_submission(tmp_path / "blind", "imports_channel", blind=True), course, zygote, "quiz")
+    assert outputs(leaky) == outputs(blind)
+    assert "quiz.py imports sys (line 5)" in outputs(leaky), outputs(leaky)

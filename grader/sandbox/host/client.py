@@ -61,6 +61,7 @@ class WorkerSession:
         self.imported: set[str] = set()
         self.loaded: set[str] = set()  # the modules imported in some worker: a failed re-import is said in our words
         self.broken: dict[str, SubmissionProblem] = {}
+        self.static_imports: dict[str, list[tuple[str, int]]] = {}  # module -> its imports, read by intake
         self.abandoned: dict[str, SubmissionProblem] = {}  # function label -> why it is not called again
         self.crashes: dict[str, int] = {}
         self.isolation = "not started"
@@ -352,6 +353,12 @@ class WorkerSession:
         if not reply.get("ok"):
             raise self._problem(reply, target_label(target))
         return self._decoder()(reply.get("value"), target_label(target))
+
+    def imports(self, module: str) -> list[tuple[str, int]] | None:
+        """``module``'s imports as intake read them from its file before any code of the submission ran (what its code
+        did since cannot change them), once the module imports; None where Python cannot parse the file."""
+        self._ensure(module)
+        return self.static_imports.get(module)
 
     def close(self):
         """Stop the worker. Raises GraderFault if the grader failed during the session (see ``fault``): its

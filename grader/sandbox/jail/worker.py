@@ -27,7 +27,6 @@ from torch.overrides import TorchFunctionMode
 
 from grader.sandbox import wire
 from grader.sandbox.dropout import KeyedDropout
-from grader.sandbox.imports import imports_of
 from grader.sandbox.jail import cgroup
 from grader.sandbox.jail.confine import SandboxUnavailable, confine, probe
 from grader.sandbox.jail.lifeline import die_with_parent
@@ -304,11 +303,6 @@ class Worker:
             if op == "import":
                 self.module(str(message["module"]))
                 return {"ok": True}
-            if op == "imports":
-                name = str(message["target"]["module"])
-                self.module(name)
-                with open(os.path.join(SUBMISSION, f"{name}.py"), "rb") as file:  # bytes: a BOM or coding line read as Python does
-                    return {"ok": True, "value": [list(item) for item in imports_of(file.read())]}
             if op == "params":
                 return {"ok": True, "value": dict(self.resolve(message["target"], earlier).named_parameters())}
             if op == "load_params":
