@@ -121,6 +121,7 @@ def _batch(args) -> int:
     print_class(rows, f"{len(rows) - missing} submissions" + (f", {missing} missing" if missing else "")
                 + f" -> {args.out}")
     _note_unlisted_times(rows)
+    _note_off_roster(rows, args.out)
     return 0
 
 
@@ -150,6 +151,18 @@ def _note_unlisted_times(rows: list[dict]) -> None:
               "its author can set, or not judged; give --submitted with the times your LMS recorded", file=sys.stderr)
 
 
+def _note_off_roster(rows: list[dict], out: str | Path) -> None:
+    """One line on stderr naming the students with a submission who are not on the roster (left out of the LMS files)."""
+    from grader.text import MAX_NAME, clean
+
+    off = sorted({row["student"] for row in rows if row.get("on_roster") is False})
+    if off:
+        names = ", ".join(clean(student, MAX_NAME) for student in off[:10]) + (", ..." if len(off) > 10 else "")
+        print(f"grader: {len(off)} student{'s' * (len(off) != 1)} with a submission not on the roster, left out of "
+              f"canvas.csv and moodle.csv: {names}; add them to the roster (or rename the submission to their id) and "
+              f"run `grader gradebook {out}`", file=sys.stderr)
+
+
 def _gradebook(args) -> int:
     from grader.batch import load_results
     from grader.course import CourseError, load_course
@@ -173,6 +186,7 @@ def _gradebook(args) -> int:
     _keep(args)
     print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv")
     _note_unlisted_times(shown.rows)
+    _note_off_roster(shown.rows, out)
     return 0
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from grader.course import WHOLE_COURSE, Course
 from grader.records.late import Times, late_penalty, load_submitted
 from grader.records.overrides import Override, load_overrides
-from grader.records.roster import Student, load_roster
+from grader.records.roster import Roster, check_roster, load_roster
 from grader.records.table import TableError
 from grader.reports.feedback import MISSING
 from grader.reports.files import write_atomic
@@ -32,7 +32,7 @@ KEPT = "records"  # out/records/: the last roster, overrides and submission time
 class Records:
     """What the instructor gave beside the submissions (each optional)."""
 
-    roster: dict[str, Student] | None = None
+    roster: Roster | None = None
     overrides: tuple[Override, ...] = ()
     submitted: Times = field(default_factory=dict)
 
@@ -77,6 +77,8 @@ def class_view(course: Course, rows: Sequence[dict], records: Records,
     record (per assignment graded: those of ``rows``, else ``assignment``). ``stamps``: entry key -> the time the
     submission itself gives (nbgrader's timestamp, a zip's newest entry); else the one its record keeps."""
     stamps = stamps or {}
+    if records.roster is not None:
+        check_roster(records.roster, {row["student"] for row in rows})
     missing_rows = _missing_rows(course, rows, records, assignment)
     _check_overrides(records.overrides, [*rows, *missing_rows])
     views = [view(course, row, records, source_time(row, stamps)) for row in [*rows, *missing_rows]]
@@ -87,12 +89,15 @@ def class_view(course: Course, rows: Sequence[dict], records: Records,
 
 def check_records(course: Course, records: Records, planned: Sequence[tuple[str, str | None]],
                   undecided: Collection[str] = (), assignment: str | None = None) -> None:
-    """Check the overrides against the class about to be graded, before anything is graded (``TableError``, one line
-    naming the file and the line): each names a student of the class or of the roster, one record of theirs and an
+    """Check the roster and the overrides against the class about to be graded, before anything is graded
+    (``TableError``, one line naming the file): the roster names at least half of the class (``roster.check_roster``);
+    each override names a student of the class or of the roster, one record of theirs and an
     exercise it grades, and sets no more points than its exercise or submission holds. ``planned``: (student,
     assignment or None) of each record the batch will write; ``undecided``: students whose record is named only by
     grading (a notebook graded as the assignment it carries). The overrides of undecided students, and the checks an
     override names (their names come with the results), are checked once the class is graded (``class_view``)."""
+    if records.roster is not None:
+        check_roster(records.roster, {student for student, _ in planned} | set(undecided))
     rows = [_blank(course, student, group, PLANNED) for student, group in planned]
     if not undecided:  # else the class's assignments, which the missing records follow, are not all known yet
         rows += _missing_rows(course, rows, records, assignment)

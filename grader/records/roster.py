@@ -8,10 +8,16 @@ Three formats are read, told apart by their header:
   username (the identifier while no account is linked), whose submissions `grader collect` names after it;
   an identifier that is an e-mail address is the e-mail.
 
+A ``name`` is split at its last space into the first and last names that Moodle's import asks for (``Ana María
+Díaz``: ``Ana María``, ``Díaz``); nbgrader's columns give them as they are. Canvas's gradebook export is refused (its
+``ID`` is Canvas's user id, not a submission's name), and so, before grading, is a roster that names fewer than half
+of the students who handed something in (``check_roster``).
+
 An id is read as batch reads a submission's name (``text.student_id``), so that the two match.
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +27,7 @@ from grader.text import MAX_NAME, clean, student_id
 ID_COLUMNS = ("id", "student_id", "student", "github_username", "identifier")
 EXPECTED = ("id, name, email; nbgrader's id, first_name, last_name, email; or GitHub Classroom's identifier, "
             "github_username, github_id, name")
+CANVAS_EXPORT = ("student", "sis_user_id")  # columns of Canvas's gradebook export that no roster format has
 
 
 @dataclass(frozen=True)
@@ -38,13 +45,26 @@ class Student:
         return " ".join(part for part in (self.first_name, self.last_name) if part)
 
 
-def load_roster(path: str | Path) -> dict[str, Student]:
-    """Student id -> the student, in the file's order; a row without an id, or an id twice, is a ``TableError``."""
+class Roster(dict):
+    """Student id -> the student, in the file's order; ``where`` (the file) and ``columns`` (its header) for the
+    errors."""
+
+    where: str
+    columns: list[str]
+
+
+def load_roster(path: str | Path) -> Roster:
+    """The roster of the file ``path``; a row without an id, an id twice, or Canvas's gradebook export is a
+    ``TableError``."""
     header, rows = read_table(path, "a roster")
+    if all(name in header for name in CANVAS_EXPORT):
+        raise TableError(f"{path}:1: Canvas's gradebook export, not a roster (columns {_columns(header)}): its ID is "
+                         f"Canvas's user id, not the name of a submission; give a roster: {EXPECTED}")
     if pick(header, ID_COLUMNS) is None:
         raise TableError(f"{path}:1: no id column: a roster's header is {EXPECTED}")
     classroom = "github_username" in header and "id" not in header
-    students: dict[str, Student] = {}
+    students = Roster()
+    students.where, students.columns = str(path), header
     lines: dict[str, int] = {}
     for row in rows:
         raw = (row.get("github_username") or row.get("identifier", "")) if classroom else \
@@ -56,11 +76,28 @@ def load_roster(path: str | Path) -> dict[str, Student]:
             raise TableError(f"{row.where}: student {clean(sid, MAX_NAME)!r} is listed twice (also line {lines[sid]})")
         identifier = row.get("identifier", "")
         email = row.get("email", "") or (identifier if classroom and "@" in identifier else "")
-        first, last = row.get("first_name", ""), row.get("last_name", "")
+        first, last = clean(row.get("first_name", ""), MAX_NAME), clean(row.get("last_name", ""), MAX_NAME)
         if not (first or last):
-            first = row.get("name", "")
-        students[sid] = Student(sid, clean(first, MAX_NAME), clean(last, MAX_NAME), clean(email, MAX_NAME),
+            first, last = [*clean(row.get("name", ""), MAX_NAME).rsplit(maxsplit=1), "", ""][:2]  # "Ana María", "Díaz"
+        students[sid] = Student(sid, first, last, clean(email, MAX_NAME),
                                 clean(row.get("section", ""), MAX_NAME), clean(row.get("lms_user_id", ""), MAX_NAME),
                                 clean(row.get("sis_login_id", ""), MAX_NAME))
         lines[sid] = row.line
     return students
+
+
+def check_roster(roster: Roster, students: Collection[str]) -> None:
+    """A ``TableError`` where fewer than half of ``students`` (those who handed something in) are on ``roster``: its
+    ids are not the submissions' names (the wrong column, or the wrong file), and every student would be "not on the
+    roster" and every roster student "missing"."""
+    listed = sum(student in roster for student in students)
+    if students and listed * 2 < len(students):
+        raise TableError(f"{roster.where}: only {listed} of the {len(students)} students who handed something in are "
+                         f"on this roster (its columns: {_columns(roster.columns)}): its ids must be the names of the "
+                         f"submissions (folder, .zip or .ipynb); a roster's header is {EXPECTED}")
+
+
+def _columns(header: list[str]) -> str:
+    """A header's columns in an error (at most 8)."""
+    shown = [clean(name, MAX_NAME) for name in header if name]
+    return ", ".join(shown[:8]) + (", ..." if len(shown) > 8 else "")

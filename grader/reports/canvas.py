@@ -26,7 +26,7 @@ def write_canvas(course: Course, out: Path, rows: Sequence[dict], roster: Mappin
     columns = assignment_columns(course, rows)
     table = [[*HEADER, *(csv_cell(title, MAX_NAME) for _, title, _ in columns)],
              [POINTS_POSSIBLE, "", "", "", "", *(f"{possible:g}" for _, _, possible in columns)]]
-    for student, records in by_student(rows).items():
+    for student, records in by_student(rows, roster).items():
         person = (roster or {}).get(student)
         cells = [person.name or student, person.lms_user_id, student, person.sis_login_id or person.email,
                  person.section] if person else [student, "", student, "", ""]

@@ -103,6 +103,17 @@ def graded(data: dict) -> bool:
     return data.get("status", "graded") == "graded"
 
 
+def final_score(data: dict) -> float | None:
+    """The score the gradebook, the LMS files and the summary give a record: its final one; None (a blank cell, which
+    an LMS leaves as it is) for a grader fault (graded again by the next run) and for a submission that could not be
+    graded (left out of every statistic) unless an override gave it points (the instructor graded it by hand)."""
+    status = str(data.get("status", "graded"))
+    overridden = any(a["kind"] == "override" for a in data.get("adjustments", []))
+    if graded(data) or status == MISSING or (overridden and not status.startswith(GRADER_FAULT_STATUS)):
+        return data["score"]
+    return None
+
+
 def unreadable_reason(data: dict) -> tuple[str, str]:
     """Why a submission could not be graded, and what the student should do about it."""
     status = str(data.get("status", ""))

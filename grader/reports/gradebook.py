@@ -4,17 +4,23 @@
 One row per record (student, or student and assignment), as ``records.adjust`` shows it: the final score after the
 overrides and the late penalty, the graded score before them, each exercise's points, the late penalty (points
 taken), the adjustments' reasons, when it was submitted, and, with a roster, the student's name and e-mail and
-whether they are on it ("missing" rows for those without a submission). Every string is a ``csv_cell``.
+whether they are on it ("missing" rows for those without a submission). A record without a final score
+(``feedback.final_score``: a grader fault, a submission that could not be graded) has blank points.
+
+The three files are for people and the LMSs that import them: UTF-8 with a byte-order mark (so that Excel reads
+"Díaz" as it is; Canvas's and Moodle's imports take it), points to at most two decimals (``advice.points``), every
+string a ``csv_cell``. Programs read the full precision in ``results/<student>.json``.
 """
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from grader.course import Course
-from grader.reports.feedback import GRADER_FAULT_STATUS
+from grader.reports.advice import points
+from grader.reports.feedback import final_score
 from grader.reports.files import write_atomic
 from grader.text import MAX_MESSAGE, MAX_NAME, csv_cell
 
@@ -24,35 +30,29 @@ MAX_STATUS = 300  # characters of a status in the gradebook
 def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
     """gradebook.csv from ``rows``, which mirror the results files on disk (with the records applied)."""
     roster = any("on_roster" in data for data in rows)
-    writer, buffer = _writer()
-    writer.writerow(["student", *(["name", "email", "on_roster"] * roster), "assignment", "score", "graded_score",
-                     "max_score", *[e.module for e in course.exercises], "late_penalty", "adjustments", "submitted_at",
-                     "status", "graded_at", "submission_sha256"])
+    table = [["student", *(["name", "email", "on_roster"] * roster), "assignment", "score", "graded_score", "max_score",
+              *[e.module for e in course.exercises], "late_penalty", "adjustments", "submitted_at", "status",
+              "graded_at", "submission_sha256"]]
     for data in rows:  # an exercise outside the row's assignment is left blank
-        adjustments = data.get("adjustments", [])
-        late = -sum(a["points"] for a in adjustments if a["kind"] == "late")
+        scored = final_score(data) is not None
+        late = -sum(a["points"] for a in data.get("adjustments", []) if a["kind"] == "late")
         listed = [csv_cell(data.get("name", ""), MAX_NAME), csv_cell(data.get("email", ""), MAX_NAME),
                   "yes" if data.get("on_roster") else "no"]
-        writer.writerow([csv_cell(data["student"], MAX_NAME), *(listed * roster),
-                         csv_cell(data.get("assignment") or "", MAX_NAME), data["score"],
-                         data.get("graded_score", data["score"]), data["max_score"],
-                         *[data["exercises"].get(e.module, {}).get("score", "") for e in course.exercises],
-                         late if late else "", csv_cell(reasons(data), MAX_MESSAGE),
-                         csv_cell(data.get("submitted_at", ""), MAX_NAME),
-                         csv_cell(data.get("status", "graded"), MAX_STATUS),
-                         csv_cell(data.get("graded_at", ""), MAX_NAME), csv_cell(data["submission_sha256"], MAX_NAME)])
-    write_atomic(buffer.getvalue(), out / "gradebook.csv")
+        scores = [data["score"], data.get("graded_score", data["score"]),
+                  *(data["exercises"].get(e.module, {}).get("score") for e in course.exercises)]
+        final, graded, *exercises = [points(value) if scored and value is not None else "" for value in scores]
+        table.append([csv_cell(data["student"], MAX_NAME), *(listed * roster),
+                      csv_cell(data.get("assignment") or "", MAX_NAME), final, graded, points(data["max_score"]),
+                      *exercises, points(late) if late else "", csv_cell(reasons(data), MAX_MESSAGE),
+                      csv_cell(data.get("submitted_at", ""), MAX_NAME), csv_cell(data.get("status", "graded"), MAX_STATUS),
+                      csv_cell(data.get("graded_at", ""), MAX_NAME), csv_cell(data["submission_sha256"], MAX_NAME)])
+    write_csv(table, out / "gradebook.csv")
 
 
 def reasons(data: dict) -> str:
     """The adjustments of a record in one line: ``late: ... (-10); <module>: regraded by hand (+2)``."""
     return "; ".join(f"{a['target'] + ': ' if a['target'] else ''}{a['reason']} ({a['points']:+.2f})"
                      for a in data.get("adjustments", []))
-
-
-def _writer():
-    buffer = io.StringIO()
-    return csv.writer(buffer), buffer
 
 
 # ----------------------------------------------------------------- shared by the LMS exports (canvas, moodle)
@@ -69,23 +69,26 @@ def assignment_columns(course: Course, rows: Sequence[dict]) -> list[tuple[str |
              max(row["max_score"] for row in rows if row.get("assignment") == name)) for name in names]
 
 
-def by_student(rows: Sequence[dict]) -> dict[str, dict]:
-    """Student -> assignment (None: the whole course) -> their record, students in the rows' order."""
+def by_student(rows: Sequence[dict], roster: Mapping | None) -> dict[str, dict]:
+    """Student -> assignment (None: the whole course) -> their record, students in the rows' order; with a roster,
+    only its students: one not on it matches no LMS user (and Moodle's import stops at a user it cannot find), and is
+    flagged in gradebook.csv, the summary and on stderr instead."""
     students: dict[str, dict] = {}
     for row in rows:
-        students.setdefault(row["student"], {})[row.get("assignment")] = row
+        if roster is None or row["student"] in roster:
+            students.setdefault(row["student"], {})[row.get("assignment")] = row
     return students
 
 
 def lms_score(row: dict | None) -> str:
-    """A score for an LMS: the final score to two decimals; blank where there is none yet (no record, or a grader
-    fault that the next run grades again), which the LMS leaves as it is."""
-    if row is None or str(row.get("status", "")).startswith(GRADER_FAULT_STATUS):
-        return ""
-    return f"{row['score']:.2f}".rstrip("0").rstrip(".")
+    """A score for an LMS: the final score to two decimals; blank where there is none (no record, or no final score:
+    ``feedback.final_score``), which the LMS leaves as it is."""
+    score = final_score(row) if row is not None else None
+    return "" if score is None else points(score)
 
 
 def write_csv(table: list[list[str]], path: Path) -> None:
-    writer, buffer = _writer()
-    writer.writerows(table)
-    write_atomic(buffer.getvalue(), path)
+    """A CSV file for people and LMSs: UTF-8 with a byte-order mark (Excel reads UTF-8 only with one)."""
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(table)
+    write_atomic("\ufeff" + buffer.getvalue(), path)

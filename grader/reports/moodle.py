@@ -23,7 +23,7 @@ def write_moodle(course: Course, out: Path, rows: Sequence[dict], roster: Mappin
     columns = assignment_columns(course, rows)
     table = [[*HEADER, *(csv_cell(cell, MAX_NAME) for _, title, _ in columns
                          for cell in (title, f"Feedback for {title}"))]]
-    for student, records in by_student(rows).items():
+    for student, records in by_student(rows, roster).items():
         person = (roster or {}).get(student)
         cells = [person.first_name, person.last_name, student, person.email] if person else ["", "", student, ""]
         grades = []

@@ -25,7 +25,7 @@ from grader.course import Course
 from grader.points import DEFERRED
 from grader.reports import plots
 from grader.reports.advice import NOT_IMPLEMENTED, pending_stubs, points
-from grader.reports.feedback import GRADER_FAULT_STATUS, MISSING, graded, unreadable_reason
+from grader.reports.feedback import GRADER_FAULT_STATUS, MISSING, final_score, graded, unreadable_reason
 from grader.reports.files import write_atomic
 from grader.reports.page import html_page
 from grader.text import MAX_NAME, html
@@ -310,7 +310,7 @@ def _student_table(rows: list[dict], modules: list[str], most: Mapping[str, floa
                 + _signed_cell(adjusted(row, "override")) + _signed_cell(adjusted(row, "late")))
         name = f"<td>{html(row.get('name', ''), MAX_NAME)}</td>" if named else ""
         link = row_link(row) if row.get("status") != MISSING else html(row.get("key") or row["student"], MAX_NAME)
-        lines.append(f"<tr><td>{link}</td>{name}{_score_cell(row['score'], row['max_score'])}{sums}"
+        lines.append(f"<tr><td>{link}</td>{name}{_score_cell(final_score(row), row['max_score'])}{sums}"
                      f"<td class='status'>{html(status(row))}</td>{cells}</tr>")
     return ("<h2>Students</h2><p class='muted'>The <em>final</em> score (the one the gradebook and the LMS files hold) "
             "is the <em>graded</em> one, the sum of the exercises as graded, with the overrides (<em>adjusted</em>) "

@@ -77,7 +77,7 @@ def test_batch_writes_results_gradebook_feedback_and_summary(klass, tmp_path):
     assert 0 < by_student["buggy"]["score"] < 100 and by_student["buggy"]["exercises"]["softmax"]["score"] < 10
     assert all(by_student["buggy"]["exercises"][m]["score"] == by_student["good"]["exercises"][m]["score"] for m in MODULES if m != "softmax")
     assert by_student["empty"]["status"].startswith("error") and by_student["empty"]["score"] == 0
-    with open(out / "gradebook.csv", newline="") as handle:
+    with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as handle:
         gradebook = list(csv.DictReader(handle))
     assert [row["student"] for row in gradebook] == ["buggy", "empty", "good"]
     assert set(MODULES) <= set(gradebook[0]) and {"status", "graded_at", "submission_sha256"} <= set(gradebook[0])
@@ -181,7 +181,7 @@ def test_kill_9_loses_nothing(klass, tmp_path):
     results = {p.name: json.loads(p.read_text()) for p in (out / "results").glob("*.json")}
     assert len(results) == 7
     assert all(results[name]["graded_at"] == graded_at for name, graded_at in finished.items())
-    with open(out / "gradebook.csv", newline="") as handle:
+    with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as handle:
         assert sorted(row["student"] for row in csv.DictReader(handle)) == sorted(r["student"] for r in results.values())
 
 
@@ -293,7 +293,7 @@ def test_nbgrader_notebooks_are_graded_as_their_own_assignments(tmp_path):
     assert f"/ {points['softmax']}" in feedback
     assert not any(f"## {m}" in feedback for m in MODULES if m != "softmax"), feedback
     assert "not in the submission" not in feedback
-    with open(out / "gradebook.csv", newline="", encoding="utf-8") as handle:
+    with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as handle:
         gradebook = list(csv.DictReader(handle))
 
     def cell(text: str) -> float | None:
@@ -302,7 +302,7 @@ def test_nbgrader_notebooks_are_graded_as_their_own_assignments(tmp_path):
     assert [(r["student"], r["assignment"], cell(r["softmax"]), cell(r["quiz"])) for r in gradebook] == [
         ("ada", softmax, points["softmax"], None), ("ada", quiz, None, 0), ("ben", softmax, 0, None)]
     assert [r["submitted_at"] for r in gradebook] == ["2026-11-20T14:03:12.500000+00:00", "", ""]  # nbgrader's time
-    with open(out / "canvas.csv", newline="", encoding="utf-8") as handle:  # a column per assignment, ben has no quiz
+    with open(out / "canvas.csv", newline="", encoding="utf-8-sig") as handle:  # a column per assignment, ben has no quiz
         canvas = list(csv.reader(handle))
     titles = [course().exercise(m).title for m in ("softmax", "quiz")]
     assert canvas[:2] == [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *titles],

@@ -89,7 +89,7 @@ def test_summary_counts_the_shared_misconception_and_leaves_out_checks_that_did_
 
 def test_the_student_table_sorts_by_a_click(summary):
     """A click on "final" sorts the students by their final score, lowest first; a second click, highest first."""
-    ascending = [float(total) for total in summary["sorted"]["ascending"]]
+    ascending = [-1.0 if total == "-" else float(total) for total in summary["sorted"]["ascending"]]  # "-": no score
     assert ascending == sorted(ascending) and summary["sorted"]["descending"] == summary["sorted"]["ascending"][::-1]
     assert ascending[0] < ascending[-1]
 

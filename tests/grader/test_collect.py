@@ -173,7 +173,7 @@ def test_a_failing_clone_is_recorded_and_the_others_go_on(tmp_path):
     assert rows["cy"]["status"] == f"not collected: no commit at or before the deadline {DEADLINE}"
     assert rows["dan"]["status"] == "not collected: git clone: the repository is larger than 1 MB"
     assert sorted(p.name for p in (out / "submissions").iterdir()) == ["ada"]
-    grades = {row["student"]: row for row in csv.DictReader((out / "grades" / "gradebook.csv").open())}
+    grades = {row["student"]: row for row in csv.DictReader((out / "grades" / "gradebook.csv").open(encoding="utf-8-sig"))}
     assert set(grades) == {"ada"} and float(grades["ada"]["score"]) == TOTAL
     assert "collected 1 of 4 repositories" in process.stdout
 
@@ -228,7 +228,7 @@ def test_a_repository_bomb_is_refused_before_anything_is_written(tmp_path):
     assert [p.name for p in (out / "submissions").iterdir()] == ["ada"]
     assert max(measured["peak"], measured["children_peak"]) < 400 << 20, measured
     assert measured["written"] < 50 << 20, measured
-    grades = {row["student"]: row for row in csv.DictReader((out / "grades" / "gradebook.csv").open())}
+    grades = {row["student"]: row for row in csv.DictReader((out / "grades" / "gradebook.csv").open(encoding="utf-8-sig"))}
     assert set(grades) == {"ada"} and float(grades["ada"]["score"]) == 100.0
 
 

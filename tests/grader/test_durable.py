@@ -36,7 +36,7 @@ class Recorder:
 
 
 def _gradebook(out: Path) -> dict[str, dict]:
-    with open(out / "gradebook.csv", newline="") as handle:
+    with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as handle:
         return {row["student"]: row for row in csv.DictReader(handle)}
 
 

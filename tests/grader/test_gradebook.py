@@ -37,7 +37,7 @@ def grader(*args, cwd) -> subprocess.CompletedProcess:
 
 
 def _csv(path: Path) -> list[dict]:
-    with open(path, newline="", encoding="utf-8") as handle:
+    with open(path, newline="", encoding="utf-8-sig") as handle:  # a byte-order mark, for Excel
         return list(csv.DictReader(handle))
 
 
@@ -75,18 +75,19 @@ def test_a_class_with_roster_overrides_and_late_penalties(klass):
     assert list(rows) == ["ann", "bob", "cy", "dee", "zed"]
     assert [(r["status"], r["on_roster"]) for r in rows.values()] == [
         ("graded", "yes"), ("graded", "yes"), ("graded", "yes"), ("missing", "yes"), ("graded", "no")]
-    assert [rows[s]["score"] for s in ("ann", "bob", "dee", "zed")] == ["100.0", "80.0", "0", "100.0"]
+    assert [rows[s]["score"] for s in ("ann", "bob", "dee", "zed")] == ["100", "80", "0", "100"]
     # bob: zipped 2026-11-22 12:00 Berlin, due 2026-11-20 23:59 (+01:00): 1 day 12 hours late, two started days
-    assert rows["bob"]["late_penalty"] == "20.0" and rows["bob"]["submitted_at"] == "2026-11-22T12:00:00+01:00"
+    assert rows["bob"]["late_penalty"] == "20" and rows["bob"]["submitted_at"] == "2026-11-22T12:00:00+01:00"
     assert rows["ann"]["late_penalty"] == "" and rows["ann"]["submitted_at"] == "2026-11-20T21:00:00+00:00"
     graded_softmax = _softmax(out, "cy")  # results.json keeps what grading gave
     assert graded_softmax < 6 and float(rows["cy"]["softmax"]) == 6
     assert float(rows["cy"]["score"]) == pytest.approx(float(rows["cy"]["graded_score"]) - graded_softmax + 6)
-    canvas = list(csv.reader((out / "canvas.csv").open(encoding="utf-8")))
+    canvas = list(csv.reader((out / "canvas.csv").open(encoding="utf-8-sig")))
     assert canvas[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
     assert [row[:3] + row[5:] for row in canvas[2:]] == [["Ann Lee", "", "ann", "100"], ["Bob Ray", "", "bob", "80"],
-                                                         ["Cy Do", "", "cy", _lms(rows["cy"]["score"])],
-                                                         ["Dee Wu", "", "dee", "0"], ["zed", "", "zed", "100"]]
+                                                         ["Cy Do", "", "cy", rows["cy"]["score"]],
+                                                         ["Dee Wu", "", "dee", "0"]]  # zed: on no roster, no LMS user
+    assert "not on the roster, left out of canvas.csv and moodle.csv: zed;" in run.stderr
     moodle = _csv(out / "moodle.csv")
     assert [(r["ID number"], r["Email address"]) for r in moodle][:2] == [("ann", "ann@x.org"), ("bob", "bob@x.org")]
     bob = json.loads((out / "results" / "bob.json").read_text(encoding="utf-8"))
@@ -110,7 +111,7 @@ def test_a_class_with_roster_overrides_and_late_penalties(klass):
     (klass / "more.csv").write_text("student,points,reason\nbob,95,extension granted\n", encoding="utf-8")
     export = grader("gradebook", out, "--course", "course/course.yaml", "--overrides", "more.csv", cwd=klass)
     assert export.returncode == 0, export.stderr[-3000:]
-    assert {row["student"]: row["score"] for row in _csv(out / "gradebook.csv")}["bob"] == "75.0"  # 95 - 20 late
+    assert {row["student"]: row["score"] for row in _csv(out / "gradebook.csv")}["bob"] == "75"  # 95 - 20 late
     (klass / "bad.csv").write_text("student,points,reason\nbob,95,fine\nnobody,1,who\n", encoding="utf-8")
     bad = grader("gradebook", out, "--course", "course/course.yaml", "--overrides", "bad.csv", cwd=klass)
     assert bad.returncode == 2
@@ -118,10 +119,18 @@ def test_a_class_with_roster_overrides_and_late_penalties(klass):
     assert (out / "records" / "overrides.csv").read_text(encoding="utf-8") == (klass / "more.csv").read_text(encoding="utf-8")
 
 
+def test_a_roster_of_other_ids_stops_the_batch_before_grading(klass):
+    """A roster whose ids are not the submissions' names (here Canvas's user ids) would make every student "not on
+    the roster" and every roster student "missing": exit status 2 before grading, naming its columns; nothing written."""
+    (klass / "ids.csv").write_text("id,name,email\n101,Ann Lee,ann@x.org\n102,Bob Ray,bob@x.org\n", encoding="utf-8")
+    out = klass / "wrong-roster"
+    run = grader("batch", "submissions", "--out", out, "--course", "course/course.yaml", "--roster", "ids.csv", cwd=klass)
+    assert run.returncode == 2
+    assert run.stderr.splitlines()[-1].startswith("grader: ids.csv: only 0 of the 4 students who handed something in "
+                                                  "are on this roster (its columns: id, name, email)"), run.stderr
+    assert not out.exists()
+
+
 def _softmax(out: Path, student: str) -> float:
     """The graded points of a student's softmax, from results.json (never changed by an override)."""
     return json.loads((out / "results" / f"{student}.json").read_text(encoding="utf-8"))["exercises"]["softmax"]["score"]
-
-
-def _lms(score: str) -> str:
-    return f"{float(score):.2f}".rstrip("0").rstrip(".")

@@ -43,7 +43,7 @@ def batch(root: Path, out: str, overrides: str = "records/overrides.csv") -> sub
 
 
 def _csv(path: Path) -> list[dict]:
-    with open(path, newline="", encoding="utf-8") as handle:
+    with open(path, newline="", encoding="utf-8-sig") as handle:  # a byte-order mark, for Excel
         return list(csv.DictReader(handle))
 
 
@@ -93,13 +93,15 @@ def klass(tmp_path_factory) -> Path:
     run = batch(root, "out")
     assert run.returncode == 0, run.stderr[-3000:]
     (root / "stdout.txt").write_text(run.stdout, encoding="utf-8")
+    (root / "stderr.txt").write_text(run.stderr, encoding="utf-8")
     return root
 
 
 def test_a_mixed_class_is_one_row_per_student_in_every_report(klass):
     """ivan's notebook is his attempt at the course, out of its points: one row per student in the gradebook, the
     LMS files and the summary, the roster's one absentee missing once; the overrides on the course record (named
-    `course`) and on a whole submission without an assignment column apply."""
+    `course`) and on a whole submission without an assignment column apply. The student not on the roster is left out
+    of the LMS files (no LMS user matches him), saying so on stderr; jon's corrupt zip has no score anywhere."""
     out = klass / "out"
     students = sorted([*GRADED, *(u.removesuffix(".zip") for u in UNGRADABLE), MISSING])
     gradebook = {row["student"]: row for row in _csv(out / "gradebook.csv")}
@@ -110,12 +112,16 @@ def test_a_mixed_class_is_one_row_per_student_in_every_report(klass):
     assert [s for s, row in gradebook.items() if row["status"] == "missing"] == [MISSING]
     assert float(gradebook["cy"]["causal"]) == 5 and "oral exam" in gradebook["cy"]["adjustments"]
     assert float(gradebook["hal"]["score"]) == pytest.approx(float(gradebook["hal"]["graded_score"]) - 4)
-    with open(out / "canvas.csv", newline="", encoding="utf-8") as handle:
+    with open(out / "canvas.csv", newline="", encoding="utf-8-sig") as handle:
         canvas = list(csv.reader(handle))
     assert canvas[0][5:] == [course().title] and canvas[1][5:] == [str(course().total_points)]
-    assert sorted(row[2] for row in canvas[2:]) == students
+    on_roster = [student for student in students if student != NOT_ON_ROSTER]
+    assert sorted(row[2] for row in canvas[2:]) == on_roster
     assert {row[2]: row[5] for row in canvas[2:]}[NOTEBOOK[0]] == str(course().exercise("qkv").points)
-    assert len(_csv(out / "moodle.csv")) == len(students)
+    assert {row[2]: row[5] for row in canvas[2:]}["jon"] == "" == gradebook["jon"]["score"]
+    assert sorted(row["ID number"] for row in _csv(out / "moodle.csv")) == on_roster
+    assert (f"grader: 1 student with a submission not on the roster, left out of canvas.csv and moodle.csv: "
+            f"{NOT_ON_ROSTER}; add them to the roster") in (klass / "stderr.txt").read_text(encoding="utf-8")
     summary = Tables((out / "summary.html").read_text(encoding="utf-8")).tables
     assert summary["missing"] == [["student"], [MISSING]] and summary["unlisted"] == [["student"], [NOT_ON_ROSTER]]
     assert sorted(row[0] for row in summary["students"][1:]) == students
@@ -170,7 +176,7 @@ def test_the_summary_adds_up_and_says_who_needs_help(klass):
     for student, row in table.items():
         final = number(row["graded"]) + number(row["adjusted"]) + number(row["late"])
         assert number(row["final"]) == pytest.approx(final, abs=0.011), row
-        assert number(row["final"]) == pytest.approx(float(gradebook[student]["score"]), abs=0.005), row
+        assert number(row["final"]) == pytest.approx(number(gradebook[student]["score"]), abs=0.005), row
         if row["graded"] != "-":
             assert number(row["graded"]) == pytest.approx(sum(number(row[m]) for m in course().modules), abs=0.05)
     assert table["dee"]["late"] == "-20" and table["dee"]["name"] == "Dee Müller"

@@ -176,7 +176,7 @@ def test_grade_and_batch(course, tmp_path):
     shutil.copytree(root / "solutions", klass / "ada")
     shutil.copytree(root / "exercises", klass / "ben")
     grader("batch", str(klass), "--course", "course.yaml", "--out", str(tmp_path / "out"), "--jobs", "1", cwd=root)
-    with open(tmp_path / "out" / "gradebook.csv", newline="", encoding="utf-8") as handle:
+    with open(tmp_path / "out" / "gradebook.csv", newline="", encoding="utf-8-sig") as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
     assert float(rows["ada"]["gqa"]) == 10 and float(rows["ada"]["score"]) == 110
     assert float(rows["ben"]["gqa"]) == 0 and float(rows["ben"]["max_score"]) == 110

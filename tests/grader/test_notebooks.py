@@ -15,6 +15,7 @@ import copy
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -542,13 +543,13 @@ def nbgrader_course(tmp_path_factory):
             release = root / "release" / assignment / f"{assignment}.ipynb"
             write(student_notebook(release, student, ASSIGNMENTS[assignment]),
                   root / "submitted" / student / assignment / f"{assignment}.ipynb")
-    run(["nbgrader", "autograde", "*"], root)
+    autograde = run(["nbgrader", "autograde", "*"], root)
     run(["nbgrader", "generate_feedback", "*"], root)
     run(["nbgrader", "export"], root)
     with open(root / "grades.csv", newline="", encoding="utf-8") as handle:
         grades = {(row["student_id"], row["assignment"]): (float(row["score"]), float(row["max_score"]))
                   for row in csv.DictReader(handle)}
-    return SimpleNamespace(root=root, grades=grades)
+    return SimpleNamespace(root=root, grades=grades, autograde=autograde)
 
 
 @pytest.mark.slow
@@ -590,6 +591,19 @@ def test_references_run_clean_under_nbgrader(nbgrader_course):
         assert images(picture) >= 1, f"{assignment}: the heatmap was not drawn"
         checks = [c for c in nb.cells if "_check_" in meta(c)["grade_id"]]
         assert all(any(o.output_type == "stream" for o in c.outputs) for c in checks), f"{assignment}: a check printed nothing"
+
+
+@pytest.mark.slow
+def test_nbgrader_autograde_warns_of_the_checksum_of_each_cell_with_hidden_tests(nbgrader_course):
+    """Stock nbgrader saves each graded cell in gradebook.db before it removes the hidden tests, so autograde finds every
+    graded cell with hidden tests changed, in untouched notebooks too, and puts the saved one back (which is how the
+    hidden tests run): its "Attribute 'checksum' ... has changed!" warning (docs/instructors.md) names exactly those
+    cells, never a cell the students did not touch and that holds no hidden tests."""
+    warned = set(re.findall(r"Attribute 'checksum' for cell (\S+) has changed!", nbgrader_course.autograde))
+    hidden = {meta(cell)["grade_id"] for assignment in ASSIGNMENTS
+              for cell in nbformat.read(COURSE_DIR / "source" / assignment / f"{assignment}.ipynb", as_version=4).cells
+              if HIDDEN_BEGIN in cell.source}
+    assert hidden and warned == hidden
 
 
 @pytest.mark.slow

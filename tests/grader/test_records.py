@@ -95,6 +95,35 @@ def test_a_roster_that_is_not_utf8_or_empty_says_so(tmp_path):
     assert "cannot read" in _error(load_roster, tmp_path / "nowhere.csv")
 
 
+def test_a_canvas_gradebook_export_is_not_taken_for_a_roster(tmp_path):
+    """Its ID column is Canvas's user id: read as the students' ids, everyone would be "not on the roster" and the
+    roster's "123" "missing"; it is refused, naming the columns found."""
+    export = _write(tmp_path / "export.csv", "Student,ID,SIS User ID,SIS Login ID,Section,Softmax (1)\n"
+                                             "    Points Possible,,,,,10\nLee; Ann,123,ann,ann@x.org,A,9\n")
+    message = _error(load_roster, export)
+    assert message.startswith(f"{export}:1: Canvas's gradebook export, not a roster (columns student, id, sis_user_id, "
+                              "sis_login_id, section, softmax_(1))"), message
+    assert "give a roster: id, name, email" in message
+
+
+def test_a_roster_of_other_ids_than_the_class_stops_before_grading(tmp_path):
+    """A roster naming fewer than half of the students who handed something in (ids from the wrong column, the
+    wrong file) is refused before grading (``check_records``) and before any report (``class_view``), naming its
+    columns; one that names half of them is taken, the others flagged."""
+    wrong = load_roster(_write(tmp_path / "roster.csv", "id,name,sis_id\n101,Ann Lee,ann\n102,Bob Ray,bob\n"))
+    records = Records(roster=wrong)
+    message = _error(check_records, COURSE, records, [("ann", None), ("bob", None)])
+    assert message == (f"{tmp_path / 'roster.csv'}: only 0 of the 2 students who handed something in are on this "
+                       "roster (its columns: id, name, sis_id): its ids must be the names of the submissions (folder, "
+                       ".zip or .ipynb); a roster's header is id, name, email; nbgrader's id, first_name, last_name, "
+                       "email; or GitHub Classroom's identifier, github_username, github_id, name")
+    assert _error(check_records, COURSE, records, [("ann", None)], {"bob"}).startswith(f"{tmp_path / 'roster.csv'}: only")
+    assert _error(class_view, COURSE, [_record("ann"), _record("bob")], records) == message
+    half = load_roster(_write(tmp_path / "half.csv", "id,name\nann,Ann Lee\ncy,Cy Do\n"))
+    assert check_records(COURSE, Records(roster=half), [("ann", None), ("bob", None)]) is None
+    assert class_view(COURSE, [_record("ann"), _record("bob")], Records(roster=half)).unlisted == ["bob"]
+
+
 # ----------------------------------------------------------------- overrides
 
 @pytest.mark.parametrize("row, words", [
@@ -301,38 +330,78 @@ def _class(tmp_path):
     return course, rows, load_records(course, roster, overrides, submitted)
 
 
+def _table(path):
+    """A CSV export's rows; it starts with a UTF-8 byte-order mark (which Excel needs to read UTF-8)."""
+    assert path.read_bytes().startswith("\ufeff".encode()), path
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        return list(csv.reader(handle))
+
+
 def test_the_exports_have_the_lms_columns_and_the_final_scores(tmp_path):
+    """The final scores to two decimals; a grader fault blank; dan, not on the roster, is left out of the LMS files
+    (he matches no LMS user) and flagged in the gradebook and the summary."""
     course, rows, records = _class(tmp_path)
     publish(course, tmp_path, rows, records)
-    with open(tmp_path / "canvas.csv", newline="", encoding="utf-8") as handle:
-        canvas = list(csv.reader(handle))
-    assert canvas == [
+    assert _table(tmp_path / "canvas.csv") == [
         ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Self-attention in PyTorch"],
         ["    Points Possible", "", "", "", "", "20"],
         ["Ann Lee", "101", "ann", "ann@x.org", "", "18"],
         ["'=HYPERLINK(1) Ray", "", "bob", "bob@x.org", "", "13"],  # 15 - 10% of 20 for one started day
         ["Cy Do", "103", "cy", "cy@x.org", "", "0"],
-        ["dan", "", "dan", "", "", "20"],
         ["Eve Ng", "", "eve", "eve@x.org", "", ""]]  # a grader fault: blank, Canvas keeps what it has
-    with open(tmp_path / "moodle.csv", newline="", encoding="utf-8") as handle:
-        moodle = list(csv.reader(handle))
+    moodle = _table(tmp_path / "moodle.csv")
     title = "Self-attention in PyTorch"
     assert moodle[0] == ["First name", "Last name", "ID number", "Email address", title, f"Feedback for {title}"]
     assert [row[:5] for row in moodle[1:]] == [["Ann", "Lee", "ann", "ann@x.org", "18"],
                                                ["'=HYPERLINK(1)", "Ray", "bob", "bob@x.org", "13"],
-                                               ["Cy", "Do", "cy", "cy@x.org", "0"], ["", "", "dan", "", "20"],
-                                               ["Eve", "Ng", "eve", "eve@x.org", ""]]
+                                               ["Cy", "Do", "cy", "cy@x.org", "0"], ["Eve", "Ng", "eve", "eve@x.org", ""]]
     assert moodle[1][5] == "softmax: <b>used</b> torch.softmax (-2.00)" and moodle[2][5].startswith("late: submitted")
-    with open(tmp_path / "gradebook.csv", newline="", encoding="utf-8") as handle:
-        gradebook = {row["student"]: row for row in csv.DictReader(handle)}
+    header, *lines = _table(tmp_path / "gradebook.csv")
+    gradebook = {row["student"]: row for row in (dict(zip(header, line)) for line in lines)}
     assert list(gradebook) == ["ann", "bob", "cy", "dan", "eve"]
     assert [(r["on_roster"], r["status"], r["score"], r["graded_score"], r["late_penalty"]) for r in gradebook.values()] == [
-        ("yes", "graded", "18.0", "20.0", ""), ("yes", "graded", "13.0", "15.0", "2.0"), ("yes", "missing", "0", "0", ""),
-        ("no", "graded", "20.0", "20.0", ""), ("yes", "error: grader error: BrokenPipe", "0", "0", "")]
-    assert gradebook["bob"]["submitted_at"] == "2026-11-21T23:58:00+00:00" and gradebook["bob"]["softmax"] == "5.0"
+        ("yes", "graded", "18", "20", ""), ("yes", "graded", "13", "15", "2"), ("yes", "missing", "0", "0", ""),
+        ("no", "graded", "20", "20", ""), ("yes", "error: grader error: BrokenPipe", "", "", "")]
+    assert gradebook["bob"]["submitted_at"] == "2026-11-21T23:58:00+00:00" and gradebook["bob"]["softmax"] == "5"
     summary = (tmp_path / "summary.html").read_text(encoding="utf-8")
     assert "id='missing'><thead><tr><th>student</th></tr></thead><tbody><tr><td>cy</td></tr></tbody>" in summary
     assert "id='unlisted'><thead><tr><th>student</th></tr></thead><tbody><tr><td>dan</td></tr></tbody>" in summary
+
+
+def test_the_exports_read_as_a_person_and_an_lms_expect(tmp_path):
+    """Excel reads names with accents (a byte-order mark), Moodle gets a first and a last name from a roster's one
+    name, and a person reads at most two decimals where float sums leave noise; results.json keeps full precision."""
+    roster = _write(tmp_path / "roster.csv", "id,name,email\nann,Ana María Díaz,ann@x.org\nbob,Müller,bob@x.org\n")
+    noisy = 20.2898 + 20.2899 + 20.2899  # 60.869600000000005, as issue 30 found in gradebook.csv
+    rows = [{**_record("ann"), "score": noisy, "max_score": 100}, _record("bob", softmax=1 / 3)]
+    publish(COURSE, tmp_path, rows, load_records(COURSE, roster))
+    moodle = _table(tmp_path / "moodle.csv")
+    assert [row[:5] for row in moodle[1:]] == [["Ana María", "Díaz", "ann", "ann@x.org", "60.87"],
+                                               ["Müller", "", "bob", "bob@x.org", "10.33"]]
+    assert [row[0] for row in _table(tmp_path / "canvas.csv")[2:]] == ["Ana María Díaz", "Müller"]
+    header, *lines = _table(tmp_path / "gradebook.csv")
+    gradebook = [dict(zip(header, line)) for line in lines]
+    assert [(r["name"], r["score"], r["softmax"]) for r in gradebook] == [("Ana María Díaz", "60.87", "10"),
+                                                                         ("Müller", "10.33", "0.33")]
+    assert json.loads((tmp_path / "results" / "ann.json").read_text(encoding="utf-8"))["final_score"] == noisy
+
+
+def test_a_submission_that_could_not_be_graded_has_no_score_in_any_export(tmp_path):
+    """A corrupt zip is left out of every statistic of the summary: the gradebook, the LMS files and the summary's
+    final score leave it blank (an LMS keeps what it has), until an override gives it points."""
+    corrupt = {**_record("cy", softmax=0, scores=0), "status": "error: cannot grade: not a zip file"}
+    publish(COURSE, tmp_path, [_record("ann"), corrupt], Records())
+    header, *lines = _table(tmp_path / "gradebook.csv")
+    cy = dict(zip(header, lines[1]))
+    assert (cy["score"], cy["graded_score"], cy["softmax"], cy["max_score"]) == ("", "", "", "20")
+    assert [row[-1] for row in _table(tmp_path / "canvas.csv")[2:]] == ["20", ""]
+    assert [row[4] for row in _table(tmp_path / "moodle.csv")[1:]] == ["20", ""]
+    summary = (tmp_path / "summary.html").read_text(encoding="utf-8")
+    assert "<td class='status'>could not be graded</td>" in summary
+    assert "cy.html'>cy</a></td><td class='num' data-value='-1'>-</td>" in summary  # its final score
+    graded_by_hand = _write(tmp_path / "o.csv", "student,points,reason\ncy,12,graded by hand from the e-mailed files\n")
+    publish(COURSE, tmp_path, [_record("ann"), corrupt], load_records(COURSE, overrides=graded_by_hand))
+    assert [row[-1] for row in _table(tmp_path / "canvas.csv")[2:]] == ["20", "12"]
 
 
 def test_a_regrade_keeps_the_adjustments_and_results_json_keeps_the_graded_record(tmp_path):
@@ -402,6 +471,5 @@ def test_an_instructors_strings_are_cleaned_for_each_format(tmp_path):
     assert "softmax: late fix # Hacked &lt;script&gt;" in markdown and "\x1b" not in markdown
     assert "<script>" not in (tmp_path / "feedback" / "ann.html").read_text(encoding="utf-8")
     for name in ("gradebook.csv", "canvas.csv", "moodle.csv"):
-        with open(tmp_path / name, newline="", encoding="utf-8") as handle:
-            cells = [cell for row in csv.reader(handle) for cell in row]
+        cells = [cell for row in _table(tmp_path / name) for cell in row]
         assert not [cell for cell in cells if cell.startswith(("=", "+", "@")) or "\n" in cell], name

@@ -86,7 +86,7 @@ def test_batch_refuses_before_anyone_is_graded(tmp_path):
     trusted = grader("batch", str(tmp_path / "class"), "--out", str(out), "--assignment", ASSIGNMENT, "--jobs", "1",
                      TRUSTED_OPTION, cwd=tmp_path)
     assert trusted.returncode == 0, trusted.stderr[-2000:]
-    [row] = csv.DictReader((out / "gradebook.csv").open())
+    [row] = csv.DictReader((out / "gradebook.csv").open(encoding="utf-8-sig"))
     assert row["student"] == "ada" and float(row["score"]) == POINTS and row["status"] == "graded"
     [results] = (out / "results").rglob("*.json")
     assert WARNING in json.loads(results.read_text())["output"]
