@@ -37,7 +37,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -312,13 +312,9 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
         if is_final(data):  # a submission left unread stands for what all its student's submissions are
             unread = data["status"].startswith(f"error: {NOT_READ}")
             data["fingerprint"] = students[entry.student] if unread else fingerprints[entry.key]
-        problem = write_feedback(data, out, titles, entry.key)
-        if problem:  # recorded, and retried by the next run
-            data["feedback"], data["fingerprint"] = problem, None
-        if data.get("fingerprint"):  # before the record: a record under this fingerprint has its files kept
-            taken[entry.key] = Taken(data["fingerprint"], graded.files, graded.stamp)
-            keep_taken(out, entry.key, taken[entry.key])
-        write_json(data, out / "results" / f"{entry.key}.json")
+        kept = store(out, entry.key, data, graded, titles)
+        if kept:
+            taken[entry.key] = kept
         results[entry.key] = data
         counts["graded" if data.get("status") == "graded" else "errored"] += 1
         if progress:
@@ -360,6 +356,21 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     except TableError as error:  # an override naming a check of no record: known only once the class is graded
         raise TableError(f"{error}. The class is graded ({out / 'results'}), but no report was written: fix the file "
                          f"and run `grader gradebook {out}`") from None
+
+
+def store(out: Path, key: str, data: dict, graded: Graded, titles: Mapping[str, str]) -> Taken | None:
+    """Record one finished submission (``data``, its results record): its feedback pages, the files it gave (under
+    its fingerprint), then ``results/<key>.json``, so that a batch killed before that last write grades it again.
+    Each write is of this record's files alone: a class's recording grows linearly with it (``benchmarks/recording.py``).
+    Returns the files kept, or None when the record has no fingerprint (graded again by the next run)."""
+    problem = write_feedback(data, out, titles, key)
+    if problem:  # recorded, and retried by the next run
+        data["feedback"], data["fingerprint"] = problem, None
+    kept = Taken(data["fingerprint"], graded.files, graded.stamp) if data.get("fingerprint") else None
+    if kept:  # before the record: a record under this fingerprint has its files kept
+        keep_taken(out, key, kept)
+    write_json(data, out / "results" / f"{key}.json")
+    return kept
 
 
 def _up_to_date(data: dict | None, taken: Taken | None, fingerprints: tuple[str, str]) -> bool:

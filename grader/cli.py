@@ -126,11 +126,11 @@ def _batch(args) -> int:
 
 
 def _records(args, course):
-    """The instructor's records named by ``--roster``, ``--overrides`` and ``--submitted``, else those kept in the
-    output folder from an earlier run (TableError)."""
+    """The instructor's records named by ``--roster``, ``--overrides``, ``--submitted`` and ``--extensions``, else
+    those kept in the output folder from an earlier run (TableError)."""
     from grader.records.adjust import kept_records
 
-    records, kept = kept_records(course, args.out, args.roster, args.overrides, args.submitted)
+    records, kept = kept_records(course, args.out, args.roster, args.overrides, args.submitted, args.extensions)
     for path in kept:
         print(f"grader: using {path} (kept from an earlier run; give one with only its header line to clear it)", file=sys.stderr)
     return records
@@ -139,7 +139,8 @@ def _records(args, course):
 def _keep(args) -> None:
     from grader.records.adjust import keep_records
 
-    keep_records(args.out, roster=args.roster, overrides=args.overrides, submitted=args.submitted)
+    keep_records(args.out, roster=args.roster, overrides=args.overrides, submitted=args.submitted,
+                 extensions=args.extensions)
 
 
 def _note_unlisted_times(rows: list[dict]) -> None:
@@ -283,6 +284,8 @@ def _record_flags(command) -> None:
                                                             "exercise, check, points or penalty, reason)")
     command.add_argument("--submitted", metavar="CSV", help="submission times (student, submitted_at; `grader collect`'s "
                                                             "commit time too) for course.yaml's late penalties")
+    command.add_argument("--extensions", metavar="CSV", help="students' own due dates (student, due, optionally "
+                                                             "assignment), later than course.yaml's late.due")
 
 
 def build_parser() -> argparse.ArgumentParser:

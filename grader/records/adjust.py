@@ -3,10 +3,11 @@ applied on top (``Records``, ``class_view``). Nothing here changes a graded reco
 
 A view is a results record whose ``score``, exercises' and checks' points are the adjusted ones, with
 ``graded_score`` (before), ``adjustments`` (each ``kind`` "override" or "late", its ``target``, its signed
-``points``, full precision, its ``reason`` and where it came from), ``submitted_at`` (when known), and, with a roster,
-``on_roster`` and the student's ``name`` and ``email``. A student of the roster without a record gets a view with
-status "missing" and 0 points, per assignment the class was graded on. ``check_records`` checks the overrides against a
-class about to be graded, before anything is.
+``points``, full precision, its ``reason`` and where it came from), ``submitted_at`` (when known), ``extended_to`` (the
+student's own due date, where an extension gives one), and, with a roster, ``on_roster`` and the student's ``name``
+and ``email``. A student of the roster without a record gets a view with status "missing" and 0 points, per
+assignment the class was graded on. ``check_records`` checks the overrides and the extensions against a class about
+to be graded, before anything is.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from grader.course import WHOLE_COURSE, Course
-from grader.records.late import Times, late_penalty, load_submitted
+from grader.records.late import Extensions, Times, extension_of, late_penalty, load_extensions, load_submitted
 from grader.records.overrides import Override, load_overrides
 from grader.records.roster import Roster, check_roster, load_roster
 from grader.records.table import TableError
@@ -25,7 +26,7 @@ from grader.reports.files import write_atomic
 from grader.text import MAX_NAME, clean
 
 PLANNED = "planned"  # a record the batch is about to grade (``check_records``)
-KEPT = "records"  # out/records/: the last roster, overrides and submission times given for a class
+KEPT = "records"  # out/records/: the last roster, overrides, submission times and extensions given for a class
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Records:
     roster: Roster | None = None
     overrides: tuple[Override, ...] = ()
     submitted: Times = field(default_factory=dict)
+    extensions: Extensions = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -44,27 +46,28 @@ class ClassView:
 
 
 def load_records(course: Course, roster: str | Path | None = None, overrides: str | Path | None = None,
-                 submitted: str | Path | None = None) -> Records:
+                 submitted: str | Path | None = None, extensions: str | Path | None = None) -> Records:
     """Read the files given; a bad one raises ``TableError`` (one line naming the file and the line)."""
     return Records(load_roster(roster) if roster else None,
                    tuple(load_overrides(overrides, course)) if overrides else (),
-                   load_submitted(submitted, course) if submitted else {})
+                   load_submitted(submitted, course) if submitted else {},
+                   load_extensions(extensions, course) if extensions else {})
 
 
-def kept_records(course: Course, out: str | Path, roster: str | Path | None = None,
-                 overrides: str | Path | None = None, submitted: str | Path | None = None) -> tuple[Records, list[str]]:
+def kept_records(course: Course, out: str | Path, roster: str | Path | None = None, overrides: str | Path | None = None,
+                 submitted: str | Path | None = None, extensions: str | Path | None = None) -> tuple[Records, list[str]]:
     """The records for a class's output folder: each file given, else the copy ``keep_records`` kept of its kind
     in ``out/records/`` by an earlier run (so a regrade keeps the overrides without naming them again; a file of
     only its header line clears them). Returns the records and the kept copies used."""
-    given = {"roster": roster, "overrides": overrides, "submitted": submitted}
+    given = {"roster": roster, "overrides": overrides, "submitted": submitted, "extensions": extensions}
     kept = {kind: Path(out) / KEPT / f"{kind}.csv" for kind in given}
     paths = {kind: given[kind] or (kept[kind] if kept[kind].is_file() else None) for kind in given}
     return load_records(course, **paths), [str(kept[kind]) for kind in given if given[kind] is None and paths[kind]]
 
 
 def keep_records(out: str | Path, **given: str | Path | None) -> None:
-    """Keep a copy of each file given (``roster``, ``overrides``, ``submitted``) in ``out/records/``, once the
-    reports were written with it."""
+    """Keep a copy of each file given (``roster``, ``overrides``, ``submitted``, ``extensions``) in ``out/records/``,
+    once the reports were written with it."""
     for kind, path in given.items():
         target = Path(out) / KEPT / f"{kind}.csv"
         if path is not None and Path(path).resolve() != target.resolve():
@@ -81,6 +84,7 @@ def class_view(course: Course, rows: Sequence[dict], records: Records,
         check_roster(records.roster, {row["student"] for row in rows})
     missing_rows = _missing_rows(course, rows, records, assignment)
     _check_overrides(records.overrides, [*rows, *missing_rows])
+    _check_extensions(records.extensions, [*rows, *missing_rows])
     views = [view(course, row, records, source_time(row, stamps)) for row in [*rows, *missing_rows]]
     views.sort(key=lambda v: (v["student"], v.get("assignment") or ""))
     unlisted = sorted({row["student"] for row in rows} - set(records.roster)) if records.roster is not None else []
@@ -89,21 +93,27 @@ def class_view(course: Course, rows: Sequence[dict], records: Records,
 
 def check_records(course: Course, records: Records, planned: Sequence[tuple[str, str | None]],
                   undecided: Collection[str] = (), assignment: str | None = None) -> None:
-    """Check the roster and the overrides against the class about to be graded, before anything is graded
-    (``TableError``, one line naming the file): the roster names at least half of the class (``roster.check_roster``);
-    each override names a student of the class or of the roster, one record of theirs and an
-    exercise it grades, and sets no more points than its exercise or submission holds. ``planned``: (student,
-    assignment or None) of each record the batch will write; ``undecided``: students whose record is named only by
-    grading (a notebook graded as the assignment it carries). The overrides of undecided students, and the checks an
-    override names (their names come with the results), are checked once the class is graded (``class_view``)."""
+    """Check the roster, the overrides and the extensions against the class about to be graded, before anything is
+    graded (``TableError``, one line naming the file and the line): the roster names at least half of the class
+    (``roster.check_roster``); each override or extension names a student of the class or of the roster and a record
+    of theirs; an override names one record and an exercise it grades, and sets no more points than its exercise or
+    submission holds. ``planned``: (student, assignment or None) of each record the batch will write; ``undecided``:
+    students whose record is named only by grading (a notebook graded as the assignment it carries). The records of
+    undecided students, and the checks an override names (their names come with the results), are checked once the
+    class is graded (``class_view``)."""
     if records.roster is not None:
         check_roster(records.roster, {student for student, _ in planned} | set(undecided))
     rows = [_blank(course, student, group, PLANNED) for student, group in planned]
     if not undecided:  # else the class's assignments, which the missing records follow, are not all known yet
         rows += _missing_rows(course, rows, records, assignment)
     students = {row["student"] for row in rows}
-    overrides = [o for o in records.overrides if o.student not in undecided and (o.student in students or not undecided)]
+
+    def now(student: str) -> bool:  # else checked once the class is graded
+        return student not in undecided and (student in students or not undecided)
+
+    overrides = [o for o in records.overrides if now(o.student)]
     _check_overrides(overrides, rows)
+    _check_extensions({key: e for key, e in records.extensions.items() if now(e.student)}, rows)
     for override in overrides:
         for row in rows:
             if not override.check and _applies(override, row):
@@ -124,11 +134,15 @@ def view(course: Course, row: dict, records: Records, stamp: datetime | None) ->
     out.pop("submitted_at", None)
     # Without the instructor's list, a due date is judged by the submission's own word (timestamp.txt, a zip's
     # entries), which its author sets, or not at all (SECURITY.md, "Submission times"): the CLI says so.
-    out["time_unlisted"] = (listed is None and row.get("status") != MISSING and course.late is not None
-                            and (assignment or WHOLE_COURSE) in course.late.due)
+    due = course.late is not None and (assignment or WHOLE_COURSE) in course.late.due
+    out["time_unlisted"] = listed is None and row.get("status") != MISSING and due
+    extension = extension_of(records.extensions, row["student"], assignment) if due else None
+    out.pop("extended_to", None)
+    if extension:
+        out["extended_to"] = extension.due.isoformat()
     if submitted is not None and row.get("status") != MISSING:
         out["submitted_at"] = submitted.isoformat()
-        late = late_penalty(course.late, assignment, submitted, row["max_score"])
+        late = late_penalty(course.late, assignment, submitted, row["max_score"], extension and extension.due)
         taken = min(late[0], out["score"]) if late else 0
         if taken > 0:
             out["score"] -= taken
@@ -143,10 +157,13 @@ def view(course: Course, row: dict, records: Records, stamp: datetime | None) ->
 
 def stored(row: dict, shown: dict, stamp: datetime | None) -> dict:
     """The graded record as results.json keeps it: untouched, plus when the submission says it was made
-    (``stamp``, from ``source_time``), the adjustments shown and the final score (rewritten at each report)."""
-    kept = {key: value for key, value in row.items() if key not in ("submitted_at", "adjustments", "final_score")}
-    return {**kept, **({"submitted_at": stamp.isoformat()} if stamp else {}), "adjustments": shown["adjustments"],
-            "final_score": shown["score"]}
+    (``stamp``, from ``source_time``), the student's extended due date, the adjustments shown and the final score
+    (rewritten at each report)."""
+    kept = {key: value for key, value in row.items()
+            if key not in ("submitted_at", "extended_to", "adjustments", "final_score")}
+    return {**kept, **({"submitted_at": stamp.isoformat()} if stamp else {}),
+            **({"extended_to": shown["extended_to"]} if "extended_to" in shown else {}),
+            "adjustments": shown["adjustments"], "final_score": shown["score"]}
 
 
 def source_time(row: Mapping, stamps: Mapping[str, datetime | None]) -> datetime | None:
@@ -209,6 +226,17 @@ def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> Non
                 t["name"] == f"{override.exercise}: {override.check}" for row in mine for t in row.get("tests", [])):
             raise TableError(f"{override.where}: no check {clean(override.check, MAX_NAME)!r} in {override.exercise}'s "
                              "results (a check is named as the feedback page shows it)")
+
+
+def _check_extensions(extensions: Extensions, rows: Sequence[dict]) -> None:
+    """Each extension names a student of the class or of the roster and, where it names an assignment, a record of
+    theirs on it."""
+    records = {(row["student"], group) for row in rows for group in (None, row.get("assignment"))}
+    for extension in extensions.values():
+        if (extension.student, extension.assignment) not in records:
+            raise TableError(f"{extension.where}: no student {clean(extension.student, MAX_NAME)!r}"
+                             + (f" with a record of {extension.assignment}" if extension.assignment else "")
+                             + " in this class or its roster")
 
 
 def _applies(override: Override, row: Mapping) -> bool:

@@ -9,13 +9,15 @@ bounded intake). A time without a zone is in ``late.timezone``. Without a time, 
 assignment, there is no penalty.
 
 The penalty is ``percent`` of the points possible per started day (or hour) past the due date, at most
-``cap_percent``, nothing within ``grace_minutes``; it never takes more than the score left.
+``cap_percent``, nothing within ``grace_minutes``; it never takes more than the score left. A student's extension
+(``--extensions FILE``: student, due, an optional assignment) replaces the due date it extends for that student.
 """
 from __future__ import annotations
 
 import math
 import os
 import stat
+from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -29,7 +31,20 @@ TIME_COLUMNS = ("submitted_at", "submitted", "submission_time", "commit_time", "
 TIMESTAMP_FILE = "timestamp.txt"  # nbgrader's, in each submitted/<student>/<assignment>/
 MAX_TIMESTAMP_BYTES = 200
 
+EXTENSION_COLUMNS = ("student", "assignment", "due")
+
 Times = dict[tuple[str, "str | None"], datetime]  # (student, assignment or None: any) -> submitted at
+Extensions = dict[tuple[str, "str | None"], "Extension"]  # (student, assignment or None: any) -> their extension
+
+
+@dataclass(frozen=True)
+class Extension:
+    """A student's own due date, later than the one it extends."""
+
+    student: str
+    assignment: str | None  # None: every record of the student
+    due: datetime
+    where: str  # file:line
 
 
 def zone(late: Late | None) -> tzinfo:
@@ -60,6 +75,51 @@ def load_submitted(path: str | Path, course: Course) -> Times:
     return times
 
 
+def load_extensions(path: str | Path, course: Course) -> Extensions:
+    """The instructor's extensions (student, due, an optional assignment: ``course`` or blank for a class graded on the
+    whole course), each checked against course.yaml's late policy: a due date to extend, and later than it. A due
+    date is written as course.yaml's are (ISO 8601 with its zone; one that names no zone is in ``late.timezone``)."""
+    header, rows = read_table(path, "a list of extensions")
+    unknown = [name for name in header if name and name not in EXTENSION_COLUMNS]
+    if unknown or "student" not in header or "due" not in header:
+        raise TableError(f"{path}:1: a list of extensions has the columns student, due (and optionally assignment)"
+                         + (f", not {clean(unknown[0], MAX_NAME)!r}" if unknown else ""))
+    late, lines = course.late, {}
+    extensions: Extensions = {}
+    for row in rows:
+        if not row["student"]:
+            raise TableError(f"{row.where}: no student in this row")
+        named = row.get("assignment") or None
+        if named not in (None, WHOLE_COURSE, *course.whole.assignment_modules()):
+            raise TableError(f"{row.where}: no assignment {clean(named, MAX_NAME)!r} in course.yaml (its "
+                             f"assignments, or {WHOLE_COURSE} for a class graded on the whole course)")
+        dues = late.due if late else {}
+        extended = list(dues.values()) if named is None else [dues[named]] if named in dues else []
+        if not extended:
+            raise TableError(f"{row.where}: course.yaml's late policy has no due date for {named or 'any record'}: "
+                             "an extension would change nothing")
+        assignment = None if named == WHOLE_COURSE else named
+        if not row["due"]:
+            raise TableError(f"{row.where}: no due date in this row")
+        due = parse_time(row["due"], zone(late), row.where)
+        if due <= max(extended):
+            raise TableError(f"{row.where}: {due.isoformat()} is not later than the due date it extends "
+                             f"({max(extended).isoformat()})")
+        key = (student_id(row["student"]), assignment)
+        if key in lines:
+            raise TableError(f"{row.where}: a second extension for student {clean(key[0], MAX_NAME)!r}"
+                             + (f" and {assignment}" if assignment else "") + f" (the other on line {lines[key]})")
+        lines[key] = row.line
+        extensions[key] = Extension(*key, due, row.where)
+    return extensions
+
+
+def extension_of(extensions: Extensions, student: str, assignment: str | None) -> Extension | None:
+    """The extension of a student's record on ``assignment`` (None: the whole course): the one naming it, else the
+    student's without an assignment."""
+    return extensions.get((student, assignment)) or extensions.get((student, None))
+
+
 def nbgrader_timestamp(folder: Path, late: Late | None) -> datetime | None:
     """The time in ``folder/timestamp.txt`` (nbgrader's), if it is a small regular file holding one; else None."""
     path = folder / TIMESTAMP_FILE
@@ -81,19 +141,22 @@ def zip_time(stamp: str | None, late: Late | None) -> datetime | None:
 
 
 def late_penalty(late: Late | None, assignment: str | None, submitted: datetime | None,
-                 possible: float) -> tuple[float, str] | None:
-    """The points a submission loses for being late, and why; None when it is on time or cannot be judged."""
+                 possible: float, extended: datetime | None = None) -> tuple[float, str] | None:
+    """The points a submission loses for being late, and why; None when it is on time or cannot be judged.
+    ``extended``: the student's own due date (an ``Extension``), where they have one."""
     due = late.due.get(assignment or WHOLE_COURSE) if late else None
     if due is None or submitted is None:
         return None
+    due = extended or due
     lateness = submitted - due
     if lateness <= timedelta(minutes=late.grace_minutes) or lateness <= timedelta(0):
         return None
     periods = math.ceil(lateness / late.period)
     percent = min(late.cap_percent, periods * late.percent)
     capped = f", at most {late.cap_percent:g}%" if periods * late.percent > late.cap_percent else ""
-    return percent / 100 * possible, (f"late: submitted {submitted.isoformat()}, {duration(lateness)} after the due "
-                                      f"date {due.isoformat()}: {percent:g}% of the points ({late.percent:g}% per "
+    which = "extended due date" if extended else "due date"
+    return percent / 100 * possible, (f"late: submitted {submitted.isoformat()}, {duration(lateness)} after the "
+                                      f"{which} {due.isoformat()}: {percent:g}% of the points ({late.percent:g}% per "
                                       f"started {late.per}{capped})")
 
 

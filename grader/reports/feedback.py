@@ -1,10 +1,11 @@
 """Feedback pages: a student's feedback as Markdown and HTML (batch writes ``feedback/<student>.md`` and ``.html``).
 
-The score is the final one; the overrides and the late penalty applied to it (``records.adjust``) are listed
-under it, each with its points and reason. Per exercise: its points, and each check with a badge (a word and a
-colour, not an emoji: "failed", "not judged yet" for a rule that waits for right values, "holds" for a rule that
-holds but pays once the values are right, "passed"), its points and, when it failed, its feedback, the failures
-first and the rules not judged yet after them; an exercise that could not
+The score is the final one; the student's extended due date follows it where they have one, and the overrides and
+the late penalty applied to it (``records.adjust``) are listed under it, each with its points and reason. Per
+exercise: its points, and each check with a badge (a word and a colour, not an emoji: "failed", "not judged yet" for
+a rule that waits for right values, "holds" for a rule that holds but pays once the values are right, "passed"), its
+points and, when it failed, its feedback, the failures first and the rules not judged yet after them; an exercise
+that could not
 run at all shows why, once, and one whose failures have one cause (unfinished stubs, a missing name) says it once;
 then their checks are one collapsed line (in HTML, a ``<details>`` that lists them). A submission that
 could not be graded gets one paragraph: what was wrong and what to do. Everything is read from the student's
@@ -98,6 +99,11 @@ def adjustments(data: dict) -> list[Adjustment]:
                          (f"{a['target']}: " if a["target"] else "") + a["reason"]) for a in found)]
 
 
+def extended(data: dict) -> str:
+    """The student's own due date (``records.adjust``: their extension), in words."""
+    return f"Your due date was extended to {clean(data['extended_to'], MAX_NAME)}"
+
+
 def graded(data: dict) -> bool:
     """Whether a results record is a graded submission (not one that could not be graded)."""
     return data.get("status", "graded") == "graded"
@@ -144,6 +150,8 @@ def _feedback_markdown(data: dict, sections: list[Section]) -> str:
         reason, action = unreadable_reason(data)
         return "\n".join([*lines, f"Your submission could not be graded: {markdown(reason)}", "", action, ""])
     lines += [f"**Score: {points(data['score'])} / {points(data['max_score'])}**", ""]
+    if data.get("extended_to"):
+        lines += [f"{markdown(extended(data))}.", ""]
     shown = adjustments(data)
     if shown:
         lines += [f"- {a.points}: {markdown(a.text)}" for a in shown] + [""]
@@ -175,6 +183,8 @@ def _feedback_html(data: dict, sections: list[Section]) -> str:
         parts.append(f"<p class='problem'>Your submission could not be graded: {html(reason)}</p><p>{html(action)}</p>")
         return html_page(title, "\n".join(parts))
     parts.append(f"<p>Score: <strong>{points(data['score'])} / {points(data['max_score'])}</strong></p>")
+    if data.get("extended_to"):
+        parts.append(f"<p id='extension'>{html(extended(data))}.</p>")
     shown = adjustments(data)
     if shown:
         rows = "".join(f"<tr><td class='num'>{a.points}</td><td>{html(a.text)}</td></tr>" for a in shown)

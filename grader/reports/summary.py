@@ -130,7 +130,7 @@ def adjusted(row: dict, kind: str) -> float:
 
 def status(row: dict) -> str:
     """A record's status in a few words: graded (with the exercises not started), missing, could not be graded, a
-    grader fault; and not on the roster."""
+    grader fault; then the student's extended due date, and not on the roster."""
     if row.get("status") == MISSING:
         text = "missing: nothing handed in"
     elif str(row.get("status", "")).startswith(GRADER_FAULT_STATUS):
@@ -140,7 +140,8 @@ def status(row: dict) -> str:
     else:
         idle = not_started(row)
         text = "graded" + (f", {len(idle)} exercise{'s' * (len(idle) != 1)} not started" if idle else "")
-    return text + ("; not on the roster" if row.get("on_roster") is False else "")
+    return (text + (f"; due date extended to {row['extended_to']}" if row.get("extended_to") else "")
+            + ("; not on the roster" if row.get("on_roster") is False else ""))
 
 
 def hardest_checks(rows: Sequence[dict]) -> list[HardCheck]:

@@ -1,6 +1,7 @@
 """End to end through the CLI: a small class (correct, late, missing, overridden, not on the roster) graded with
 `grader batch --roster --overrides --submitted` on a course with a late policy, regraded, and re-exported with
-`grader gradebook`: the gradebook, the Canvas and Moodle files, results.json and the feedback agree."""
+`grader gradebook` (new overrides, an extension): the gradebook, the Canvas and Moodle files, results.json, the
+feedback and the summary agree."""
 import csv
 import json
 import os
@@ -117,6 +118,36 @@ def test_a_class_with_roster_overrides_and_late_penalties(klass):
     assert bad.returncode == 2
     assert bad.stderr.splitlines()[-1] == "grader: bad.csv:3: no submission from student 'nobody' in this class"
     assert (out / "records" / "overrides.csv").read_text(encoding="utf-8") == (klass / "more.csv").read_text(encoding="utf-8")
+
+    # an extension: bob's due date moves past his zip's time, and his late penalty goes (the kept overrides stay)
+    (klass / "extensions.csv").write_text("student,due\nbob,2026-11-23T23:59:00+01:00\n", encoding="utf-8")
+    extended = grader("gradebook", out, "--course", "course/course.yaml", "--extensions", "extensions.csv", cwd=klass)
+    assert extended.returncode == 0, extended.stderr[-3000:]
+    bob = {row["student"]: row for row in _csv(out / "gradebook.csv")}["bob"]
+    assert (bob["score"], bob["late_penalty"]) == ("95.0", "")
+    said = "extended to 2026-11-23T23:59:00+01:00"
+    assert f"Your due date was {said}." in (out / "feedback" / "bob.md").read_text(encoding="utf-8")
+    assert f"<td class='status'>graded; due date {said}</td>" in (out / "summary.html").read_text(encoding="utf-8")
+    (klass / "bad-extensions.csv").write_text("student,due\nbob,2026-11-23T23:59:00+01:00\n"
+                                              "nobody,2026-11-23T23:59:00+01:00\n", encoding="utf-8")
+    bad = grader("gradebook", out, "--course", "course/course.yaml", "--extensions", "bad-extensions.csv", cwd=klass)
+    assert bad.returncode == 2
+    assert bad.stderr.splitlines()[-1] == "grader: bad-extensions.csv:3: no student 'nobody' in this class or its roster"
+
+
+def test_a_bad_extension_stops_the_batch_before_grading(klass):
+    """Unknown student, bad date, a student twice: one line naming the file and the line, exit status 2, nothing
+    written."""
+    for rows, error in [("ann,2026-11-23T23:59:00+01:00\nnobody,2026-11-23T23:59:00+01:00\n",
+                         "bad.csv:3: no student 'nobody' in this class or its roster"),
+                        ("ann,Friday\n", "bad.csv:2: 'Friday' is not a date and time (e.g. 2026-11-20T14:03:00+01:00)"),
+                        ("ann,2026-11-23T23:59:00+01:00\nann,2026-11-24T23:59:00+01:00\n",
+                         "bad.csv:3: a second extension for student 'ann' (the other on line 2)")]:
+        (klass / "bad.csv").write_text(f"student,due\n{rows}", encoding="utf-8")
+        run = grader("batch", "submissions", "--out", "unwritten", "--course", "course/course.yaml", "--roster",
+                     "roster.csv", "--extensions", "bad.csv", cwd=klass)
+        assert run.returncode == 2 and run.stderr.splitlines() == [f"grader: {error}"]
+        assert not (klass / "unwritten").exists()
 
 
 def test_a_roster_of_other_ids_stops_the_batch_before_grading(klass):

@@ -1,4 +1,4 @@
-"""The instructor's records (roster, overrides, submission times, late policy) and the exports they feed
+"""The instructor's records (roster, overrides, submission times, extensions, late policy) and the exports they feed
 (gradebook.csv, canvas.csv, moodle.csv), from hand-made results: no grading here (the end-to-end class through the
 CLI is tests/grader/test_gradebook.py)."""
 import csv
@@ -13,7 +13,14 @@ import pytest
 from grader.course import COURSE_FILE, CourseError, Late, load_course
 from grader.intake.submission import read_submission
 from grader.records.adjust import Records, check_records, class_view, keep_records, kept_records, load_records
-from grader.records.late import late_penalty, load_submitted, nbgrader_timestamp, submission_time, zip_time
+from grader.records.late import (
+    late_penalty,
+    load_extensions,
+    load_submitted,
+    nbgrader_timestamp,
+    submission_time,
+    zip_time,
+)
 from grader.records.overrides import load_overrides
 from grader.records.publish import publish
 from grader.records.roster import Student, load_roster
@@ -285,6 +292,85 @@ def test_the_submission_times_list_takes_grader_collects_commit_time(tmp_path):
     assert "no assignment 'week9'" in _error(load_submitted, unknown, COURSE)
     nameless = _write(tmp_path / "nameless.csv", "who,submitted_at\nann,2026-11-21T10:00:00Z\n")
     assert _error(load_submitted, nameless, COURSE).startswith(f"{nameless}:1:")
+
+
+def test_an_extension_moves_the_due_date_of_its_student_alone(tmp_path):
+    """ann's due date moves three days: two days late is on time for her, four days late costs one started day from
+    her own due date; bob, as late, loses two days' share."""
+    course = _late()  # due 2026-11-20 23:59 UTC, 10% of the points per started day
+    extensions = _write(tmp_path / "extensions.csv", "student,due\nann,2026-11-23T23:59:00Z\n")
+    def shown(ann_at):
+        times = _write(tmp_path / "t.csv", f"student,submitted_at\nann,{ann_at}\nbob,2026-11-22T23:00:00Z\n")
+        records = load_records(course, submitted=times, extensions=extensions)
+        return {v["student"]: v for v in class_view(course, [_record("ann"), _record("bob")], records).rows}
+    two_days = shown("2026-11-22T23:00:00Z")
+    assert (two_days["ann"]["score"], two_days["ann"]["adjustments"]) == (20.0, [])
+    assert two_days["ann"]["extended_to"] == "2026-11-23T23:59:00+00:00" and "extended_to" not in two_days["bob"]
+    assert two_days["bob"]["score"] == pytest.approx(16.0)
+    four_days = shown("2026-11-24T23:00:00Z")["ann"]
+    assert four_days["score"] == pytest.approx(18.0)
+    assert "after the extended due date 2026-11-23T23:59:00+00:00" in four_days["adjustments"][0]["reason"]
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ("student,due,why\nann,2026-11-23T23:59:00Z,ill\n", 1, "not 'why'"),
+    ("student\nann\n", 1, "columns student, due"),
+    ("student,due\nann,2026-11-23T23:59:00Z\n,2026-11-23T23:59:00Z\n", 3, "no student"),
+    ("student,due\nann,next week\n", 2, "not a date and time"),
+    ("student,due\nann,\n", 2, "no due date"),
+    ("student,due\nann,2026-11-20T23:00:00Z\n", 2, "not later than the due date it extends"),
+    ("student,due\nann,2026-11-23T23:59:00Z\nbob,2026-11-23T23:59:00Z\nann,2026-11-25T23:59:00Z\n", 4,
+     "a second extension for student 'ann' (the other on line 2)"),
+    ("student,assignment,due\nann,week9,2026-11-23T23:59:00Z\n", 2, "no assignment 'week9'"),
+    ("student,assignment,due\nann,02_softmax,2026-11-23T23:59:00Z\n", 2, "no due date for 02_softmax"),
+])
+def test_a_bad_extension_is_one_line_naming_file_and_line(tmp_path, text, line, words):
+    path = _write(tmp_path / "extensions.csv", text)
+    message = _error(load_extensions, path, _late())
+    assert message.startswith(f"{path}:{line}: ") and words in message
+
+
+def test_extensions_need_a_late_policy_and_a_student_of_the_class(tmp_path):
+    """Checked before grading (``check_records``) and again on the class graded (``class_view``): a student neither
+    in the class nor on the roster, or without a record of the assignment named, is one line naming the line."""
+    path = _write(tmp_path / "extensions.csv", "student,due\nann,2026-11-23T23:59:00Z\ndan,2026-11-23T23:59:00Z\n")
+    assert "late policy has no due date for any record" in _error(load_extensions, path, COURSE)
+    course_row = _write(tmp_path / "course.csv", "student,assignment,due\nann,course,2026-11-23T23:59:00Z\n")
+    assert load_extensions(course_row, _late())[("ann", None)].due == datetime(2026, 11, 23, 23, 59, tzinfo=UTC)
+    records = Records(extensions=load_extensions(path, _late()))
+    assert _error(check_records, _late(), records, [("ann", None)]) == \
+        f"{path}:3: no student 'dan' in this class or its roster"
+    assert check_records(_late(), Records(roster={"dan": Student("dan")}, extensions=records.extensions),
+                         [("ann", None)]) is None  # dan is on the roster: a missing record of the class
+    assert _error(class_view, _late(), [_record("ann")], records).startswith(f"{path}:3: ")
+    per_assignment = COURSE.whole.model_copy(update={"late": Late(
+        due={"02_softmax": datetime(2026, 11, 20, 23, 59, tzinfo=UTC)}, percent=10)})
+    named = _write(tmp_path / "named.csv", "student,assignment,due\nann,02_softmax,2026-11-23T23:59:00Z\n")
+    records = Records(extensions=load_extensions(named, per_assignment))
+    assert "no student 'ann' with a record of 02_softmax" in _error(check_records, per_assignment, records,
+                                                                    [("ann", "01_scores")])
+    assert check_records(per_assignment, records, [("ann", "01_scores"), ("ann", "02_softmax")]) is None
+
+
+def test_an_extension_shows_in_the_students_table_feedback_and_results(tmp_path):
+    course = _late()
+    times = _write(tmp_path / "t.csv", "student,submitted_at\nann,2026-11-22T23:00:00Z\n")
+    extensions = _write(tmp_path / "e.csv", "student,due\nann,2026-11-23T23:59:00+01:00\n")
+    publish(course, tmp_path, [_record("ann"), _record("bob")], load_records(course, submitted=times,
+                                                                             extensions=extensions))
+    said = "extended to 2026-11-23T23:59:00+01:00"
+    assert f"Your due date was {said}." in (tmp_path / "feedback" / "ann.md").read_text(encoding="utf-8")
+    assert f"<p id='extension'>Your due date was {said}.</p>" in \
+        (tmp_path / "feedback" / "ann.html").read_text(encoding="utf-8")
+    assert said not in (tmp_path / "feedback" / "bob.html").read_text(encoding="utf-8")
+    summary = (tmp_path / "summary.html").read_text(encoding="utf-8")
+    assert f"<td class='status'>graded; due date {said}</td>" in summary
+    assert summary.count("due date extended") == 1
+    ann = json.loads((tmp_path / "results" / "ann.json").read_text(encoding="utf-8"))
+    assert (ann["extended_to"], ann["final_score"]) == ("2026-11-23T23:59:00+01:00", 20.0)
+    publish(course, tmp_path, [ann, _record("bob")], load_records(course, submitted=times))  # extension withdrawn
+    assert "extended_to" not in json.loads((tmp_path / "results" / "ann.json").read_text(encoding="utf-8"))
+    assert said not in (tmp_path / "feedback" / "ann.md").read_text(encoding="utf-8")
 
 
 def test_nbgrader_timestamps_and_zip_entries_give_the_submission_time(tmp_path):
