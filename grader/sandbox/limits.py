@@ -96,3 +96,13 @@ def set_address_space(limits: Limits) -> None:
     except (OSError, ValueError):
         pass
     _lower(resource.RLIMIT_AS, max(int(limits.memory_mb) * (1 << 20), floor))
+
+
+def lift_address_space() -> None:
+    """Raise RLIMIT_AS's soft limit to its hard one, for a worker on a GPU: CUDA reserves address ranges far larger
+    than the memory it uses, and a soft bound inherited from a grading process (``memory.bound_grading_memory``)
+    would refuse them."""
+    if resource is None or not hasattr(resource, "RLIMIT_AS"):  # pragma: no cover
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))

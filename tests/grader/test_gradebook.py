@@ -124,7 +124,7 @@ def test_a_class_with_roster_overrides_and_late_penalties(klass):
     extended = grader("gradebook", out, "--course", "course/course.yaml", "--extensions", "extensions.csv", cwd=klass)
     assert extended.returncode == 0, extended.stderr[-3000:]
     bob = {row["student"]: row for row in _csv(out / "gradebook.csv")}["bob"]
-    assert (bob["score"], bob["late_penalty"]) == ("95.0", "")
+    assert (bob["score"], bob["late_penalty"]) == ("95", "")
     said = "extended to 2026-11-23T23:59:00+01:00"
     assert f"Your due date was {said}." in (out / "feedback" / "bob.md").read_text(encoding="utf-8")
     assert f"<td class='status'>graded; due date {said}</td>" in (out / "summary.html").read_text(encoding="utf-8")

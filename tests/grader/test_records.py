@@ -340,7 +340,8 @@ def test_extensions_need_a_late_policy_and_a_student_of_the_class(tmp_path):
     records = Records(extensions=load_extensions(path, _late()))
     assert _error(check_records, _late(), records, [("ann", None)]) == \
         f"{path}:3: no student 'dan' in this class or its roster"
-    assert check_records(_late(), Records(roster={"dan": Student("dan")}, extensions=records.extensions),
+    roster = load_roster(_write(tmp_path / "roster.csv", "id,name\nann,Ann Lee\ndan,Dan Roe\n"))
+    assert check_records(_late(), Records(roster=roster, extensions=records.extensions),
                          [("ann", None)]) is None  # dan is on the roster: a missing record of the class
     assert _error(class_view, _late(), [_record("ann")], records).startswith(f"{path}:3: ")
     per_assignment = COURSE.whole.model_copy(update={"late": Late(

@@ -503,10 +503,15 @@ def test_zygote_ignoring_sigchld(run):
 
 
 def test_expose_cuda_without_a_gpu(run):
-    """expose_cuda adds only /dev/nvidia* nodes (none here) and drops RLIMIT_AS (CUDA reserves huge ranges)."""
+    """expose_cuda adds only /dev/nvidia* nodes (none here) and drops RLIMIT_AS (CUDA reserves huge ranges), a soft
+    bound inherited from a grading process (``memory.bound_grading_memory``) included: it stayed when the test ran
+    after an in-process grade."""
+    def bounded_grading_process():
+        resource.setrlimit(resource.RLIMIT_AS, (8 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
     host_nvidia = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia"))
     res, _ = run(lambda: {"dev": sorted(os.listdir("/dev")), "as": resource.getrlimit(resource.RLIMIT_AS)[0]},
-                 expose_cuda=True)
+                 expose_cuda=True, before=bounded_grading_process)
     assert res["desc"] == "namespaces"
     assert res["dev"] == sorted(["fd", "full", "null", "random", "shm", "stderr", "stdin", "stdout",
                                  "urandom", "zero", *host_nvidia])

@@ -65,7 +65,7 @@ from grader.sandbox.jail.syscalls import (
     syscall,
 )
 from grader.sandbox.jail.uids import SANDBOX_GID, SANDBOX_UID
-from grader.sandbox.limits import Limits, set_address_space, set_rlimits
+from grader.sandbox.limits import Limits, lift_address_space, set_address_space, set_rlimits
 
 __all__ = ["HOSTNAME", "PROBE_LIMITS", "SANDBOX_ENV", "SandboxUnavailable", "confine", "probe", "refusal",
            "require_namespaces"]
@@ -403,7 +403,9 @@ def _setup_inner(plan, sub, limits: Limits, keep: set[int], alive_r: int, root: 
     if sub is not None and not os.access(SUBMISSION_DIR, os.R_OK | os.X_OK):
         raise PermissionError(errno.EACCES, f"uid {os.getuid()} cannot read the submission", sub)
     importlib.invalidate_caches()
-    if not expose_cuda:  # CUDA reserves tens of GiB of address space: no RLIMIT_AS with a GPU
+    if expose_cuda:  # CUDA reserves tens of GiB of address space: no RLIMIT_AS with a GPU
+        lift_address_space()
+    else:
         set_address_space(limits)
     install_syscall_filter()  # last: the setup itself mounts, sets the hostname and calls setsid
 
