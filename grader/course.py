@@ -273,7 +273,12 @@ class Course(Strict):
 
     def check_files(self, course_file: Path) -> None:
         """Every exercise has its reference and its folder's parts, and every folder of tests/course is an exercise
-        of course.yaml: a course error names the first file missing or left over, and what to do."""
+        of course.yaml: a course error names the first file missing or left over, and what to do (a course.yaml
+        with none of the course's folders beside it: where they were looked for)."""
+        if not self.solutions_dir.is_dir() and not self.suites_dir.is_dir():
+            raise CourseError(f"{course_file}: neither solutions/ nor {EXERCISES_FOLDER}/ is beside it (a course's files "
+                              f"are found in the folder of its course.yaml, here {self._root}): keep course.yaml at the "
+                              f"top of its course's repository, and give --course that file")
         for module in self.course_modules:
             parts = {"reference": self.solutions_dir / f"{module}.py", "hidden suite": self.hidden_suite(module),
                      "public checks": self.public_checks(module), "hints": self.hints_file(module),

@@ -181,6 +181,26 @@ def test_a_ninth_exercise_loads_once_it_has_its_parts(tmp_path, course_data):
     assert course.notebook_name("layer_norm2") == f"{len(MODULES) + 1:02d}_layer_norm2"
 
 
+@pytest.mark.parametrize("command, status", [("grade", 3), ("batch", 2)])
+def test_a_course_yaml_away_from_its_files_says_where_they_were_looked_for(tmp_path, capsys, command, status):
+    """A copy of course.yaml alone, outside the course's repository, stops `grade` and `batch` before any grading with
+    one line saying where the course's files were looked for and what to do (it used to be "cannot write
+    results.json" from `grade`, and a "grader error" record for every student from `batch`); nothing is written."""
+    from grader import cli
+
+    copy = tmp_path / "elsewhere" / "course.yaml"
+    copy.parent.mkdir()
+    shutil.copy(COURSE_FILE, copy)
+    target = ROOT / ("solutions" if command == "grade" else "examples/submissions")
+    out = tmp_path / ("results.json" if command == "grade" else "out")
+    assert cli.main([command, str(target), "--course", str(copy), "--out", str(out)]) == status
+    error = capsys.readouterr().err.strip()
+    assert error == (f"grader: {copy}: neither solutions/ nor tests/course/ is beside it (a course's files are found in "
+                     f"the folder of its course.yaml, here {copy.parent}): keep course.yaml at the top of its course's "
+                     "repository, and give --course that file"), error
+    assert not out.exists()
+
+
 def test_a_folder_of_no_exercise_is_a_course_error(tmp_path, course_data):
     """A folder in tests/course that course.yaml does not list (a removed exercise, a typo) stops loading with one line
     naming it; one that holds only Python's caches does not."""
