@@ -59,26 +59,28 @@ def _grade(args) -> int:
         try:
             outcome = grade_submission(args.submission, course, zygote=zygote, device=device,
                                        require_sandbox=not args.allow_unsandboxed)
-            write_json(outcome.results, args.out)
         except IntakeError as error:
             console.print(Text.assemble("grader: cannot grade ", terminal(args.submission), ": ", terminal(str(error))))
             return 2
         except CourseError as error:  # found in the suites: the course's to fix, never the submission's score
             console.print(Text.assemble("grader: ", terminal(str(error))))
             return GRADER_FAULT_STATUS
-        except (GraderFault, IntakeFault) as error:  # the grader's own failure, never the submission's score: grade it again
+        except (GraderFault, IntakeFault, OSError) as error:  # the grader's own failure (a file of the course or the
+            # system it could not use), never the submission's score: grade it again
             console.print(Text.assemble("grader: grader fault while grading ", terminal(args.submission), ": ",
                                         terminal(str(error)), " (not the submission's fault: grade it again)"))
-            return GRADER_FAULT_STATUS
-        except OSError as error:
-            console.print(Text.assemble("grader: cannot write ", terminal(args.out), ": ",
-                                        terminal(error.strerror or str(error))))
             return GRADER_FAULT_STATUS
         except Exception as error:  # noqa: BLE001 - past the grading process's memory bound outside a check
             if not out_of_memory(error):
                 raise
             console.print(Text.assemble("grader: grader fault while grading ", terminal(args.submission),
                                         ": the grading process ran out of memory (grade it again)"))
+            return GRADER_FAULT_STATUS
+        try:
+            write_json(outcome.results, args.out)
+        except OSError as error:  # graded, but not recorded: no score is given
+            console.print(Text.assemble("grader: cannot write ", terminal(args.out), ": ",
+                                        terminal(error.strerror or str(error))))
             return GRADER_FAULT_STATUS
     finally:
         zygote.close()
