@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -273,6 +275,15 @@ def _record_flags(command) -> None:
                                                             "commit time too) for course.yaml's late penalties")
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Help that shows defaults kept in modules too heavy to import for every command: ``{module:NAME}`` in a help
+    text is that constant's value, imported only when the help is shown."""
+
+    def _get_help_string(self, action) -> str:
+        return re.sub(r"\{([\w.]+):(\w+)\}", lambda match: str(getattr(importlib.import_module(match[1]), match[2])),
+                      action.help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grader", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -310,23 +321,25 @@ def build_parser() -> argparse.ArgumentParser:
     gradebook.set_defaults(run=_gradebook, needs=("plots",))
 
     similarity = commands.add_parser("similarity", help="flag submissions whose code is alike (similarity.html); "
-                                                         "evidence to look at, never a score")
+                                                         "evidence to look at, never a score", formatter_class=DefaultsFormatter)
     similarity.add_argument("submissions", help="a folder of submissions or a text file listing paths (as for batch)")
     similarity.add_argument("--out", required=True, help="output folder (receives similarity.html and similarity.json)")
     similarity.add_argument("--course", default=str(COURSE_FILE), help="course.yaml (its intake limits)")
     similarity.add_argument("--threshold", type=float, help="score (0..1) from which a pair is flagged (default: "
-                            "grader.similarity.compare.THRESHOLD, calibrated in docs/similarity.md)")
+                            "{grader.similarity.compare:THRESHOLD}, calibrated in docs/similarity.md)")
     similarity.set_defaults(run=_similarity)
 
     collect = commands.add_parser("collect", help="the grade of record: clone each student's repository at the deadline "
-                                                   "and grade them all (collected.csv, submissions/, grades/)")
+                                                   "and grade them all (collected.csv, submissions/, grades/)",
+                                  formatter_class=DefaultsFormatter)
     collect.add_argument("roster", help="a text file of clone URLs, one per line: 'URL' or 'STUDENT URL'")
     collect.add_argument("--deadline", required=True, help="ISO 8601 time with its zone: the last commit at or before "
                                                            "it is graded (e.g. 2026-12-01T23:59:00+01:00)")
     _class_flags(collect)
     collect.add_argument("--assignment", metavar="NAME", help="grade every repository as this assignment")
-    collect.add_argument("--clone-seconds", type=float, help="time bound of one clone (default: grader.collect.CLONE_SECONDS, 120)")
-    collect.add_argument("--clone-mb", type=int, help="size bound of one repository, in MB (default: grader.collect.CLONE_MB, 200)")
+    collect.add_argument("--clone-seconds", type=float, help="time bound of one clone, in seconds (default: "
+                                                             "{grader.collect:CLONE_SECONDS})")
+    collect.add_argument("--clone-mb", type=int, help="size bound of one repository, in MB (default: {grader.collect:CLONE_MB})")
     collect.set_defaults(run=_collect, needs=("plots",))
 
     ci = commands.add_parser("ci", help="grade a checkout in GitHub Actions: job summary, annotations, Classroom result, score")
@@ -341,12 +354,17 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--assignment", metavar="NAME", help="grade as this assignment of course.yaml, out of its points")
     _sandbox_flags(ci)
     ci.set_defaults(run=_ci)
+    for command in commands.choices.values():
+        command.set_defaults(command_parser=command)  # whose usage a wrong option shows
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; one that needs an extra that is not installed stops first, in one line naming it."""
-    args = build_parser().parse_args(argv)
+    """Run the command; a wrong option stops it with the command's usage (exit status 2), and one that needs an extra
+    that is not installed stops first, in one line naming it."""
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:  # the command's usage, not the top level's, which lists every command and none of their options
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         for extra in (*args.needs, *(("dask",) if getattr(args, "dask", None) else ())):
             need(extra, f"grader {args.command}")

@@ -1,7 +1,10 @@
 """The command line's errors and help: each error names what went wrong where it went wrong, and what to do."""
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
+
+import pytest
 
 from grader import ROOT, cli
 from grader.cli import GRADER_FAULT_STATUS
@@ -33,3 +36,35 @@ def test_results_that_cannot_be_written_say_so(tmp_path, monkeypatch, capsys):
     assert cli.main(["grade", str(ROOT / "solutions"), "--out", str(tmp_path)]) == GRADER_FAULT_STATUS
     assert capsys.readouterr().err.strip() == f"grader: cannot write {tmp_path}: Is a directory"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [["grade", "SUB"], ["batch", "SUB", "--out", "OUT"], ["similarity", "SUB", "--out", "OUT"],
+                                     ["collect", "SUB", "--deadline", "2026-12-01T23:59:00+01:00", "--out", "OUT"],
+                                     ["release", "OUT"], ["gradebook", "OUT"], ["stubs"]])
+def test_a_wrong_option_shows_its_commands_usage(tmp_path, capsys, command):
+    """A misspelt option stops the command (exit status 2) with that command's usage, which lists its options, not the
+    top level's, which lists only the commands; nothing is written."""
+    places = {"SUB": str(tmp_path / "submissions"), "OUT": str(tmp_path / "out")}
+    with pytest.raises(SystemExit) as stopped:
+        cli.main([places.get(arg, arg) for arg in command] + ["--forse"])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"usage: grader {command[0]} "), error
+    assert error.endswith(f"grader {command[0]}: error: unrecognized arguments: --forse\n"), error
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["similarity", "collect"])
+def test_help_shows_the_defaults_values_not_code(capsys, command):
+    """Help shows a default as its value, the one the command uses, never as the code that holds it (it showed
+    "default: grader.similarity.compare.THRESHOLD")."""
+    from grader.collect import CLONE_MB, CLONE_SECONDS
+    from grader.similarity.compare import THRESHOLD
+
+    shown = {"similarity": [f"(default: {THRESHOLD}, calibrated in docs/similarity.md)"],
+             "collect": [f"in seconds (default: {CLONE_SECONDS})", f"in MB (default: {CLONE_MB})"]}[command]
+    with pytest.raises(SystemExit):
+        cli.main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(part in text for part in shown), text
+    assert not re.search(r"default: ([a-z_]+\.[a-z_]|[A-Z_]{4,}\b)", text), text
