@@ -145,13 +145,21 @@ def _keep(args) -> None:
     keep_records(args.out, roster=args.roster, overrides=args.overrides, submitted=args.submitted)
 
 
+NAMED = 10  # the records a note names (then their count)
+
+
 def _note_unlisted_times(rows: list[dict]) -> None:
-    """One line on stderr when due dates were judged without the instructor's list of submission times."""
-    unlisted = [row for row in rows if row.get("time_unlisted")]
+    """One line on stderr, naming the records, when due dates were judged without the instructor's list of submission
+    times."""
+    from grader.text import MAX_NAME, clean
+
+    unlisted = [clean(row.get("key") or row["student"], MAX_NAME) for row in rows if row.get("time_unlisted")]
     if unlisted:
-        print(f"grader: {len(unlisted)} of {len(rows)} records with a due date have no time in --submitted: their "
-              "lateness is judged by what the submission says (nbgrader's timestamp.txt, a zip's newest entry), which "
-              "its author can set, or not judged; give --submitted with the times your LMS recorded", file=sys.stderr)
+        named = ", ".join(unlisted[:NAMED]) + (f" and {len(unlisted) - NAMED} more" if len(unlisted) > NAMED else "")
+        print(f"grader: {len(unlisted)} of {len(rows)} records with a due date have no time in --submitted ({named}): "
+              "their lateness is judged by what the submission says (nbgrader's timestamp.txt, a zip's newest entry), "
+              "which its author can set, or not judged; give --submitted with the times your LMS recorded",
+              file=sys.stderr)
 
 
 def _gradebook(args) -> int:
