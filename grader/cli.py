@@ -94,7 +94,7 @@ def _batch(args) -> int:
     from rich.console import Console
     from rich.text import Text
 
-    from grader.batch import run_batch
+    from grader.batch import BatchFailed, is_final, run_batch
     from grader.course import CourseError, load_course
     from grader.entries import BatchError
     from grader.grade import DeviceError, resolve_device
@@ -106,25 +106,32 @@ def _batch(args) -> int:
 
     console = Console(stderr=True, soft_wrap=True)
     progress = BatchProgress(console)
+    failure: tuple[Exception, int] | None = None  # what stopped the batch, and its exit status
     try:
         records = _records(args, load_course(args.course))
         rows = run_batch(args.submissions, args.out, course_file=args.course, jobs=args.jobs, device=resolve_device(args.device),
                          force=args.force, require_sandbox=not args.allow_unsandboxed, dask=args.dask,
                          progress=progress, assignment=args.assignment, records=records)
     except (BatchError, CourseError, DeviceError, TableError) as error:
-        console.print(Text.assemble("grader: ", terminal(str(error))))
-        return 2
-    except SandboxUnavailable as error:  # nobody was graded: no record is written
-        console.print(Text.assemble("grader: ", terminal(str(error))))
-        return GRADER_FAULT_STATUS
+        failure = error, 2
+    except (SandboxUnavailable, BatchFailed) as error:  # nobody was graded: no record, or no report, is written
+        failure = error, GRADER_FAULT_STATUS
     finally:
         if hasattr(progress, "task"):
             progress.stop()
+    if failure:  # said below the progress bar, as the last line
+        console.print(Text.assemble("grader: ", terminal(str(failure[0]))))
+        return failure[1]
     _keep(args)
     missing = sum(row.get("status") == MISSING for row in rows)  # the roster's students without a submission
     print_class(rows, f"{len(rows) - missing} submissions" + (f", {missing} missing" if missing else "")
                 + f" -> {args.out}")
     _note_unlisted_times(rows)
+    faults = [row for row in rows if not is_final(row)]
+    if faults:  # their grading did not complete: the batch did not either
+        print(f"grader: {len(faults)} of {len(rows)} records are grader errors, not final ({_named(faults)}): the reports "
+              "show them so; run the batch again to grade them", file=sys.stderr)
+        return GRADER_FAULT_STATUS
     return 0
 
 
@@ -148,15 +155,20 @@ def _keep(args) -> None:
 NAMED = 10  # the records a note names (then their count)
 
 
+def _named(rows: list[dict]) -> str:
+    """The records ``rows`` by name for a note: the first ``NAMED``, then how many more."""
+    from grader.text import MAX_NAME, clean
+
+    names = [clean(row.get("key") or row["student"], MAX_NAME) for row in rows]
+    return ", ".join(names[:NAMED]) + (f" and {len(names) - NAMED} more" if len(names) > NAMED else "")
+
+
 def _note_unlisted_times(rows: list[dict]) -> None:
     """One line on stderr, naming the records, when due dates were judged without the instructor's list of submission
     times."""
-    from grader.text import MAX_NAME, clean
-
-    unlisted = [clean(row.get("key") or row["student"], MAX_NAME) for row in rows if row.get("time_unlisted")]
+    unlisted = [row for row in rows if row.get("time_unlisted")]
     if unlisted:
-        named = ", ".join(unlisted[:NAMED]) + (f" and {len(unlisted) - NAMED} more" if len(unlisted) > NAMED else "")
-        print(f"grader: {len(unlisted)} of {len(rows)} records with a due date have no time in --submitted ({named}): "
+        print(f"grader: {len(unlisted)} of {len(rows)} records with a due date have no time in --submitted ({_named(unlisted)}): "
               "their lateness is judged by what the submission says (nbgrader's timestamp.txt, a zip's newest entry), "
               "which its author can set, or not judged; give --submitted with the times your LMS recorded",
               file=sys.stderr)
@@ -213,6 +225,7 @@ def _similarity(args) -> int:
 
 
 def _collect(args) -> int:
+    from grader.batch import BatchFailed
     from grader.collect import CLONE_MB, CLONE_SECONDS, CollectError, collect
     from grader.course import CourseError
     from grader.grade import DeviceError, resolve_device
@@ -226,7 +239,7 @@ def _collect(args) -> int:
     except (CollectError, CourseError, DeviceError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
-    except SandboxUnavailable as error:  # collected, and nobody graded
+    except (SandboxUnavailable, BatchFailed) as error:  # collected, and nobody graded
         print(f"grader: {error}", file=sys.stderr)
         return GRADER_FAULT_STATUS
     failed = [r for r in repositories if not r.commit]
