@@ -265,9 +265,9 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     write the class's reports with the instructor's ``records`` (roster, overrides, submission times) applied
     (``records.publish``; they are checked against the class before anything is graded: TableError) and return the
     class's rows as they show it (BatchFailed, and no report, when every record is a grader fault). With
-    ``require_sandbox``, a machine where no sandbox can be built stops the batch
-    before anyone is graded (SandboxUnavailable; on a remote Dask cluster, each worker's own refusal is a grader
-    fault of that submission, recorded as not final)."""
+    ``require_sandbox``, a machine where no sandbox can be built stops the batch before anyone is graded
+    (SandboxUnavailable; on a remote Dask cluster, each worker's own refusal is a grader fault of that submission,
+    recorded as not final)."""
     out = Path(out)
     course = load_course(course_file)
     records = records or Records()

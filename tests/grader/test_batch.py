@@ -460,11 +460,15 @@ def test_a_batch_where_every_grading_failed_is_a_failure_without_reports(tmp_pat
     assert not [name for name in ("gradebook.csv", "canvas.csv", "moodle.csv", "summary.html") if (out / name).exists()]
     records = [json.loads(path.read_text()) for path in (out / "results").glob("*.json")]
     assert len(records) == 2 and not any(is_final(record) for record in records)
+    for page in (out / "feedback" / "ann.md", out / "feedback" / "bob.html"):  # the grader's files are not the students'
+        text = page.read_text()
+        assert "the grader failed while grading it" in text and "pytest.ini" not in text, text
 
 
 def test_a_batch_with_some_grader_errors_exits_3_naming_them(tmp_path, monkeypatch, capsys):
     """A batch where some gradings failed by the grader's fault writes the reports of the class (the faults shown as
-    such) but exits 3, naming them: they are not final, and the next run grades them."""
+    such: their details to the instructor, in the summary, never on the student's page) but exits 3, naming them:
+    they are not final, and the next run grades them."""
     from grader import cli
 
     root, out = tmp_path / "class", tmp_path / "out"
@@ -478,3 +482,4 @@ def test_a_batch_with_some_grader_errors_exits_3_naming_them(tmp_path, monkeypat
     with open(out / "gradebook.csv", newline="") as file:
         rows = {row["student"]: row for row in csv.DictReader(file)}
     assert rows["ann"]["status"] == "graded" and rows["bob"]["status"].startswith("error: grader error: FileNotFound")
+    assert "pytest.ini" in (out / "summary.html").read_text() and "pytest.ini" not in (out / "feedback" / "bob.md").read_text()
