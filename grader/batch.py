@@ -153,6 +153,10 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
     return Graded(data, files, read.stamp if read else None, took)
 
 
+class BatchFailed(RuntimeError):
+    """Every submission of the class ended in a grader fault: nothing is final, and no report is written."""
+
+
 def not_read(student: str, seconds: float) -> str:
     """The status of a submission left unread: its student's submissions took all the reading time they get."""
     return (f"{NOT_READ}: reading {clean(student, MAX_NAME)}'s submissions took the {seconds:g} s all of a student's "
@@ -260,9 +264,10 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     or as ``assignment`` (nbgrader's layout: each notebook as its own assignment, only ``assignment``'s if given);
     write the class's reports with the instructor's ``records`` (roster, overrides, submission times) applied
     (``records.publish``; they are checked against the class before anything is graded: TableError) and return the
-    class's rows as they show it. With ``require_sandbox``, a machine where no sandbox can be built stops the batch
-    before anyone is graded (SandboxUnavailable; on a remote Dask cluster, each worker's own refusal is a grader
-    fault of that submission, recorded as not final)."""
+    class's rows as they show it (BatchFailed, and no report, when every record is a grader fault). With
+    ``require_sandbox``, a machine where no sandbox can be built stops the batch before anyone is graded
+    (SandboxUnavailable; on a remote Dask cluster, each worker's own refusal is a grader fault of that submission,
+    recorded as not final)."""
     out = Path(out)
     course = load_course(course_file)
     records = records or Records()
@@ -351,8 +356,14 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
                            course, out)
     stamps = {e.key: submission_time(e.path, e.path.parent.name == e.assignment,
                                      taken[e.key].stamp if e.key in taken else None, course.late) for e in entries}
+    rows = class_rows()
+    if rows and not any(is_final(row) for row in rows):  # the reports would hold no grade: they are not written
+        first = rows[0]
+        raise BatchFailed(f"no submission was graded: all {len(rows)} ended in a grader error (the first, "
+                          f"{clean(first.get('key') or first['student'], MAX_NAME)}: {clean(first['status'], 300)}); "
+                          f"nothing is final and no report was written: fix the cause and run the batch again")
     try:
-        return publish(course, out, class_rows(), records, stamps, summary_rows(similar), assignment).rows
+        return publish(course, out, rows, records, stamps, summary_rows(similar), assignment).rows
     except TableError as error:  # an override naming a check of no record: known only once the class is graded
         raise TableError(f"{error}. The class is graded ({out / 'results'}), but no report was written: fix the file "
                          f"and run `grader gradebook {out}`") from None

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -59,26 +61,28 @@ def _grade(args) -> int:
         try:
             outcome = grade_submission(args.submission, course, zygote=zygote, device=device,
                                        require_sandbox=not args.allow_unsandboxed)
-            write_json(outcome.results, args.out)
         except IntakeError as error:
             console.print(Text.assemble("grader: cannot grade ", terminal(args.submission), ": ", terminal(str(error))))
             return 2
         except CourseError as error:  # found in the suites: the course's to fix, never the submission's score
             console.print(Text.assemble("grader: ", terminal(str(error))))
             return GRADER_FAULT_STATUS
-        except (GraderFault, IntakeFault) as error:  # the grader's own failure, never the submission's score: grade it again
+        except (GraderFault, IntakeFault, OSError) as error:  # the grader's own failure (a file of the course or the
+            # system it could not use), never the submission's score: grade it again
             console.print(Text.assemble("grader: grader fault while grading ", terminal(args.submission), ": ",
                                         terminal(str(error)), " (not the submission's fault: grade it again)"))
-            return GRADER_FAULT_STATUS
-        except OSError as error:
-            console.print(Text.assemble("grader: cannot write ", terminal(args.out), ": ",
-                                        terminal(error.strerror or str(error))))
             return GRADER_FAULT_STATUS
         except Exception as error:  # noqa: BLE001 - past the grading process's memory bound outside a check
             if not out_of_memory(error):
                 raise
             console.print(Text.assemble("grader: grader fault while grading ", terminal(args.submission),
                                         ": the grading process ran out of memory (grade it again)"))
+            return GRADER_FAULT_STATUS
+        try:
+            write_json(outcome.results, args.out)
+        except OSError as error:  # graded, but not recorded: no score is given
+            console.print(Text.assemble("grader: cannot write ", terminal(args.out), ": ",
+                                        terminal(error.strerror or str(error))))
             return GRADER_FAULT_STATUS
     finally:
         zygote.close()
@@ -90,7 +94,7 @@ def _batch(args) -> int:
     from rich.console import Console
     from rich.text import Text
 
-    from grader.batch import run_batch
+    from grader.batch import BatchFailed, is_final, run_batch
     from grader.course import CourseError, load_course
     from grader.entries import BatchError
     from grader.grade import DeviceError, resolve_device
@@ -102,26 +106,33 @@ def _batch(args) -> int:
 
     console = Console(stderr=True, soft_wrap=True)
     progress = BatchProgress(console)
+    failure: tuple[Exception, int] | None = None  # what stopped the batch, and its exit status
     try:
         records = _records(args, load_course(args.course))
         rows = run_batch(args.submissions, args.out, course_file=args.course, jobs=args.jobs, device=resolve_device(args.device),
                          force=args.force, require_sandbox=not args.allow_unsandboxed, dask=args.dask,
                          progress=progress, assignment=args.assignment, records=records)
     except (BatchError, CourseError, DeviceError, TableError) as error:
-        console.print(Text.assemble("grader: ", terminal(str(error))))
-        return 2
-    except SandboxUnavailable as error:  # nobody was graded: no record is written
-        console.print(Text.assemble("grader: ", terminal(str(error))))
-        return GRADER_FAULT_STATUS
+        failure = error, 2
+    except (SandboxUnavailable, BatchFailed) as error:  # nobody was graded: no record, or no report, is written
+        failure = error, GRADER_FAULT_STATUS
     finally:
         if hasattr(progress, "task"):
             progress.stop()
+    if failure:  # said below the progress bar, as the last line
+        console.print(Text.assemble("grader: ", terminal(str(failure[0]))))
+        return failure[1]
     _keep(args)
     missing = sum(row.get("status") == MISSING for row in rows)  # the roster's students without a submission
     print_class(rows, f"{len(rows) - missing} submissions" + (f", {missing} missing" if missing else "")
                 + f" -> {args.out}")
     _note_unlisted_times(rows)
     _note_off_roster(rows, args.out)
+    faults = [row for row in rows if not is_final(row)]
+    if faults:  # their grading did not complete: the batch did not either
+        print(f"grader: {len(faults)} of {len(rows)} records are grader errors, not final ({_named(_keys(faults))}): the reports "
+              "show them so; run the batch again to grade them", file=sys.stderr)
+        return GRADER_FAULT_STATUS
     return 0
 
 
@@ -143,25 +154,39 @@ def _keep(args) -> None:
                  extensions=args.extensions)
 
 
+NAMED = 10  # the records a note names (then their count)
+
+
+def _named(names: list[str]) -> str:
+    """``names`` (records' keys, students) for a note: the first ``NAMED``, then how many more."""
+    from grader.text import MAX_NAME, clean
+
+    shown = [clean(name, MAX_NAME) for name in names]
+    return ", ".join(shown[:NAMED]) + (f" and {len(shown) - NAMED} more" if len(shown) > NAMED else "")
+
+
+def _keys(rows: list[dict]) -> list[str]:
+    return [row.get("key") or row["student"] for row in rows]
+
+
 def _note_unlisted_times(rows: list[dict]) -> None:
-    """One line on stderr when due dates were judged without the instructor's list of submission times."""
+    """One line on stderr, naming the records, when due dates were judged without the instructor's list of submission
+    times."""
     unlisted = [row for row in rows if row.get("time_unlisted")]
     if unlisted:
-        print(f"grader: {len(unlisted)} of {len(rows)} records with a due date have no time in --submitted: their "
-              "lateness is judged by what the submission says (nbgrader's timestamp.txt, a zip's newest entry), which "
-              "its author can set, or not judged; give --submitted with the times your LMS recorded", file=sys.stderr)
+        print(f"grader: {len(unlisted)} of {len(rows)} records with a due date have no time in --submitted ({_named(_keys(unlisted))}): "
+              "their lateness is judged by what the submission says (nbgrader's timestamp.txt, a zip's newest entry), "
+              "which its author can set, or not judged; give --submitted with the times your LMS recorded",
+              file=sys.stderr)
 
 
 def _note_off_roster(rows: list[dict], out: str | Path) -> None:
     """One line on stderr naming the students with a submission who are not on the roster (left out of the LMS files)."""
-    from grader.text import MAX_NAME, clean
-
     off = sorted({row["student"] for row in rows if row.get("on_roster") is False})
     if off:
-        names = ", ".join(clean(student, MAX_NAME) for student in off[:10]) + (", ..." if len(off) > 10 else "")
         print(f"grader: {len(off)} student{'s' * (len(off) != 1)} with a submission not on the roster, left out of "
-              f"canvas.csv and moodle.csv: {names}; add them to the roster (or rename the submission to their id) and "
-              f"run `grader gradebook {out}`", file=sys.stderr)
+              f"canvas.csv and moodle.csv: {_named(off)}; add them to the roster (or rename the submission to their id) "
+              f"and run `grader gradebook {out}`", file=sys.stderr)
 
 
 def _gradebook(args) -> int:
@@ -216,6 +241,7 @@ def _similarity(args) -> int:
 
 
 def _collect(args) -> int:
+    from grader.batch import BatchFailed
     from grader.collect import CLONE_MB, CLONE_SECONDS, CollectError, collect
     from grader.course import CourseError
     from grader.grade import DeviceError, resolve_device
@@ -229,7 +255,7 @@ def _collect(args) -> int:
     except (CollectError, CourseError, DeviceError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
-    except SandboxUnavailable as error:  # collected, and nobody graded
+    except (SandboxUnavailable, BatchFailed) as error:  # collected, and nobody graded
         print(f"grader: {error}", file=sys.stderr)
         return GRADER_FAULT_STATUS
     failed = [r for r in repositories if not r.commit]
@@ -288,6 +314,15 @@ def _record_flags(command) -> None:
                                                              "assignment), later than course.yaml's late.due")
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Help that shows defaults kept in modules too heavy to import for every command: ``{module:NAME}`` in a help
+    text is that constant's value, imported only when the help is shown."""
+
+    def _get_help_string(self, action) -> str:
+        return re.sub(r"\{([\w.]+):(\w+)\}", lambda match: str(getattr(importlib.import_module(match[1]), match[2])),
+                      action.help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grader", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -325,23 +360,25 @@ def build_parser() -> argparse.ArgumentParser:
     gradebook.set_defaults(run=_gradebook, needs=("plots",))
 
     similarity = commands.add_parser("similarity", help="flag submissions whose code is alike (similarity.html); "
-                                                         "evidence to look at, never a score")
+                                                         "evidence to look at, never a score", formatter_class=DefaultsFormatter)
     similarity.add_argument("submissions", help="a folder of submissions or a text file listing paths (as for batch)")
     similarity.add_argument("--out", required=True, help="output folder (receives similarity.html and similarity.json)")
     similarity.add_argument("--course", default=str(COURSE_FILE), help="course.yaml (its intake limits)")
     similarity.add_argument("--threshold", type=float, help="score (0..1) from which a pair is flagged (default: "
-                            "grader.similarity.compare.THRESHOLD, calibrated in docs/similarity.md)")
+                            "{grader.similarity.compare:THRESHOLD}, calibrated in docs/similarity.md)")
     similarity.set_defaults(run=_similarity)
 
     collect = commands.add_parser("collect", help="the grade of record: clone each student's repository at the deadline "
-                                                   "and grade them all (collected.csv, submissions/, grades/)")
+                                                   "and grade them all (collected.csv, submissions/, grades/)",
+                                  formatter_class=DefaultsFormatter)
     collect.add_argument("roster", help="a text file of clone URLs, one per line: 'URL' or 'STUDENT URL'")
     collect.add_argument("--deadline", required=True, help="ISO 8601 time with its zone: the last commit at or before "
                                                            "it is graded (e.g. 2026-12-01T23:59:00+01:00)")
     _class_flags(collect)
     collect.add_argument("--assignment", metavar="NAME", help="grade every repository as this assignment")
-    collect.add_argument("--clone-seconds", type=float, help="time bound of one clone (default: grader.collect.CLONE_SECONDS, 120)")
-    collect.add_argument("--clone-mb", type=int, help="size bound of one repository, in MB (default: grader.collect.CLONE_MB, 200)")
+    collect.add_argument("--clone-seconds", type=float, help="time bound of one clone, in seconds (default: "
+                                                             "{grader.collect:CLONE_SECONDS})")
+    collect.add_argument("--clone-mb", type=int, help="size bound of one repository, in MB (default: {grader.collect:CLONE_MB})")
     collect.set_defaults(run=_collect, needs=("plots",))
 
     ci = commands.add_parser("ci", help="grade a checkout in GitHub Actions: job summary, annotations, Classroom result, score")
@@ -356,12 +393,17 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_argument("--assignment", metavar="NAME", help="grade as this assignment of course.yaml, out of its points")
     _sandbox_flags(ci)
     ci.set_defaults(run=_ci)
+    for command in commands.choices.values():
+        command.set_defaults(command_parser=command)  # whose usage a wrong option shows
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; one that needs an extra that is not installed stops first, in one line naming it."""
-    args = build_parser().parse_args(argv)
+    """Run the command; a wrong option stops it with the command's usage (exit status 2), and one that needs an extra
+    that is not installed stops first, in one line naming it."""
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:  # the command's usage, not the top level's, which lists every command and none of their options
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         for extra in (*args.needs, *(("dask",) if getattr(args, "dask", None) else ())):
             need(extra, f"grader {args.command}")

@@ -9,11 +9,14 @@ lesson ``lesson.md``. Beside the folders, ``tests/course/`` holds what the exerc
 """
 from __future__ import annotations
 
+import difflib
 import re
+from dataclasses import fields, is_dataclass
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from types import UnionType
+from typing import Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -270,7 +273,12 @@ class Course(Strict):
 
     def check_files(self, course_file: Path) -> None:
         """Every exercise has its reference and its folder's parts, and every folder of tests/course is an exercise
-        of course.yaml: a course error names the first file missing or left over, and what to do."""
+        of course.yaml: a course error names the first file missing or left over, and what to do (a course.yaml
+        with none of the course's folders beside it: where they were looked for)."""
+        if not self.solutions_dir.is_dir() and not self.suites_dir.is_dir():
+            raise CourseError(f"{course_file}: neither solutions/ nor {EXERCISES_FOLDER}/ is beside it (a course's files "
+                              f"are found in the folder of its course.yaml, here {self._root}): keep course.yaml at the "
+                              f"top of its course's repository, and give --course that file")
         for module in self.course_modules:
             parts = {"reference": self.solutions_dir / f"{module}.py", "hidden suite": self.hidden_suite(module),
                      "public checks": self.public_checks(module), "hints": self.hints_file(module),
@@ -330,18 +338,79 @@ class Course(Strict):
         return self.grading.tolerances[str(dtype).removeprefix("torch.")]
 
 
-def _describe(error: ValidationError, path: Path) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
-    return f"{path}: {where}: {first['msg']}{more}"
+UNKNOWN_KEY = ("extra_forbidden", "unexpected_keyword_argument")  # pydantic's error types of a key no model has
+
+
+def _describe(error: ValidationError, path: Path, text: str) -> str:
+    """One line in the instructor's words: course.yaml, the line and key path of the first problem (an unknown key
+    first: a typo also makes the key it misspells missing), what is wrong and what to write instead."""
+    problems = sorted(error.errors(), key=lambda problem: problem["type"] not in UNKNOWN_KEY)
+    first = problems[0]
+    loc = first["loc"]
+    where = ".".join(str(part) for part in loc) or "(top level)"
+    line = _line(text, loc)
+    place = f"{path}: line {line}: {where}" if line else f"{path}: {where}"
+    allowed = _keys_at(loc[:-1])
+    close = difflib.get_close_matches(str(loc[-1]), allowed, n=1) if first["type"] in UNKNOWN_KEY else []
+    explained = [p for p in problems if close and p["type"] == "missing" and p["loc"] == (*loc[:-1], close[0])]
+    more = len(problems) - 1 - len(explained)
+    if first["type"] in UNKNOWN_KEY:
+        what = f"unknown key{f' (did you mean {close[0]}?)' if close else ''}; the keys here are {', '.join(allowed)}"
+    elif first["type"] == "missing":
+        what = f"missing: add it (the keys here are {', '.join(allowed)})" if allowed else "missing: add it"
+    else:
+        what = str(first["msg"]).removeprefix("Value error, ")
+    return f"{place}: {what}" + (f" ({more} more problem{'s' * (more > 1)} after this one)" if more else "")
+
+
+def _keys_at(loc: tuple) -> list[str]:
+    """The keys course.yaml allows in the mapping at ``loc`` (a key path of pydantic's), [] where that is no mapping
+    of known keys (a dict of names, a list)."""
+    kind = Course
+    for part in (*loc, None):
+        while get_origin(kind) in (Union, UnionType):  # an optional part: the model it is when present
+            kind = next(arg for arg in get_args(kind) if arg is not type(None))
+        if get_origin(kind) in (list, dict):
+            kind = get_args(kind)[-1]  # the part is an index or a key of the list's or dict's items
+        elif isinstance(kind, type) and issubclass(kind, BaseModel):
+            if part is None:
+                return list(kind.model_fields)
+            kind = kind.model_fields[part].annotation if part in kind.model_fields else None
+        elif is_dataclass(kind):  # grading.limits: a plain dataclass, made of numbers
+            return [field.name for field in fields(kind)] if part is None else []
+        else:
+            return []
+    return []
+
+
+def _line(text: str, loc: tuple) -> int | None:
+    """The line of course.yaml where ``loc`` is (the key's, or that of the nearest key above it that is there; None
+    at the top level)."""
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            found = next(((key, value) for key, value in node.value if key.value == str(part)), None)
+            if found is None:
+                break
+            line, node = found[0].start_mark.line + 1, found[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
 
 
 def load_course(path: str | Path = COURSE_FILE) -> Course:
     """Read and validate course.yaml; raise CourseError with a one-line message naming the bad key."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
     except OSError as error:
         raise CourseError(f"{path}: cannot read: {error.strerror}") from None
     except yaml.YAMLError as error:
@@ -353,7 +422,7 @@ def load_course(path: str | Path = COURSE_FILE) -> Course:
     try:
         loaded = Course.model_validate(data)
     except ValidationError as error:
-        raise CourseError(_describe(error, path)) from None
+        raise CourseError(_describe(error, path, text)) from None
     loaded._root, loaded._file = course_root(path), path
     loaded.check_files(path)
     return loaded

@@ -91,7 +91,8 @@ def _release(args, load) -> int:
 
     try:
         handout = build_handout(args.outdir, course_file=args.course, grader_repository=args.grader_repository,
-                                grader_ref=args.grader_ref, force=args.force, assignment=args.assignment)
+                                grader_ref=args.grader_ref, force=args.force, assignment=args.assignment,
+                                gradescope=bool(args.gradescope))
     except (ReleaseError, CourseError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
@@ -137,8 +138,9 @@ def add_authoring_commands(commands, load) -> None:
     release.add_argument("outdir", help="folder to write the handout to (new or empty)")
     release.add_argument("--force", action="store_true", help="replace the contents of a non-empty OUTDIR")
     release.add_argument("--grader-repository", metavar="OWNER/NAME",
-                         help="required: the instructor's private repository the handout's workflow installs the "
-                              "grader from (e.g. my-course-org/attention-grader)")
+                         help="the instructor's private repository the handout's workflow installs the grader from "
+                              "(e.g. my-course-org/attention-grader); required unless --gradescope is given, which "
+                              "alone makes a handout without the workflow, for a course graded on Gradescope")
     release.add_argument("--grader-ref", default="main", help="branch or tag of that repository (default: %(default)s)")
     release.add_argument("--gradescope", metavar="ZIP", help="also write Gradescope's autograder zip (setup.sh, run_autograder, "
                                                             "the grader and its hidden suites) to ZIP")

@@ -52,6 +52,8 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 WORKFLOW = ".github/workflows/classroom.yml"
 # The docs' example of --grader-repository: a handout whose workflow clones it could never fetch the grader.
 PLACEHOLDER_REPOSITORY = "ORG/attention-grader"
+# How students hand in, by whether the handout has a workflow (else they upload to Gradescope): the README's first lines.
+HAND_IN = {True: "push. Every push is graded automatically", False: "upload your work to Gradescope, which grades it"}
 PYTHON = "3.11"
 
 # What goes into the Gradescope zip besides setup.sh and run_autograder: the grader (from its repository) and the
@@ -345,11 +347,12 @@ def public_checks(course: Course) -> dict[str, str]:
     return files
 
 
-def handout_files(course: Course, *, grader_repository: str, grader_ref: str = "main",
+def handout_files(course: Course, *, grader_repository: str | None, grader_ref: str = "main",
                   notebooks: Path | None = None) -> tuple[dict[str, str], list[str]]:
     """Relative path -> text of every file of the handout of ``course`` (the whole course or an assignment: its
-    exercises only), and notes for the instructor. ``notebooks``: the nbgrader source folder (default: the
-    course's ``nbgrader/source``)."""
+    exercises only), and notes for the instructor. ``grader_repository``: where its workflow clones the grader from
+    (None: a course graded on Gradescope, whose handout has no workflow and says to upload there). ``notebooks``: the
+    nbgrader source folder (default: the course's ``nbgrader/source``)."""
     torch, pytest_version, matplotlib = pinned("torch"), pinned("pytest"), pinned("matplotlib")
     exercises = render_exercises(course)
     files: dict[str, str] = {f"exercises/{name}": text for name, text in exercises.items()}
@@ -377,27 +380,36 @@ def handout_files(course: Course, *, grader_repository: str, grader_ref: str = "
               "TOTAL": str(course.total_points), "NOTEBOOKS": section, "FIRST": course.modules[0],
               "MODULES": ", ".join(course.modules), "FIRST_STUB": first_stub(exercises), "BANNED": banned_list(course),
               "ASSIGNMENT": assignment_option(course),
-              "GRADER_REPOSITORY": grader_repository, "GRADER_REF": grader_ref}
+              "GRADER_REPOSITORY": grader_repository or "", "GRADER_REF": grader_ref,
+              "HAND_IN": HAND_IN[bool(grader_repository)]}
+    values["SUBMIT"] = render(f"handout/submit_{'classroom' if grader_repository else 'gradescope'}.md", values)
     files["README.md"] = render("handout/README.md", values)
     files["requirements.txt"] = render("handout/requirements.txt", values)
     files["pyproject.toml"] = render("handout/pyproject.toml", values)
     files[".gitignore"] = render("handout/gitignore", values)
-    files[WORKFLOW] = render("handout/classroom.yml", values)
+    if grader_repository:
+        files[WORKFLOW] = render("handout/classroom.yml", values)
+    else:
+        notes.append("no GitHub Actions workflow in the handout: its README tells students to upload to Gradescope "
+                     "(give --grader-repository for a workflow that grades every push)")
     return files, notes
 
 
 def build_handout(outdir: str | os.PathLike, *, grader_repository: str | None,
                   course_file: str | os.PathLike = COURSE_FILE, grader_ref: str = "main", force: bool = False,
-                  notebooks: Path | None = None, assignment: str | None = None) -> Handout:
+                  notebooks: Path | None = None, assignment: str | None = None, gradescope: bool = False) -> Handout:
     """Write the handout of the course (or of one of its assignments) into ``outdir`` (which must be empty or absent
     unless ``force``) and check it for leaks. ``grader_repository``: the OWNER/NAME its workflow clones the grader
-    from; refused when missing or the docs' placeholder (every student's run would fail to fetch the grader)."""
+    from; refused when missing or the docs' placeholder (every student's run would fail to fetch the grader), unless
+    the course is graded on Gradescope (``gradescope``): its handout then has no workflow."""
     outdir = Path(outdir)
-    if not grader_repository or grader_repository.lower() == PLACEHOLDER_REPOSITORY.lower():
-        raise ReleaseError("give --grader-repository OWNER/NAME: the private repository the handout's workflow clones "
-                           "the grader from (without it every student's run fails to fetch the grader)")
-    if not re.fullmatch(r"[\w.-]+/[\w.-]+", grader_repository):
-        raise ReleaseError(f"--grader-repository must be OWNER/NAME, not {grader_repository!r}")
+    if grader_repository is not None or not gradescope:  # a workflow, which clones the grader from it
+        if not grader_repository or grader_repository.lower() == PLACEHOLDER_REPOSITORY.lower():
+            raise ReleaseError("give --grader-repository OWNER/NAME: the private repository the handout's workflow "
+                               "clones the grader from (without it every student's run fails to fetch the grader), or "
+                               "only --gradescope ZIP for a course graded on Gradescope (a handout without the workflow)")
+        if not re.fullmatch(r"[\w.-]+/[\w.-]+", grader_repository):
+            raise ReleaseError(f"--grader-repository must be OWNER/NAME, not {grader_repository!r}")
     course = load_course(course_file)
     if assignment:
         course = course.assignment(assignment)

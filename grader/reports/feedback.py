@@ -28,6 +28,7 @@ MISSING = "missing"  # the status of a roster student's record without a submiss
 RESUBMIT = ("Check that you handed in the right thing (your exercise files, a .zip of them or your notebook), that "
             "it opens on your computer, and submit again; ask your instructor if this message stays.")
 REGRADE = "This is a fault of the grader, not of your work: your submission will be graded again."
+GRADER_FAULT = "the grader failed while grading it"  # what a student's page says of a grader fault
 
 
 @dataclass(frozen=True)
@@ -120,11 +121,13 @@ def final_score(data: dict) -> float | None:
     return None
 
 
-def unreadable_reason(data: dict) -> tuple[str, str]:
-    """Why a submission could not be graded, and what the student should do about it."""
+def unreadable_reason(data: dict, student: bool = False) -> tuple[str, str]:
+    """Why a submission could not be graded, and what the student should do about it; for the ``student``, a grader
+    fault is only that: its details (the grader's files, its exceptions) are the instructor's."""
     status = str(data.get("status", ""))
-    reason = str(data.get("output") or status).removeprefix("cannot grade: ")
-    return reason, REGRADE if status.startswith(GRADER_FAULT_STATUS) else RESUBMIT
+    if status.startswith(GRADER_FAULT_STATUS):
+        return (GRADER_FAULT if student else str(data.get("output") or status)), REGRADE
+    return str(data.get("output") or status).removeprefix("cannot grade: "), RESUBMIT
 
 
 def feedback_sections(data: dict, titles: Mapping[str, str]) -> list[Section]:
@@ -147,7 +150,7 @@ def feedback_sections(data: dict, titles: Mapping[str, str]) -> list[Section]:
 def _feedback_markdown(data: dict, sections: list[Section]) -> str:
     lines = [f"# Feedback for {markdown(data['student'], MAX_NAME)}", ""]
     if not graded(data):
-        reason, action = unreadable_reason(data)
+        reason, action = unreadable_reason(data, student=True)
         return "\n".join([*lines, f"Your submission could not be graded: {markdown(reason)}", "", action, ""])
     lines += [f"**Score: {points(data['score'])} / {points(data['max_score'])}**", ""]
     if data.get("extended_to"):
@@ -179,7 +182,7 @@ def _feedback_html(data: dict, sections: list[Section]) -> str:
     title = f"Feedback for {clean(data['student'], MAX_NAME)}"
     parts = [f"<h1>Feedback for {html(data['student'], MAX_NAME)}</h1>"]
     if not graded(data):
-        reason, action = unreadable_reason(data)
+        reason, action = unreadable_reason(data, student=True)
         parts.append(f"<p class='problem'>Your submission could not be graded: {html(reason)}</p><p>{html(action)}</p>")
         return html_page(title, "\n".join(parts))
     parts.append(f"<p>Score: <strong>{points(data['score'])} / {points(data['max_score'])}</strong></p>")

@@ -438,3 +438,66 @@ def test_a_students_submissions_share_one_reading_time(tmp_path, monkeypatch):
     last = batch()
     assert sorted(str(Path(path).parent.relative_to(submitted)) for *_, path in reads(log)) == sorted(not_read)
     assert all(r["status"] == "graded" for r in last.values())
+
+
+def _faulty_grading(monkeypatch, victims: set[str] | None = None) -> None:
+    """Make grading fail as the grader's own fault (a file of the course it cannot find) for the submissions named in
+    ``victims`` (all when None); the job processes, forked from this one, inherit it."""
+    import grader.grade
+
+    real = grader.grade.grade_submission
+
+    def faulty(path, *args, **kwargs):
+        if victims is None or Path(path).name in victims:
+            raise FileNotFoundError(2, "No such file or directory", "/course/grader/suites/pytest.ini")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(grader.grade, "grade_submission", faulty)
+
+
+def test_a_batch_where_every_grading_failed_is_a_failure_without_reports(tmp_path, monkeypatch, capsys):
+    """Every submission ending in a grader error is a failed batch: exit status 3 with one line saying so and naming
+    the first fault, no report left that could look final (the earlier run's withdrawn, none written), and records
+    that are not final, so the next run grades them again. It used to exit 0 with a gradebook of "grader error"s."""
+    from grader import cli
+    from grader.batch import is_final
+
+    root, out = tmp_path / "class", tmp_path / "out"
+    (root / "ann").mkdir(parents=True)
+    (root / "bob").mkdir()
+    for student in ("ann", "bob"):
+        shutil.copy(SOLUTIONS / f"{MODULES[0]}.py", root / student)
+    out.mkdir()
+    (out / "gradebook.csv").write_text("student,score\nann,100\n")  # an earlier run's
+    _faulty_grading(monkeypatch)
+    assert cli.main(["batch", str(root), "--out", str(out), "--jobs", "1"]) == cli.GRADER_FAULT_STATUS
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("grader: no submission was graded: all 2 ended in a grader error (the first, ann: error: "
+                            "grader error: FileNotFoundError: [Errno 2] No such file or directory: "), error
+    assert error.endswith("nothing is final and no report was written: fix the cause and run the batch again")
+    assert not [name for name in ("gradebook.csv", "canvas.csv", "moodle.csv", "summary.html") if (out / name).exists()]
+    records = [json.loads(path.read_text()) for path in (out / "results").glob("*.json")]
+    assert len(records) == 2 and not any(is_final(record) for record in records)
+    for page in (out / "feedback" / "ann.md", out / "feedback" / "bob.html"):  # the grader's files are not the students'
+        text = page.read_text()
+        assert "the grader failed while grading it" in text and "pytest.ini" not in text, text
+
+
+def test_a_batch_with_some_grader_errors_exits_3_naming_them(tmp_path, monkeypatch, capsys):
+    """A batch where some gradings failed by the grader's fault writes the reports of the class (the faults shown as
+    such: their details to the instructor, in the summary, never on the student's page) but exits 3, naming them:
+    they are not final, and the next run grades them."""
+    from grader import cli
+
+    root, out = tmp_path / "class", tmp_path / "out"
+    _copy_solutions(root / "ann")
+    _copy_solutions(root / "bob")
+    _faulty_grading(monkeypatch, {"bob"})
+    assert cli.main(["batch", str(root), "--out", str(out), "--jobs", "1"]) == cli.GRADER_FAULT_STATUS
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error == ("grader: 1 of 2 records are grader errors, not final (bob): the reports show them so; run the "
+                     "batch again to grade them")
+    with open(out / "gradebook.csv", newline="") as file:
+        rows = {row["student"]: row for row in csv.DictReader(file)}
+    assert rows["ann"]["status"] == "graded" and rows["bob"]["status"].startswith("error: grader error: FileNotFound")
+    assert "pytest.ini" in (out / "summary.html").read_text() and "pytest.ini" not in (out / "feedback" / "bob.md").read_text()

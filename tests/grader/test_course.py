@@ -81,6 +81,41 @@ def test_unknown_top_level_key(tmp_path, course_data):
     assert "colour" in message
 
 
+@pytest.mark.parametrize("place, typo, meant, keys", [
+    ((), "totl_points", "total_points", "title, total_points, seed, exercises"),
+    (("exercises", 0), "titel", "title", "module, title, points, lesson"),
+    (("grading", "limits"), "call_secs", "call_seconds", "call_seconds, import_seconds, submission_seconds"),
+])
+def test_a_misspelt_key_is_named_with_its_line_and_the_keys_allowed(tmp_path, course_data, place, typo, meant, keys):
+    """A misspelt key is the problem named, in the instructor's words (not pydantic's "Field required (and 1 more)",
+    which named the key it misspells as missing): its line, its key path, the key meant and the keys allowed there."""
+    mapping = course_data
+    for part in place:
+        mapping = mapping[part]
+    mapping[typo] = mapping.pop(meant)
+    path = write(tmp_path, course_data)
+    message = course_error(path)
+    number = next(n for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if f"{typo}:" in text)
+    where = ".".join(map(str, (*place, typo)))
+    assert f"{path}: line {number}: {where}: unknown key (did you mean {meant}?); the keys here are {keys}" in message
+    assert "more problem" not in message and "Field required" not in message and "Extra inputs" not in message
+
+
+def test_each_problem_of_a_course_yaml_is_counted(tmp_path, course_data):
+    """A typo named, the problems left are counted (never the key it misspells, which only the typo makes missing)."""
+    course_data["sed"] = course_data.pop("seed")
+    del course_data["title"]
+    message = course_error(write(tmp_path, course_data))
+    assert ": sed: unknown key (did you mean seed?)" in message and message.endswith("(1 more problem after this one)")
+
+
+def test_a_missing_key_lists_the_keys(tmp_path, course_data):
+    """A required key left out is named as missing, with the keys its mapping takes."""
+    del course_data["grading"]["intake"]["max_files"]
+    message = course_error(write(tmp_path, course_data))
+    assert ": grading.intake.max_files: missing: add it (the keys here are max_file_mb, max_total_mb, max_files" in message
+
+
 def test_unknown_nested_key(tmp_path, course_data):
     """An unknown key inside grading.limits is named with its full path."""
     course_data["grading"]["limits"]["gpu_count"] = 2
@@ -144,6 +179,26 @@ def test_a_ninth_exercise_loads_once_it_has_its_parts(tmp_path, course_data):
     assert course.modules == (*MODULES, "layer_norm2")
     assert course.lesson_file("layer_norm2") == folder / "lesson.md"
     assert course.notebook_name("layer_norm2") == f"{len(MODULES) + 1:02d}_layer_norm2"
+
+
+@pytest.mark.parametrize("command, status", [("grade", 3), ("batch", 2)])
+def test_a_course_yaml_away_from_its_files_says_where_they_were_looked_for(tmp_path, capsys, command, status):
+    """A copy of course.yaml alone, outside the course's repository, stops `grade` and `batch` before any grading with
+    one line saying where the course's files were looked for and what to do (it used to be "cannot write
+    results.json" from `grade`, and a "grader error" record for every student from `batch`); nothing is written."""
+    from grader import cli
+
+    copy = tmp_path / "elsewhere" / "course.yaml"
+    copy.parent.mkdir()
+    shutil.copy(COURSE_FILE, copy)
+    target = ROOT / ("solutions" if command == "grade" else "examples/submissions")
+    out = tmp_path / ("results.json" if command == "grade" else "out")
+    assert cli.main([command, str(target), "--course", str(copy), "--out", str(out)]) == status
+    error = capsys.readouterr().err.strip()
+    assert error == (f"grader: {copy}: neither solutions/ nor tests/course/ is beside it (a course's files are found in "
+                     f"the folder of its course.yaml, here {copy.parent}): keep course.yaml at the top of its course's "
+                     "repository, and give --course that file"), error
+    assert not out.exists()
 
 
 def test_a_folder_of_no_exercise_is_a_course_error(tmp_path, course_data):

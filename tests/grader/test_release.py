@@ -220,6 +220,21 @@ def test_release_refuses_a_workflow_without_the_grader_repository(tmp_path):
         build_handout(tmp_path / "out", grader_repository=None)
 
 
+def test_release_for_gradescope_alone_needs_no_grader_repository(tmp_path, handout, capsys):
+    """`release OUT --gradescope ZIP` without --grader-repository (a course graded on Gradescope alone; its usage
+    line shows the option optional) writes the handout without the workflow, its README telling students to upload to
+    Gradescope and nothing of pushes, and the autograder zip; it used to refuse for want of the repository."""
+    out, archive = tmp_path / "handout", tmp_path / "autograder.zip"
+    assert cli.main(["release", str(out), "--gradescope", str(archive)]) == 0
+    assert "note: no GitHub Actions workflow in the handout" in capsys.readouterr().out
+    assert _files(out) == _files(handout) - {WORKFLOW} and zipfile.is_zipfile(archive)
+    readme = (out / "README.md").read_text()
+    assert "@@" not in readme and "checks, and upload your work to Gradescope, which grades it." in readme
+    submit = readme[readme.index("## Submit"):readme.index("## How your score is computed")]
+    assert "Upload your work to the course's assignment on Gradescope" in submit
+    assert not re.search(r"push|workflow|Actions", readme), "a Gradescope handout mentions the workflow"
+
+
 # ----------------------------------------------------------------- notebooks
 
 def _notebook(*cells) -> dict:
