@@ -38,9 +38,9 @@ def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
         late = -sum(a["points"] for a in data.get("adjustments", []) if a["kind"] == "late")
         listed = [csv_cell(data.get("name", ""), MAX_NAME), csv_cell(data.get("email", ""), MAX_NAME),
                   "yes" if data.get("on_roster") else "no"]
-        scores = [data["score"], data.get("graded_score", data["score"]),
+        points_of = [data["score"], data.get("graded_score", data["score"]),
                   *(data["exercises"].get(e.module, {}).get("score") for e in course.exercises)]
-        final, graded, *exercises = [points(value) if scored and value is not None else "" for value in scores]
+        final, graded, *exercises = [points(value) if scored and value is not None else "" for value in points_of]
         table.append([csv_cell(data["student"], MAX_NAME), *(listed * roster),
                       csv_cell(data.get("assignment") or "", MAX_NAME), final, graded, points(data["max_score"]),
                       *exercises, points(late) if late else "", csv_cell(reasons(data), MAX_MESSAGE),

@@ -497,7 +497,7 @@ def test_a_batch_with_some_grader_errors_exits_3_naming_them(tmp_path, monkeypat
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error == ("grader: 1 of 2 records are grader errors, not final (bob): the reports show them so; run the "
                      "batch again to grade them")
-    with open(out / "gradebook.csv", newline="") as file:
+    with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as file:
         rows = {row["student"]: row for row in csv.DictReader(file)}
     assert rows["ann"]["status"] == "graded" and rows["bob"]["status"].startswith("error: grader error: FileNotFound")
     assert "pytest.ini" in (out / "summary.html").read_text() and "pytest.ini" not in (out / "feedback" / "bob.md").read_text()
