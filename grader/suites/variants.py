@@ -1,11 +1,11 @@
 """Variants of an exercise's reference: the proof that its suite and its hints grade right.
 
 An exercise's folder may hold ``variants_<module>.py``, whose calls register variants of ``solutions/<module>.py``:
-each is the reference with a few exact text edits (one real bug, another correct style, or one Python loop or banned
-built-in) and a title naming what it is; a style that rewrites the whole exercise (code in the manner of a known
-project: nanoGPT, the Annotated Transformer, d2l, ...) is the one edit ``style(name)``, the file ``styles/<name>.py``
-of the exercise's folder. `grader check-exercise` grades each one (``buggy``: the exercise loses points and its
-feedback names the mistakes it ``shows``; ``correct``: full marks; ``partial``: only the small share of a rule is
+each is the reference with a few exact text edits (one real bug, another correct style, or right values that break a
+rule: a Python loop, a banned built-in, an answer typed in) and a title naming what it is; a style that rewrites the
+whole exercise (code in the manner of a known project: nanoGPT, the Annotated Transformer, d2l, ...) is the one edit
+``style(name)``, the file ``styles/<name>.py`` of the exercise's folder. `grader check-exercise` grades each one (``buggy``: the exercise loses points and its
+feedback names the mistakes it ``shows``; ``correct``: full marks; ``partial``: only the small share of its rules is
 lost), and so do the project's corpus tests (tests/grader/test_mutants.py) for the whole course. An edit whose text
 no longer occurs exactly once in the reference is an error naming the variant.
 """
@@ -16,6 +16,8 @@ import importlib.util
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from grader.points import RULE
 
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 KINDS = ("buggy", "correct", "partial")
@@ -77,7 +79,8 @@ class Variants:
         self.variants.append(Variant("correct", module, name, "Correct: " + title, edits))
 
     def part(self, module, name, title, *edits):
-        """Right values but a Python loop or a banned built-in: only the small share is lost."""
+        """Right values that break a rule (a Python loop, a banned built-in, an answer typed in): only the small share
+        of the rules it breaks is lost."""
         self.variants.append(Variant("partial", module, name, "Partial: " + title, edits))
 
 
@@ -99,8 +102,7 @@ def corpus(course) -> list[Variant]:
 
 
 GENERIC_FEEDBACK = "a check of this property failed"  # what a bare assert says: never enough for a bug
-SMALL_SHARE_TESTS = ("test_vectorized", "test_own_implementation")  # what a loop or a built-in may fail
-PARTIAL_KEEPS = 0.8  # the share of its exercise a loop-based or built-in-using variant keeps at least
+PARTIAL_KEEPS = 0.8  # the share of its exercise a partial variant (a loop, a built-in, ...) keeps at least
 VALUES = re.compile(r"tensor\(\s*\[*\s*-?(\d|nan|inf)")  # a printed tensor in feedback would show hidden values
 
 
@@ -112,8 +114,9 @@ def _test_name(test) -> str:
 def judge(variant: Variant, grade) -> list[str]:
     """What is wrong in how ``grade`` (of the references with the variant's file swapped in) treats ``variant``;
     empty when it is graded as it declares: a bug loses points in its own exercise only, with specific feedback that
-    names exactly the mistakes it ``shows``; a correct style earns full marks; a loop or a built-in fails only the
-    rule it breaks and keeps most of its exercise; none gets a hint that is not its bug's."""
+    names exactly the mistakes it ``shows``; a correct style earns full marks; a partial one (a loop, a built-in, an
+    answer typed in) fails only rules, the small share of its exercise, and keeps most of it; none gets a hint that
+    is not its bug's."""
     mine = next(e for e in grade.exercises if e.module == variant.module)
     failed = [test for test in mine.tests if test.status == "failed"]
     named = {test.misconception for test in grade.tests if test.misconception}
@@ -130,11 +133,11 @@ def judge(variant: Variant, grade) -> list[str]:
         if mine.score < mine.max_score:
             problems.append(f"loses points: {'; '.join(f'{test.name}: {test.feedback}' for test in failed)}")
     else:
-        rules = {_test_name(test) for test in failed}
         if not failed:
-            problems.append("not caught: its loop or built-in costs nothing")
-        if not rules <= set(SMALL_SHARE_TESTS):
-            problems.append(f"fails more than its rule: {sorted(rules - set(SMALL_SHARE_TESTS))}")
+            problems.append("not caught: what it breaks costs nothing")
+        values = sorted({_test_name(test) for test in failed if test.kind != RULE})
+        if values:
+            problems.append(f"fails more than rules: {values}")
         if mine.score < PARTIAL_KEEPS * mine.max_score:
             problems.append(f"keeps only {mine.score}/{mine.max_score}")
     problems += [f"names a hint that is not its bug's: {hint}" for hint in sorted(named - set(variant.shows))]

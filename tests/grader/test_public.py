@@ -126,6 +126,14 @@ def test_markers_select_one_exercise():
         assert f"pytestmark = pytest.mark.{module}\n" in source, module
 
 
+def test_a_misspelled_marker_is_an_error_naming_the_exercises(tmp_path):
+    """`-m softmx` stops with one line naming the marker and listing the exercises (it deselected every check and
+    said "0 selected")."""
+    process, _ = run_public(tmp_path, "-m", f"softmx or {MODULES[0]}", "--impl", "solutions")
+    assert process.returncode == pytest.ExitCode.USAGE_ERROR, process.stdout[-2000:] + process.stderr[-2000:]
+    assert f"-m 'softmx or {MODULES[0]}': no exercise 'softmx'; the exercises are {', '.join(MODULES)} " in process.stderr
+
+
 def test_broken_files_fail_with_one_line(tmp_path):
     """A file that does not compile, does not import, or is missing gives one line naming the file (and line)."""
     copy = tmp_path / "repo"

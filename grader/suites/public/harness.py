@@ -93,6 +93,17 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+def pytest_collection_finish(session):
+    """``-m`` naming a marker nobody registered (``-m softmx``) is an error listing the exercises: it deselected every
+    check, and the run said only "0 selected"."""
+    expression = session.config.option.markexpr
+    registered = {line.split(":")[0].split("(")[0].strip() for line in session.config.getini("markers")}
+    unknown = sorted(set(re.findall(r"[A-Za-z_]\w*", expression or "")) - {"and", "or", "not"} - registered)
+    if unknown:
+        raise pytest.UsageError(f"-m {expression!r}: no exercise {', '.join(map(repr, unknown))}; the exercises are "
+                                f"{', '.join(MODULES)} (python -m pytest tests/public -m softmax)")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def one_thread():
     """The checks' tensors are tiny: torch's intra-op threads would only spin (a small reduction took 7 ms of CPU on a

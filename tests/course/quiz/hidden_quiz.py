@@ -20,6 +20,8 @@ def decoder_cases() -> st.SearchStrategy[S.Case]:
 
 WHAT = "decoder_attention(s, H)"
 QUIZ_V = (0.4387, 0.4855)  # published with the quiz (the docstring's example)
+QUIZ_S = (0.4685, 0.9785)  # the quiz's decoder state s and encoder states h1, h2, h3
+QUIZ_H = ((0.5539, 0.7239), (0.4111, 0.3878), (0.2376, 0.1264))
 
 
 def _inputs(case, device, dtype=torch.float32):
@@ -53,6 +55,19 @@ def test_quiz_answer(student, course):
     if not error <= 1e-4:
         raise C.CheckFailed(f"quiz_answer() is not the quiz's v (off by {C.error_scale(error)}). Hint: use the quiz's s and "
                             f"h1, h2, h3 as given, H = [h1, h2, h3] (one state per row), and call decoder_attention.")
+
+
+@pytest.mark.rule
+@pytest.mark.weight(1)
+def test_quiz_answer_is_computed(student, course):
+    """quiz_answer() computes v with decoder_attention: at least the tensor operations decoder_attention makes."""
+    s, H = torch.tensor(QUIZ_S), torch.tensor(QUIZ_H)
+    answer = C.attempt(lambda: student.quiz.quiz_answer.run(), "quiz_answer()", "no arguments")
+    direct = C.attempt(lambda: student.quiz.decoder_attention.run(args=(s, H)), WHAT, "the quiz's s and H")
+    if answer.ops is not None and direct.ops is not None and answer.ops < direct.ops:
+        raise C.CheckFailed(f"quiz_answer() makes {answer.ops} tensor operation{'s' * (answer.ops != 1)}, fewer than "
+                            f"decoder_attention(s, H) on the quiz's s and H ({direct.ops}): v is typed in, not "
+                            f"computed. Hint: build s and H = [h1, h2, h3] and return decoder_attention(s, H).")
 
 
 @pytest.mark.weight(3)

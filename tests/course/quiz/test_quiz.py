@@ -30,6 +30,16 @@ def test_quiz_answer(impl, close):
     close(answer, [0.4387, 0.4855], atol=1e-4)
 
 
+def test_quiz_answer_calls_decoder_attention(impl, monkeypatch):
+    """quiz_answer() computes v with decoder_attention, not as numbers typed in."""
+    calls = []
+    original = impl.quiz.decoder_attention
+    monkeypatch.setattr(impl.quiz, "decoder_attention", lambda *args, **kwargs: calls.append(args) or original(*args, **kwargs))
+    impl.quiz.quiz_answer()
+    assert calls, ("quiz_answer() does not call decoder_attention: v is typed in, not computed; build s and "
+                   "H = [h1, h2, h3] and return decoder_attention(s, H)")
+
+
 def test_decoder_attention_batched(impl, close):
     """A batch of 4 decoder states (4, d) over (4, n, d) encoder states gives (4, d) and (4, n), one per item."""
     torch.manual_seed(0)

@@ -38,3 +38,5 @@ ok("quiz", "matmul", "decoder_attention with matmuls (H @ s and alphas @ H) inst
 bug("quiz", "returns_weights", "decoder_attention returns the weights instead of the weighted sum",
     ("return (v, alphas) if return_weights else v", "return (v, alphas) if return_weights else alphas"),
     shows=("quiz.returns_weights",))
+part("quiz", "typed_answer", "quiz_answer returns v typed in, not computed with decoder_attention",
+     ("return decoder_attention(s, H)  # (d,)", "return torch.tensor([0.4387, 0.4855])"))

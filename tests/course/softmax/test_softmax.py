@@ -85,7 +85,7 @@ def test_softmax_low_temperature_is_almost_one_hot(impl, close):
 def test_softmax_temperature_divides_scores(impl, close, t):
     """softmax(x, temperature=t) equals torch.softmax(x / t)."""
     x = torch.tensor(JOURNEY_ROW)
-    close(impl.softmax.softmax(x, temperature=t), torch.softmax(x / t, dim=-1), hints=known.softmax_hints(x, -1, t))
+    close(impl.softmax.softmax(x.clone(), temperature=t), torch.softmax(x / t, dim=-1), hints=known.softmax_hints(x, -1, t))
 
 
 @pytest.mark.parametrize("temperature", [0.0, -1.0])
@@ -106,4 +106,5 @@ def test_softmax_leaves_input_unchanged(impl):
     x = torch.tensor(JOURNEY_ROW)
     before = x.clone()
     impl.softmax.softmax(x, temperature=0.5)
-    assert torch.equal(x, before)
+    assert torch.equal(x, before), ("softmax(x) changes x in place: x /= ..., x -= ... or x.exp_() write into the "
+                                    "caller's tensor; compute a new tensor instead (z = x / temperature)")
