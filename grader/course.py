@@ -178,7 +178,10 @@ class Course(Strict):
             raise ValueError(f"exercise points add up to {points}, not total_points {self.total_points}")
         unknown = [target for target in self.banned if target.split(".")[0] not in modules]
         if unknown:
-            raise ValueError(f"banned names targets outside the exercises: {', '.join(unknown)}")
+            module = unknown[0].split(".")[0]
+            close = difflib.get_close_matches(module, modules, n=1)
+            raise ValueError(f"banned: {unknown[0]} names the exercise {module!r}, which is not among the exercises ("
+                             f"{', '.join(modules)})" + (f"; is {close[0]!r} misspelled?" if close else ""))
         names = [a.name for a in self.assignments] + [self.notebook_name(m) for m in modules]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:

@@ -101,6 +101,17 @@ def test_a_misspelt_key_is_named_with_its_line_and_the_keys_allowed(tmp_path, co
     assert "more problem" not in message and "Field required" not in message and "Extra inputs" not in message
 
 
+def test_a_misspelt_exercise_module_is_named_as_such(tmp_path, course_data):
+    """An exercise's module misspelt leaves a banned entry naming no exercise: the error names the module, the
+    exercises listed and the one misspelt (it said "banned names targets outside the exercises")."""
+    exercise = next(e for e in course_data["exercises"] if any(t.startswith(e["module"] + ".") for t in course_data["banned"]))
+    module = exercise["module"]
+    exercise["module"] = misspelt = module[1] + module[0] + module[2:]
+    message = course_error(write(tmp_path, course_data))
+    assert f"names the exercise {module!r}, which is not among the exercises" in message
+    assert message.endswith(f"; is {misspelt!r} misspelled?"), message
+
+
 def test_each_problem_of_a_course_yaml_is_counted(tmp_path, course_data):
     """A typo named, the problems left are counted (never the key it misspells, which only the typo makes missing)."""
     course_data["sed"] = course_data.pop("seed")

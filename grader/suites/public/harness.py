@@ -101,7 +101,7 @@ def pytest_collection_finish(session):
     unknown = sorted(set(re.findall(r"[A-Za-z_]\w*", expression or "")) - {"and", "or", "not"} - registered)
     if unknown:
         raise pytest.UsageError(f"-m {expression!r}: no exercise {', '.join(map(repr, unknown))}; the exercises are "
-                                f"{', '.join(MODULES)} (python -m pytest tests/public -m softmax)")
+                                f"{', '.join(MODULES)} (-m NAME runs the checks of one)")
 
 
 @pytest.fixture(scope="session", autouse=True)
