@@ -89,6 +89,13 @@ class Adjustment:
     text: str  # what it changed and why ("<module>: regraded by hand")
 
 
+def exercise_adjustments(data: dict, module: str) -> list[Adjustment]:
+    """The overrides of one exercise or of its checks (their points are in the exercise's), each with its reason."""
+    return [Adjustment(f"{'+' if a['points'] >= 0 else '-'}{points(abs(a['points']))}",
+                       (a["target"].partition(": ")[2] + ": " if ": " in a["target"] else "") + a["reason"])
+            for a in data.get("adjustments") or [] if a["target"].partition(": ")[0] == module]
+
+
 def adjustments(data: dict) -> list[Adjustment]:
     """The record's adjustments (``records.adjust``: overrides, late penalty), each with its points to two
     decimals, after a first line "graded N" when there are any."""
@@ -151,7 +158,11 @@ def _feedback_markdown(data: dict, sections: list[Section]) -> str:
     lines = [f"# Feedback for {markdown(data['student'], MAX_NAME)}", ""]
     if not graded(data):
         reason, action = unreadable_reason(data, student=True)
-        return "\n".join([*lines, f"Your submission could not be graded: {markdown(reason)}", "", action, ""])
+        if final_score(data) is None:
+            return "\n".join([*lines, f"Your submission could not be graded: {markdown(reason)}", "", action, ""])
+        lines += [f"**Score: {points(data['score'])} / {points(data['max_score'])}**", ""]  # given by hand
+        lines += [f"- {a.points}: {markdown(a.text)}" for a in adjustments(data)[1:]]  # nothing was graded
+        return "\n".join([*lines, "", f"The grader could not grade your submission: {markdown(reason)}", ""])
     lines += [f"**Score: {points(data['score'])} / {points(data['max_score'])}**", ""]
     if data.get("extended_to"):
         lines += [f"{markdown(extended(data))}.", ""]
@@ -161,6 +172,9 @@ def _feedback_markdown(data: dict, sections: list[Section]) -> str:
     for section in sections:
         title = f" ({markdown(section.title, MAX_NAME)})" if section.title else ""
         lines += [f"## {markdown(section.module, MAX_NAME)}{title}: {section.points} points", ""]
+        adjusted = exercise_adjustments(data, section.module)
+        if adjusted:
+            lines += [f"- adjusted {a.points}: {markdown(a.text)}" for a in adjusted] + [""]
         if section.problem or section.cause:
             said = f"This exercise could not run: {markdown(section.problem)}" if section.problem else \
                 f"{_passed(section)}{markdown(section.cause)}"
@@ -183,19 +197,25 @@ def _feedback_html(data: dict, sections: list[Section]) -> str:
     parts = [f"<h1>Feedback for {html(data['student'], MAX_NAME)}</h1>"]
     if not graded(data):
         reason, action = unreadable_reason(data, student=True)
-        parts.append(f"<p class='problem'>Your submission could not be graded: {html(reason)}</p><p>{html(action)}</p>")
+        if final_score(data) is None:
+            parts.append(f"<p class='problem'>Your submission could not be graded: {html(reason)}</p><p>{html(action)}</p>")
+            return html_page(title, "\n".join(parts))
+        parts.append(f"<p>Score: <strong>{points(data['score'])} / {points(data['max_score'])}</strong></p>")  # by hand
+        parts.append(_adjustments_table(adjustments(data)[1:]))  # nothing was graded
+        parts.append(f"<p class='problem'>The grader could not grade your submission: {html(reason)}</p>")
         return html_page(title, "\n".join(parts))
     parts.append(f"<p>Score: <strong>{points(data['score'])} / {points(data['max_score'])}</strong></p>")
     if data.get("extended_to"):
         parts.append(f"<p id='extension'>{html(extended(data))}.</p>")
     shown = adjustments(data)
     if shown:
-        rows = "".join(f"<tr><td class='num'>{a.points}</td><td>{html(a.text)}</td></tr>" for a in shown)
-        parts.append("<div class='wide'><table id='adjustments'><thead><tr><th class='num'>points</th>"
-                     f"<th>adjustment</th></tr></thead><tbody>{rows}</tbody></table></div>")
+        parts.append(_adjustments_table(shown))
     for section in sections:
         heading = html(section.module, MAX_NAME) + (f": {html(section.title, MAX_NAME)}" if section.title else "")
         parts.append(f"<h2>{heading} <span class='muted'>{section.points} points</span></h2>")
+        adjusted = exercise_adjustments(data, section.module)
+        if adjusted:
+            parts += [f"<p class='adjusted'>adjusted {a.points}: {html(a.text)}</p>" for a in adjusted]
         if section.problem or section.cause:
             parts.append(f"<p class='problem'>This exercise could not run: {html(section.problem)}</p>" if section.problem
                          else f"<p>{_passed(section)}{html(section.cause)}</p>")
@@ -210,6 +230,12 @@ def _feedback_html(data: dict, sections: list[Section]) -> str:
                      "<th>result</th><th>check</th>"
                      f"<th class='num'>points</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
     return html_page(title, "\n".join(parts))
+
+
+def _adjustments_table(shown: list[Adjustment]) -> str:
+    rows = "".join(f"<tr><td class='num'>{a.points}</td><td>{html(a.text)}</td></tr>" for a in shown)
+    return ("<div class='wide'><table id='adjustments'><thead><tr><th class='num'>points</th>"
+            f"<th>adjustment</th></tr></thead><tbody>{rows}</tbody></table></div>")
 
 
 def _passed(section: Section) -> str:

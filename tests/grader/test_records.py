@@ -489,6 +489,23 @@ def test_a_submission_that_could_not_be_graded_has_no_score_in_any_export(tmp_pa
     graded_by_hand = _write(tmp_path / "o.csv", "student,points,reason\ncy,12,graded by hand from the e-mailed files\n")
     publish(COURSE, tmp_path, [_record("ann"), corrupt], load_records(COURSE, overrides=graded_by_hand))
     assert [row[-1] for row in _table(tmp_path / "canvas.csv")[2:]] == ["20", "12"]
+    said = {"cy.md": "+12: graded by hand", "cy.html": "+12</td><td>graded by hand"}
+    for page, override in said.items():  # the student reads the score given by hand and why, never "submit again"
+        text = (tmp_path / "feedback" / page).read_text(encoding="utf-8")
+        assert "12 / 20" in text and override in text, text
+        assert "The grader could not grade your submission:" in text and "not a zip file" in text, text
+        assert "submit again" not in text and "graded, before the adjustments" not in text, text
+
+
+def test_an_exercise_override_is_said_under_its_exercise(tmp_path):
+    """The feedback page says under an overridden exercise what changed its points and why, so that its heading
+    and its checks add up (the heading said 0 / 10 above checks that all passed)."""
+    override = _write(tmp_path / "o.csv", "student,exercise,points,reason\nann,softmax,0,copied from bob\n")
+    publish(COURSE, tmp_path, [_record("ann")], load_records(COURSE, overrides=override))
+    markdown = (tmp_path / "feedback" / "ann.md").read_text(encoding="utf-8")
+    assert "0 / 10 points\n\n- adjusted -10: copied from bob\n" in markdown, markdown
+    assert "<p class='adjusted'>adjusted -10: copied from bob</p>" in (tmp_path / "feedback" / "ann.html").read_text(
+        encoding="utf-8")
 
 
 def test_a_regrade_keeps_the_adjustments_and_results_json_keeps_the_graded_record(tmp_path):
