@@ -221,14 +221,16 @@ def read_notebook(path, problems: dict[str, str], notes: list[str], limits=None,
         except UnicodeEncodeError:
             problems[module] = f"the solution cell of {module} (cell {index}) holds characters that are not valid text"
             continue
-        if len(data) > cell_cap:
-            problems[module] = (f"the solution cell of {module} (cell {index}) is {len(data) / 2**20:.1f} MiB, over the "
-                                f"{cell_cap / 2**20:g} MiB limit")
-            continue
         if "\0" in source:
             problems[module] = f"the solution cell of {module} (cell {index}) contains NUL characters"
             continue
-        source, dropped = _without_ipython(source)
+        source, dropped = _without_ipython(source) if len(data) <= cell_cap else (source, [])
+        size = len(source.encode("utf-8"))  # its IPython lines rewritten: a line "!a" grows twentyfold
+        if size > cell_cap:
+            problems[module] = (f"the solution cell of {module} (cell {index}) is {size / 2**20:.1f} MiB"
+                                + (" once its IPython lines are left out" if dropped else "")
+                                + f", over the {cell_cap / 2**20:g} MiB limit")
+            continue
         if dropped:
             lines = ", ".join(str(line) for line in dropped)
             notes.append(f"{module}: IPython line(s) {lines} of the solution cell (shell commands or magics) were left "
@@ -299,7 +301,7 @@ def take_notebooks(root: Path, found: list[tuple[str, ...]], files: dict[str, by
         (_, shown, code, cell_notes), *others = candidates
         files[module] = code
         problems.pop(module, None)
-        taken[module] = shown
+        taken[module] = clean(shown, MAX_NAME)  # as shown in the notes: a deep path is cut, never refused
         notes.extend(note for note in cell_notes if note.startswith(f"{module}: "))
         also = sorted({other for rank, other, other_code, _ in others if other_code != code and not rank[0]})
         notes.append(f"{module}: graded the solution cell of {clean(shown, MAX_NAME)}"

@@ -36,7 +36,7 @@ from grader.course import Course, Intake
 from grader.course import course as project_course
 from grader.intake import IntakeError, IntakeFault, IntakeTimeout
 from grader.intake.walk import MAX_DEPTH, intake_reads, listing, module_of
-from grader.sandbox.imports import MAX_IMPORTS, imports_of
+from grader.sandbox.imports import MAX_IMPORT_NAME, MAX_IMPORTS, imports_of
 from grader.sandbox.jail.lifeline import die_with_parent
 from grader.text import MAX_MESSAGE, MAX_NAME, clean
 
@@ -336,11 +336,17 @@ def _validated(reply: bytes, status: int, limits: Intake, course: Course) -> Rea
 def _valid_imports(imports, files: dict) -> bool:
     """Whether ``imports`` is what ``_imports`` makes of ``files``: per file, at most MAX_IMPORTS (name, line) pairs,
     each line one of the file's."""
-    return isinstance(imports, dict) and set(imports) <= set(files) and all(
-        isinstance(found, list) and len(found) <= MAX_IMPORTS and all(
-            isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and len(item[0]) <= MAX_MESSAGE
-            and type(item[1]) is int and 1 <= item[1] <= len(files[m].splitlines()) + 1 for item in found)
-        for m, found in imports.items())
+    if not isinstance(imports, dict) or not set(imports) <= set(files):
+        return False
+    for module, found in imports.items():
+        if not isinstance(found, list) or len(found) > MAX_IMPORTS:
+            return False
+        lines = len(files[module].splitlines()) + 1  # at least the lines Python counts (\r, \f ... end lines too)
+        if not all(isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+                   and len(item[0]) <= MAX_IMPORT_NAME and type(item[1]) is int and 1 <= item[1] <= lines
+                   for item in found):
+            return False
+    return True
 
 
 class Read(NamedTuple):
@@ -390,6 +396,7 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
         declared = _foreign_encoding(data)
         if declared:
             del files[module]
+            sources.pop(module, None)  # its notebook's cell is not taken either
             problems[module] = (f"{module}.py declares the source encoding {declared} on a coding line: Python would "
                                 "run other code than the UTF-8 text the grader reads; remove that line and save the "
                                 "file as UTF-8")

@@ -446,3 +446,31 @@ def test_imports_are_read_with_the_files_and_checked_on_their_way_back(tmp_path)
     reply["imports"] = {"quiz": [["torch", 3]]}
     with pytest.raises(IntakeFault):
         _validated(json.dumps(reply).encode(), 0, LIMITS, course())
+
+
+def _softmax_notebook(path: Path, first_line: str = "") -> Path:
+    """The course's softmax notebook (its solution filled in) at ``path``, its solution cell starting with
+    ``first_line``."""
+    notebook = json.loads((course().nbgrader_dir / "source" / "02_softmax" / "02_softmax.ipynb").read_text(encoding="utf-8"))
+    cell = next(c for c in notebook["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+    cell["source"] = first_line + "".join(cell["source"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+    return path
+
+
+def test_what_a_student_writes_in_names_and_cells_is_never_a_grader_fault(tmp_path):
+    """A module name of 2,500 characters in an import, a notebook 150 characters deep and a solution cell declaring
+    another encoding are read as the student's (red team): each was refused as the grader's fault (exit status 3,
+    graded again on every run), since the reply the grading process checked held more than it allowed."""
+    folder = solutions_into(tmp_path / "long")
+    (folder / "quiz.py").write_text("import torch." + "a" * 2500 + "\n" + (folder / "quiz.py").read_text(), "utf-8")
+    read = read_submission(folder, LIMITS)
+    assert read.imports["quiz"][0][0].startswith("torch.aaa") and not read.problems
+    deep = _softmax_notebook(tmp_path / "deep" / ("my work, final " * 10) / "02_softmax.ipynb")
+    read = read_submission(deep.parent.parent, LIMITS)
+    assert "softmax" in read.files and len(read.sources["softmax"]) <= 100
+    _softmax_notebook(tmp_path / "coding" / "nb" / "02_softmax.ipynb", "# -*- coding: latin-1 -*-\n")
+    solutions_into(tmp_path / "coding", ["scores"])
+    read = read_submission(tmp_path / "coding", LIMITS)
+    assert "softmax" not in read.files and "declares the source encoding" in read.problems["softmax"]

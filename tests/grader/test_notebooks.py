@@ -436,6 +436,16 @@ def test_ipython_lines_in_the_solution_cell(tmp_path):
     assert any("IPython line(s) 1, 2" in note for note in notes)
 
 
+def test_ipython_lines_left_out_cannot_grow_a_cell_past_the_limit(tmp_path):
+    """A cell under the size limit whose IPython lines, left out with a comment, would take it over the limit is a
+    problem of that exercise (red team: a 0.4 MB cell of `!a` lines became a 9.4 MB exercise file)."""
+    nb = load("scores")
+    cell = solution_cell(nb, "scores")
+    cell.source = "!a\n" * 150_000 + cell.source  # 0.45 MB; each line becomes a comment of some 50 characters
+    files, problems, _ = read(write(nb, tmp_path / "magic.ipynb"))
+    assert "scores" not in files and "once its IPython lines are left out, over the 1 MiB limit" in problems["scores"]
+
+
 def test_a_folder_of_notebooks_is_read_wherever_they_are(tmp_path):
     """nbgrader's submitted/<student>/<assignment>/ layout, a renamed notebook, a notebook further down and a course
     notebook that cannot be read: every exercise a notebook carries, and a problem for the one that cannot be read; a
