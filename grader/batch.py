@@ -36,7 +36,6 @@ import os
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -84,7 +83,7 @@ _one_at_a_time = threading.Lock()
 
 class Graded(NamedTuple):
     """A job's outcome: the results record, the files intake took (module -> source) and a zip's newest entry, and
-    the seconds reading took (charged to the student's reading time)."""
+    the CPU seconds reading took (charged to the student's reading time)."""
 
     results: dict
     files: dict[str, str] = {}
@@ -118,12 +117,14 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
             course = course.assignment(assignment)
         limits = course.grading.intake
         seconds = limits.seconds if reading is None else min(limits.seconds, reading)
-        read, started, took = None, time.monotonic(), 0.0
+        read, took = None, 0.0
         try:
             try:
                 read = read_submission(path, limits.model_copy(update={"seconds": seconds}), course)
-            finally:
-                took = time.monotonic() - started
+                took = read.cpu_seconds
+            except IntakeError as error:
+                took = error.cpu_seconds
+                raise
             if _zygote is None:
                 _give_this_process_its_own_sandbox_uid()
                 bound_grading_memory(device)

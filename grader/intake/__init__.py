@@ -3,7 +3,10 @@
 
 
 class IntakeError(ValueError):
-    """The submission cannot be graded at all (the message is one line, for the student)."""
+    """The submission cannot be graded at all (the message is one line, for the student). ``cpu_seconds``: the CPU
+    time reading it took (a batch charges it to the student's reading time)."""
+
+    cpu_seconds = 0.0
 
 
 class IntakeTimeout(IntakeError):

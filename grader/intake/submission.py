@@ -43,6 +43,7 @@ from grader.text import MAX_MESSAGE, MAX_NAME, clean
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")  # Read.stamp: a zip entry's time, to the second
 MAX_NOTES = 5  # notes about ignored archive entries (then one line with the count of the rest)
 READING_NICENESS = 10  # a slow submission's reading yields the CPU to classmates' grading
+WALL_FACTOR = 3  # the wall clock a reading child gets, in multiples of its CPU time: a backstop on a busy machine
 
 
 @dataclass
@@ -221,8 +222,10 @@ def read_submission(path: str | os.PathLike, limits: Intake, course: Course | No
     """The exercise files of a submission (module -> source bytes) for the exercises of ``course`` (default: the
     project's), the per-module problems, notes, and the exercises a notebook covers.
 
-    Read in a forked child limited to ``limits.seconds`` of CPU and wall clock and ``limits.memory_mb`` more
-    memory; IntakeError when the submission cannot be graded (reading it exceeded a bound included)."""
+    Read in a forked child limited to ``limits.seconds`` of CPU time and ``limits.memory_mb`` more memory;
+    IntakeError when the submission cannot be graded (reading it exceeded a bound included). The CPU time is what
+    the submission costs, the same on a busy machine; the wall clock is only a backstop (``WALL_FACTOR`` times as
+    long): a child stopped by it had CPU time left, so the machine, not the submission, was slow: IntakeFault."""
     from grader.intake import notebooks  # noqa: F401  (imported here, once, instead of in every child)
 
     course = course or project_course()
@@ -237,11 +240,19 @@ def read_submission(path: str | os.PathLike, limits: Intake, course: Course | No
         reply, timed_out = _collect(read_end, pid, limits, course)
     finally:
         os.close(read_end)
-        _, status = os.waitpid(pid, 0)
-    if timed_out or os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
-        raise IntakeTimeout(f"reading the submission took more than {limits.seconds:g} s (the course's limit): hand in "
-                            "only the exercise files")
-    return _validated(reply, status, limits, course)
+        _, status, usage = os.wait4(pid, 0)
+    cpu = usage.ru_utime + usage.ru_stime
+    try:
+        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+            raise IntakeTimeout(f"reading the submission took more than {limits.seconds:g} s (the course's limit): "
+                                "hand in only the exercise files")
+        if timed_out:
+            raise IntakeFault(f"reading the submission took more than {WALL_FACTOR * limits.seconds:g} s of wall clock "
+                              f"with {cpu:.1f} s of CPU time: the machine was too busy (grade it again)")
+        return _validated(reply, status, limits, course)._replace(cpu_seconds=cpu)
+    except IntakeError as error:
+        error.cpu_seconds = cpu
+        raise
 
 
 def _child(pipe: int, parent: int, path: Path, limits: Intake, course: Course) -> None:
@@ -279,7 +290,7 @@ def _collect(pipe: int, pid: int, limits: Intake, course: Course) -> tuple[bytes
     """What the child wrote until it closed the pipe (at most what a valid reply can take), and whether it ran
     past the wall clock (it is then killed)."""
     cap = 6 * int(limits.max_file_mb * 2**20) * len(course.modules) + 2**20  # JSON escapes take at most 6 bytes a byte
-    deadline = time.monotonic() + limits.seconds
+    deadline = time.monotonic() + WALL_FACTOR * limits.seconds
     poller = select.poll()
     poller.register(pipe, select.POLLIN)
     chunks, size = [], 0
@@ -360,6 +371,7 @@ class Read(NamedTuple):
     sources: dict[str, str] = {}  # module -> the handout notebook its code was taken from (never mutated)
     stamp: str | None = None  # a zip's newest entry, ISO 8601 without a zone (the zip's local time)
     imports: dict[str, list[tuple[str, int]]] = {}  # module -> its imports (``_imports``; never mutated)
+    cpu_seconds: float = 0.0  # the CPU time reading took
 
 
 def _read(path: Path, limits: Intake, course: Course) -> Read:

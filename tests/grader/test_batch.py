@@ -354,13 +354,16 @@ def test_two_submissions_for_one_student_cost_only_that_student(tmp_path):
 def log_reads(monkeypatch, log: Path, slow: dict[str, float] | None = None) -> None:
     """Make every reading of a submission (intake's ``_read``, in whichever process runs it: the patch is inherited
     by forked jobs and readers) append its process id, its parent's and the path to ``log``; a path through a folder
-    named in ``slow`` takes that many seconds longer (read when the reading starts)."""
+    named in ``slow`` takes that many seconds of CPU time longer (read when the reading starts)."""
     original = grader.intake.submission._read
 
     def logged(path, *args):
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(f"{os.getpid()} {os.getppid()} {path}\n")
-        time.sleep(max([seconds for folder, seconds in (slow or {}).items() if folder in Path(path).parts], default=0))
+        burn = max([seconds for folder, seconds in (slow or {}).items() if folder in Path(path).parts], default=0)
+        end = time.process_time() + burn
+        while time.process_time() < end:
+            pass
         return original(path, *args)
 
     monkeypatch.setattr(grader.intake.submission, "_read", logged)
@@ -405,7 +408,7 @@ def test_a_rerun_reads_nothing_it_read_before_refusals_included(klass, tmp_path,
 
 
 def test_a_students_submissions_share_one_reading_time(tmp_path, monkeypatch):
-    """A student whose four notebooks each take 2 s to read gets 7 s of reading (grading.intake.seconds) for them
+    """A student whose four notebooks each take 2 s of CPU to read gets 7 s of reading (grading.intake.seconds) for them
     all: what is left unread is refused as such, final until any of that student's submissions changes, and the
     classmates are graded; a rerun reads nothing; once one of them changes, the next run reads that one and those left
     unread, and no other."""

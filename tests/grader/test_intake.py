@@ -474,3 +474,33 @@ def test_what_a_student_writes_in_names_and_cells_is_never_a_grader_fault(tmp_pa
     solutions_into(tmp_path / "coding", ["scores"])
     read = read_submission(tmp_path / "coding", LIMITS)
     assert "softmax" not in read.files and "declares the source encoding" in read.problems["softmax"]
+
+
+def test_reading_is_bounded_by_cpu_time_and_a_busy_machine_refuses_nothing(tmp_path, monkeypatch):
+    """A reader that runs out of CPU time is the submission's (a final refusal, its CPU time told to the batch that
+    charges it); one stopped by the wall clock, three times as long, had CPU time left: the machine was busy, and it
+    is the grader's fault, graded again (red team: the same notebooks read by wall clock were refused for good at
+    --jobs 2 and graded 10/10 at --jobs 1)."""
+    import time
+
+    import grader.intake.submission as submission
+
+    folder = solutions_into(tmp_path / "s")
+    limits = LIMITS.model_copy(update={"seconds": 1})
+    original = submission._read
+
+    def burning(path, *args):
+        end = time.process_time() + 5
+        while time.process_time() < end:
+            pass
+        return original(path, *args)
+
+    monkeypatch.setattr(submission, "_read", burning)
+    with pytest.raises(IntakeError, match="took more than 1 s") as refused:
+        read_submission(folder, limits)
+    assert refused.value.cpu_seconds >= 0.9
+    monkeypatch.setattr(submission, "_read", lambda path, *args: time.sleep(5) or original(path, *args))
+    with pytest.raises(IntakeFault, match=r"more than 3 s of wall clock with 0\.\d s of CPU time"):
+        read_submission(folder, limits)
+    monkeypatch.setattr(submission, "_read", original)
+    assert 0 < read_submission(folder, limits).cpu_seconds < 1
