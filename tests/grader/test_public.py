@@ -175,7 +175,7 @@ def test_a_wrong_answer_reports_its_property_and_error_size(tmp_path):
     quiz.write_text(quiz.read_text().replace(
         'raise NotImplementedError("quiz.quiz_answer: fill in this stub (see its docstring)")',
         "return torch.tensor([0.5, 0.5])"))
-    process, results = run_public(tmp_path, "-k", "test_quiz_answer", root=copy)
+    process, results = run_public(tmp_path, "-k", "test_quiz_answer and not calls_decoder_attention", root=copy)
     output = process.stdout + process.stderr
     assert process.returncode == 1 and len(results) == 1, output[-4000:]
     [test] = results
