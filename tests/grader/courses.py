@@ -67,3 +67,20 @@ def course_variant(folder: Path, text: str) -> Path:
     path = folder / "course.yaml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+# A day late loses 10% (at most 30%) after 10 minutes of grace, due 2026-11-20 23:59 in Berlin.
+LATE_POLICY = """
+late:
+  due: {course: "2026-11-20T23:59:00+01:00"}
+  percent: 10
+  per: day
+  cap_percent: 30
+  grace_minutes: 10
+  timezone: Europe/Berlin
+"""
+
+
+def late_course(folder: Path) -> Path:
+    """The project's course.yaml with ``LATE_POLICY``, as ``course_variant`` writes it in ``folder``."""
+    return course_variant(folder, COURSE_FILE.read_text(encoding="utf-8") + LATE_POLICY)

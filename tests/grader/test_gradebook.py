@@ -14,20 +14,11 @@ from pathlib import Path
 import pytest
 
 from grader import ROOT
-from grader.course import COURSE_FILE, course
-from tests.grader.courses import course_variant
+from grader.course import course
+from tests.grader.courses import late_course
 
 pytestmark = pytest.mark.slow
 SOLUTIONS = ROOT / "solutions"
-LATE_POLICY = """
-late:
-  due: {course: "2026-11-20T23:59:00+01:00"}
-  percent: 10
-  per: day
-  cap_percent: 30
-  grace_minutes: 10
-  timezone: Europe/Berlin
-"""
 WRONG_SOFTMAX = "import torch\n\n\ndef softmax(x, dim=-1, temperature=1.0):\n    return x\n"
 
 
@@ -57,7 +48,7 @@ def klass(tmp_path_factory) -> Path:
         for module in course().modules:
             archive.writestr(zipfile.ZipInfo(f"{module}.py", (2026, 11, 22, 12, 0, 0)),
                              (SOLUTIONS / f"{module}.py").read_bytes())
-    course_variant(root / "course", COURSE_FILE.read_text(encoding="utf-8") + LATE_POLICY)
+    late_course(root / "course")
     (root / "roster.csv").write_text("id,name,email\nann,Ann Lee,ann@x.org\nbob,Bob Ray,bob@x.org\n"
                                      "cy,Cy Do,cy@x.org\ndee,Dee Wu,dee@x.org\n", encoding="utf-8")
     (root / "overrides.csv").write_text("student,exercise,check,points,penalty,reason\n"

@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 from grader import ROOT
-from grader.course import COURSE_FILE, course
+from grader.course import course
 from grader.points import DEFERRED
 from grader.reports.advice import NOT_IMPLEMENTED
-from tests.grader.courses import course_variant
+from tests.grader.courses import late_course
 
 sys.path.insert(0, str(Path(__file__).parent / "corpus"))
-from klass import GRADED, LATE_POLICY, MISSING, NOT_ON_ROSTER, NOTEBOOK, STUBS, UNGRADABLE  # noqa: E402
+from klass import GRADED, MISSING, NOT_ON_ROSTER, NOTEBOOK, STUBS, UNGRADABLE  # noqa: E402
 
 pytestmark = pytest.mark.slow
 REPORTS = ("gradebook.csv", "canvas.csv", "moodle.csv", "summary.html")
@@ -89,7 +89,7 @@ def klass(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("instructors")
     build_class(root / "class")
     write_records(root / "records")
-    course_variant(root / "course", COURSE_FILE.read_text(encoding="utf-8") + LATE_POLICY)
+    late_course(root / "course")
     run = batch(root, "out")
     assert run.returncode == 0, run.stderr[-3000:]
     (root / "stdout.txt").write_text(run.stdout, encoding="utf-8")

@@ -8,13 +8,12 @@ loop, a hard-coded answer), three students sharing one softmax misconception (it
 04_qkv handout notebook handed in alone (``ivan.ipynb``), the handout's stubs untouched (kim) and a copy of ada's
 files with every local name renamed and the code reordered (max).
 
-``grade_class(root)`` builds it under ``root`` with its records and a course.yaml with ``LATE_POLICY`` and grades it
+``grade_class(root)`` builds it under ``root`` with its records and a course.yaml with a late policy and grades it
 (``grader.batch.run_batch``), for the browser's tests and the docs' screenshots. ``write_records(folder)`` writes the
 instructor's files for it: a roster (everyone but ada, and zoe, who handed in
 nothing), overrides (one by exercise, one on the course record named ``course``, one on a whole submission without
 an assignment column) and the submission times of all who handed something in (dee two days late, ben half an hour
-late, the others on time); ``LATE_POLICY`` is the
-course.yaml ``late`` section they go with.
+late, the others on time), for the late policy of ``courses.late_course``.
 """
 from __future__ import annotations
 
@@ -36,15 +35,6 @@ STUBS = "kim"  # the handout's stubs, untouched
 COPY = ("max", "ada")  # the copier and whose files they copied
 GRADED = ["ada", "ben", "cy", *BUGS, HOSTILE_ID, NOTEBOOK[0], STUBS, COPY[0]]
 NOT_ON_ROSTER, MISSING = "ada", "zoe"
-LATE_POLICY = """
-late:
-  due: {course: "2026-11-20T23:59:00+01:00"}
-  percent: 10
-  per: day
-  cap_percent: 30
-  grace_minutes: 10
-  timezone: Europe/Berlin
-"""
 ON_TIME, LATE = "2026-11-20T21:00:00+01:00", {"dee": "2026-11-22T12:00:00+01:00", "ben": "2026-11-21T00:30:00+01:00"}
 OVERRIDES = [("ada", "", "softmax", "", "", "2.5", "<b>used</b> torch.softmax"),
              ("cy", "course", "causal", "", "5", "", "oral exam: explained the causal mask"),
@@ -75,15 +65,15 @@ def build_class(target: Path) -> Path:
 
 
 def grade_class(root: Path) -> Path:
-    """Build the class, its records and its course (a course.yaml with ``LATE_POLICY``) under ``root``, grade it with
+    """Build the class, its records and its course (``courses.late_course``) under ``root``, grade it with
     the records applied, and return the output folder (``root/out``)."""
-    from courses import course_variant
+    from courses import late_course
 
     from grader.batch import run_batch
-    from grader.course import COURSE_FILE, load_course
+    from grader.course import load_course
     from grader.records.adjust import load_records
 
-    course_file = course_variant(root / "course", COURSE_FILE.read_text(encoding="utf-8") + LATE_POLICY)
+    course_file = late_course(root / "course")
     records = load_records(load_course(course_file), **write_records(root / "records"))
     run_batch(build_class(root / "class"), root / "out", course_file=course_file, jobs=2, records=records)
     return root / "out"
