@@ -26,6 +26,11 @@ def points(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
+def signed(value: float) -> str:
+    """Points added or taken, with their sign (``+2.5``, ``-10``)."""
+    return f"{'+' if value >= 0 else '-'}{points(abs(value))}"
+
+
 def score_line(grade: Grade) -> str:
     """The plain score line: ``Score: 83.5/100``."""
     return f"Score: {points(grade.score)}/{points(grade.max_score)}"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.points import DEFERRED
-from grader.reports.advice import one_cause, points, same_reason
+from grader.reports.advice import one_cause, points, same_reason, signed
 from grader.reports.files import write_atomic
 from grader.reports.page import html_page
 from grader.text import MAX_NAME, clean, html, markdown
@@ -91,7 +91,7 @@ class Adjustment:
 
 def exercise_adjustments(data: dict, module: str) -> list[Adjustment]:
     """The overrides of one exercise or of its checks (their points are in the exercise's), each with its reason."""
-    return [Adjustment(f"{'+' if a['points'] >= 0 else '-'}{points(abs(a['points']))}",
+    return [Adjustment(signed(a["points"]),
                        (a["target"].partition(": ")[2] + ": " if ": " in a["target"] else "") + a["reason"])
             for a in data.get("adjustments") or [] if a["target"].partition(": ")[0] == module]
 
@@ -103,7 +103,7 @@ def adjustments(data: dict) -> list[Adjustment]:
     if not found:
         return []
     return [Adjustment(points(data.get("graded_score", data["score"])), "graded, before the adjustments below"),
-            *(Adjustment(f"{'+' if a['points'] >= 0 else '-'}{points(abs(a['points']))}",
+            *(Adjustment(signed(a["points"]),
                          (f"{a['target']}: " if a["target"] else "") + a["reason"]) for a in found)]
 
 

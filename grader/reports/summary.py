@@ -24,7 +24,7 @@ from urllib.parse import quote
 from grader.course import Course
 from grader.points import DEFERRED
 from grader.reports import plots
-from grader.reports.advice import NOT_IMPLEMENTED, pending_stubs, points
+from grader.reports.advice import NOT_IMPLEMENTED, pending_stubs, points, signed
 from grader.reports.feedback import GRADER_FAULT_STATUS, MISSING, final_score, graded, unreadable_reason
 from grader.reports.files import write_atomic
 from grader.reports.page import html_page
@@ -331,7 +331,7 @@ def _score_cell(score: float | None, most: float) -> str:
 
 def _signed_cell(change: float) -> str:
     """Points added or taken (blank when none)."""
-    shown = f"{'+' if change > 0 else '-'}{points(abs(change))}" if round(change, 2) else ""
+    shown = signed(change) if round(change, 2) else ""
     return f"<td class='num' data-value='{change!r}'>{shown}</td>"
 
 

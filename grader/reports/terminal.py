@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.points import Grade
-from grader.reports.advice import collapsed, points
+from grader.reports.advice import collapsed, points, signed
 from grader.text import MAX_NAME, terminal
 
 
@@ -73,7 +73,7 @@ def print_class(rows: list[dict], title: str) -> None:
         adjusted = sum(a["points"] for a in row.get("adjustments", []))
         table.add_row(terminal(row["student"], MAX_NAME), terminal(row.get("assignment") or "", MAX_NAME),
                       f"{points(row['score'])}/{points(row['max_score'])}",
-                      f"{'+' if adjusted >= 0 else '-'}{points(abs(adjusted))}" if row.get("adjustments") else "",
+                      signed(adjusted) if row.get("adjustments") else "",
                       terminal(row.get("status", "graded")) if row.get("on_roster", True) else
                       terminal(f"{row.get('status', 'graded')} (not on the roster)"))
     Console().print(table)
