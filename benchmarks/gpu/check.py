@@ -98,16 +98,18 @@ def environment(options) -> dict:
         found["device_nodes"] = run(["sh", "-c", "ls -ln /dev/nvidia*"], 30)[1].strip().splitlines()
         code, output, _ = run([sys.executable, __file__, "--sandbox-cuda", "--out", str(options.out)], 600)
         found["cuda_in_the_sandbox"] = json.loads(output.strip().splitlines()[-1]) if code == 0 else output[-1000:]
-    found["zygote_loads_the_cuda_driver"] = zygote_loads_the_cuda_driver()
+    found["zygote_maps_libcuda"] = zygote_maps_libcuda()
     findings = [] if options.device == "cpu" or found["cuda_available"] else ["torch sees no CUDA device"]
-    if found["zygote_loads_the_cuda_driver"]:
-        findings.append("a warm zygote has CUDA's driver (libcuda) loaded: no worker it forks can start CUDA")
+    found["workers_of_a_warm_zygote_grade"] = workers_of_a_warm_zygote_grade(options.device)
+    if found["workers_of_a_warm_zygote_grade"] != "yes":
+        findings.append(f"a worker forked from a warm zygote: {found['workers_of_a_warm_zygote_grade']}")
     return {"found": found, "findings": findings}
 
 
-def zygote_loads_the_cuda_driver() -> bool:
-    """Whether a warm zygote (one that has forked a worker) has CUDA's driver loaded, the sign that its warm-up started
-    CUDA: no worker forked from it could then start CUDA ("CUDA error: initialization error")."""
+def zygote_maps_libcuda() -> bool:
+    """Whether a warm zygote (one that has forked a worker) has CUDA's driver library mapped: a fact, not a finding
+    (torch 2.11+cu130 maps it at import, and its workers still start CUDA; a zygote that had *started* CUDA could
+    fork none that does, which ``workers_of_a_warm_zygote_grade`` asks)."""
     from grader.sandbox.host.zygote import Zygote
 
     zygote, submission = Zygote(), tempfile.mkdtemp(prefix="gpu-zygote-")
@@ -122,6 +124,34 @@ def zygote_loads_the_cuda_driver() -> bool:
         zygote.close()
         shutil.rmtree(submission, ignore_errors=True)
     return "libcuda.so" in maps
+
+
+def workers_of_a_warm_zygote_grade(device: str) -> str:
+    """'yes' when two workers forked one after the other from one zygote each start on ``device`` (CUDA, its context
+    and autograd's thread) and run the reference softmax, as graded; else what went wrong."""
+    import torch
+
+    from grader.sandbox.host.client import WorkerSession
+    from grader.sandbox.host.zygote import Zygote
+    from grader.suites.checks import checked
+
+    zygote = Zygote()
+    try:
+        for n in range(2):
+            session = WorkerSession(zygote, str(ROOT / "solutions"), course().grading.limits, device=device)
+            try:
+                x = torch.ones(3, device=device)
+                value = session.run({"module": "softmax", "path": ["softmax"]}, (x,)).value
+                value = checked(value, x, what="softmax", on="ones(3)")
+                if not torch.allclose(value, torch.full_like(x, 1 / 3)):
+                    return f"worker {n + 1} returned {value.tolist()}"
+            finally:
+                session.close()
+    except Exception as error:  # a grader fault ("CUDA did not start: ..."), a sandbox that cannot be built, ...
+        return f"{type(error).__name__}: {error}"[:500]
+    finally:
+        zygote.close()
+    return "yes"
 
 
 def cuda_in_the_sandbox() -> dict[str, str]:

@@ -20,7 +20,7 @@ if [ -n "$wheels" ]; then
     site=${GPU_SITE:-/opt/grader-site}
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" "$wheels"/*.whl \
         || { echo "run.sh: the carried wheels did not install"; exit 2; }
-    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+    export PYTHONPATH="$site:$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the project too: tests run `python -m grader` elsewhere
 fi
 export PYTHONUNBUFFERED=1
 echo "run.sh: $(date -u +%FT%TZ) on $(hostname), python3 $(command -v python3)"

@@ -24,6 +24,7 @@ def test_dry_run_on_the_cpu_finds_nothing(tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert done.returncode == 0 and summary["ok"], (done.stdout[-3000:], json.dumps(summary)[:3000])
     assert list(summary["stages"]) == STAGES
+    assert summary["stages"]["environment"]["found"]["workers_of_a_warm_zygote_grade"] == "yes"
     assert "== corpus" in (tmp_path / "log").read_text()
     grades = summary["stages"]["grade"]["runs"]
     assert [(run["what"], run["score"]) for run in grades] == [("references", float(TOTAL))] * 2 + [("stubs", 0.0)] * 2

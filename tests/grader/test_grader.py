@@ -347,6 +347,44 @@ def test_a_worker_whose_cuda_cannot_start_is_a_grader_fault(monkeypatch, private
         zygote.close()
 
 
+PLACED = """
+import sys
+from grader.sandbox.jail import worker
+worker.SUBMISSION = sys.argv[1]
+student = worker.Worker(sys.argv[2])
+built = student.handle({"op": "call", "target": {"module": "plain", "path": ["Plain"]}}, b"")["value"]
+made = student.handle({"op": "call", "target": {"module": "plain", "path": ["made"]}}, b"")["value"]
+print(student.modules["plain"].AT_IMPORT.device, built.mask.device, made.device)
+"""
+
+PLAIN_TENSORS = """import torch
+
+AT_IMPORT = torch.zeros(1)
+
+
+class Plain(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mask = torch.ones(2, 2)  # a plain attribute: .to(device) leaves it where it was made
+
+
+def made():
+    return torch.ones(1)
+"""
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_student_code_makes_its_tensors_on_the_grading_device(tmp_path, device):
+    """A tensor a submission makes without naming a device (at import, in __init__, in a call) is made on the device
+    being graded on, as it is on the CPU: a mask kept as a plain attribute scores the same on a GPU as on the CPU
+    (it lost every values check on an H200 only), and the meta rule judges device handling everywhere. The meta
+    device stands in for CUDA here."""
+    (tmp_path / "plain.py").write_text(PLAIN_TENSORS, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", PLACED, str(tmp_path), device], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == [device] * 3
+
+
 def test_the_device_is_resolved_before_grading(monkeypatch):
     """auto is cuda where torch sees a GPU and cpu elsewhere; cuda without one, or another name, is a one-line error."""
     from grader.grade import DeviceError, resolve_device

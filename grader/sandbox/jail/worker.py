@@ -175,19 +175,29 @@ def _run_worker(fd: int, request: dict, zygote: int, cgroup_paths: list[str], cp
         try:
             isolation = confine(request["submission"], Limits(**request["limits"]), require=request["require_sandbox"],
                                 expose_cuda=request["device"] == "cuda", keep_fds=[fd])
-            if request["device"] == "cuda":  # CUDA's state and cuBLAS start here, not in the student's first call
-                try:
-                    torch.ones(2, 2, device="cuda").matmul(torch.ones(2, 2, device="cuda")).sum().item()
-                except Exception as error:  # no driver or device, a CPU build of torch (AssertionError), ...
-                    raise RuntimeError(f"{type(error).__name__}: {error}") from error
+            if request["device"] == "cuda":
+                _start_cuda()
         except (SandboxUnavailable, RuntimeError) as error:  # no student code has run: tell the grader why, then stop
             what = "the sandbox could not be set up" if isinstance(error, SandboxUnavailable) else "CUDA did not start"
             socket.socket(fileno=fd).sendall(wire.encode({"ok": False, "failure": {"kind": "sandbox", "message": f"{what}: {error}"}}))
             raise
-        serve(socket.socket(fileno=fd), isolation, cpu_cap)
+        serve(socket.socket(fileno=fd), isolation, cpu_cap, request["device"])
     except BaseException:
         code = 70
     os._exit(code)
+
+
+def _start_cuda() -> None:
+    """Start, before any student code, all of CUDA that grading uses: the driver and the context, cuBLAS, and the
+    autograd engine's thread for the GPU (started by the first backward). Whatever fails here (no driver or device, a
+    CPU build of torch: AssertionError, no thread to be had) is the grader's fault, raised as RuntimeError; in the
+    student's first call it would have been reported as their code raising."""
+    try:
+        x = torch.ones(2, 2, device="cuda", requires_grad=True)
+        x.matmul(x).sum().backward()
+        torch.cuda.synchronize()
+    except Exception as error:
+        raise RuntimeError(f"{type(error).__name__}: {error}") from error
 
 
 # ---------------------------------------------------------------- worker
@@ -241,7 +251,8 @@ def describe_exception(error: BaseException) -> dict:
 class Worker:
     """The state of one worker: the imported modules, the objects handed out, and the request handlers."""
 
-    def __init__(self):
+    def __init__(self, device: str = "cpu"):
+        self.device = device
         self.handles: dict[int, object] = {}
         self.ids: dict[int, int] = {}
         self.modules: dict[str, types.ModuleType] = {}
@@ -263,12 +274,20 @@ class Worker:
             if not os.path.isfile(os.path.join(SUBMISSION, f"{name}.py")):
                 raise StudentFailure("missing", f"{name}.py is not in the submission")
             try:
-                self.modules[name] = importlib.import_module(f"{PACKAGE}.{name}")
+                with self.placed():
+                    self.modules[name] = importlib.import_module(f"{PACKAGE}.{name}")
             except BaseException as error:
                 detail = describe_exception(error)
                 where = f" ({detail['frames'][-1]})" if detail["frames"] else ""
                 raise StudentFailure("import", f"{name}.py does not import: {detail['type']}: {detail['message']}{where}") from None
         return self.modules[name]
+
+    def placed(self):
+        """Student code runs with the grading device as torch's default: a tensor it creates without naming a device
+        (a mask kept as a plain attribute, not a buffer; one made in forward without ``device=``) lands where it would
+        on the CPU, beside the inputs, so that its results, and its score, are the same on every device. How a
+        submission handles devices is judged by one rule, the same everywhere: the meta device's (``device_kept``)."""
+        return contextlib.nullcontext() if self.device == "cpu" else torch.device(self.device)
 
     def resolve(self, target: dict, earlier: list[dict]):
         """The object a request names: a module, a handle or the value of an ``earlier`` request of the same batch,
@@ -342,13 +361,14 @@ class Worker:
         names = frozenset(message.get("watch", []))
         watch = Watch(names)
         keyed = KeyedDropout() if message.get("dropout") == "keyed" else contextlib.nullcontext()
-        with watch, keyed:  # every call alike: the grading process sends the course's whole watch list each time
+        with self.placed(), watch, keyed:  # every call alike: the grading process sends the course's whole watch list each time
             value = function(*args, **kwargs)
         reply = {"ok": True, "value": value, "called": sorted(watch.seen), "ops": watch.count}
         if message.get("return_args"):
             reply["args_after"] = args
         if grad_output is not None:
-            reply.update(self.backward(value, grad_output, args, module))
+            with self.placed():  # the student's hooks run in the backward
+                reply.update(self.backward(value, grad_output, args, module))
         return reply
 
     @staticmethod
@@ -369,12 +389,12 @@ def _is_float(value) -> bool:
     return isinstance(value, torch.Tensor) and value.is_floating_point()
 
 
-def serve(sock: socket.socket, isolation: str, cpu_cap: str) -> None:
-    """Answer requests on ``sock`` until it closes."""
+def serve(sock: socket.socket, isolation: str, cpu_cap: str, device: str) -> None:
+    """Answer requests on ``sock`` until it closes, grading on ``device``."""
     global SUBMISSION
     if isolation != "namespaces":  # rlimits only: there is no /submission, confine chdir'ed into the folder itself
         SUBMISSION = os.getcwd()
-    worker = Worker()
+    worker = Worker(device)
     server = os.getpid()
     sock.sendall(wire.encode({"ok": True, "isolation": isolation, "cpu": cpu_cap}))
     while True:
