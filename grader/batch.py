@@ -54,10 +54,9 @@ from grader.extras import need
 from grader.intake import IntakeError, IntakeTimeout
 from grader.intake.submission import read_submission
 from grader.memory import bound_grading_memory, out_of_memory
-from grader.records.adjust import Records, check_records
+from grader.records.adjust import NotApplied, Records, check_records
 from grader.records.late import submission_time
 from grader.records.publish import publish, withdraw_reports
-from grader.records.table import TableError
 from grader.reports.feedback import write_feedback
 from grader.reports.files import write_json
 from grader.rerun import Taken, keep_taken, load_taken, material_fingerprint, submission_fingerprint
@@ -265,7 +264,8 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     or as ``assignment`` (nbgrader's layout: each notebook as its own assignment, only ``assignment``'s if given);
     write the class's reports with the instructor's ``records`` (roster, overrides, submission times) applied
     (``records.publish``; they are checked against the class before anything is graded: TableError) and return the
-    class's rows as they show it (BatchFailed, and no report, when every record is a grader fault). With
+    class's rows as they show it (BatchFailed, and no report, when every record is a grader fault; NotApplied, the
+    reports written, when the graded class contradicts a line of the records). With
     ``require_sandbox``, a machine where no sandbox can be built stops the batch before anyone is graded
     (SandboxUnavailable; on a remote Dask cluster, each worker's own refusal is a grader fault of that submission,
     recorded as not final)."""
@@ -363,11 +363,10 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
         raise BatchFailed(f"no submission was graded: all {len(rows)} ended in a grader error (the first, "
                           f"{clean(first.get('key') or first['student'], MAX_NAME)}: {clean(first['status'], 300)}); "
                           f"nothing is final and no report was written: fix the cause and run the batch again")
-    try:
-        return publish(course, out, rows, records, stamps, summary_rows(similar), assignment).rows
-    except TableError as error:  # an override naming a check of no record: known only once the class is graded
-        raise TableError(f"{error}. The class is graded ({out / 'results'}), but no report was written: fix the file "
-                         f"and run `grader gradebook {out}`") from None
+    shown = publish(course, out, rows, records, stamps, summary_rows(similar), assignment)
+    if shown.unapplied:
+        raise NotApplied(shown, out)
+    return shown.rows
 
 
 def store(out: Path, key: str, data: dict, graded: Graded, titles: Mapping[str, str]) -> Taken | None:

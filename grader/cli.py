@@ -94,11 +94,11 @@ def _batch(args) -> int:
     from rich.console import Console
     from rich.text import Text
 
-    from grader.batch import BatchFailed, is_final, run_batch
+    from grader.batch import BatchFailed, run_batch
     from grader.course import CourseError, load_course
     from grader.entries import BatchError
     from grader.grade import DeviceError, resolve_device
-    from grader.records.adjust import MISSING
+    from grader.records.adjust import MISSING, NotApplied
     from grader.records.table import TableError
     from grader.reports.terminal import BatchProgress, print_class
     from grader.sandbox.jail.confine import SandboxUnavailable
@@ -107,11 +107,14 @@ def _batch(args) -> int:
     console = Console(stderr=True, soft_wrap=True)
     progress = BatchProgress(console)
     failure: tuple[Exception, int] | None = None  # what stopped the batch, and its exit status
+    unapplied: NotApplied | None = None  # the class is graded and reported, less lines of the records
     try:
         records = _records(args, load_course(args.course))
         rows = run_batch(args.submissions, args.out, course_file=args.course, jobs=args.jobs, device=resolve_device(args.device),
                          force=args.force, require_sandbox=not args.allow_unsandboxed, dask=args.dask,
                          progress=progress, assignment=args.assignment, records=records)
+    except NotApplied as error:
+        rows, unapplied = error.rows, error
     except (BatchError, CourseError, DeviceError, TableError) as error:
         failure = error, 2
     except (SandboxUnavailable, BatchFailed) as error:  # nobody was graded: no record, or no report, is written
@@ -128,12 +131,23 @@ def _batch(args) -> int:
                 + f" -> {args.out}")
     _note_unlisted_times(rows)
     _note_off_roster(rows, args.out)
+    if _said_grader_faults(rows):  # their grading did not complete: the batch did not either
+        return GRADER_FAULT_STATUS
+    if unapplied:
+        console.print(Text.assemble("grader: ", terminal(str(unapplied))))
+        return 2
+    return 0
+
+
+def _said_grader_faults(rows: list[dict]) -> bool:
+    """Whether some of a graded class's ``rows`` are grader errors, not final; if so, one line on stderr names them."""
+    from grader.batch import is_final
+
     faults = [row for row in rows if not is_final(row)]
-    if faults:  # their grading did not complete: the batch did not either
+    if faults:
         print(f"grader: {len(faults)} of {len(rows)} records are grader errors, not final ({_named(_keys(faults))}): the reports "
               "show them so; run the batch again to grade them", file=sys.stderr)
-        return GRADER_FAULT_STATUS
-    return 0
+    return bool(faults)
 
 
 def _records(args, course):
@@ -192,10 +206,12 @@ def _note_off_roster(rows: list[dict], out: str | Path) -> None:
 def _gradebook(args) -> int:
     from grader.batch import load_results
     from grader.course import CourseError, load_course
+    from grader.records.adjust import NotApplied
     from grader.records.publish import publish
     from grader.records.table import TableError
     from grader.reports.terminal import print_class
     from grader.similarity.report import saved_summary_rows
+    from grader.text import terminal
 
     out = Path(args.out)
     try:
@@ -213,6 +229,9 @@ def _gradebook(args) -> int:
     print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv")
     _note_unlisted_times(shown.rows)
     _note_off_roster(shown.rows, out)
+    if shown.unapplied:
+        print(f"grader: {terminal(str(NotApplied(shown, out)))}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -241,7 +260,7 @@ def _similarity(args) -> int:
 
 
 def _collect(args) -> int:
-    from grader.batch import BatchFailed
+    from grader.batch import BatchFailed, load_results
     from grader.collect import CLONE_MB, CLONE_SECONDS, CollectError, collect
     from grader.course import CourseError
     from grader.grade import DeviceError, resolve_device
@@ -263,7 +282,7 @@ def _collect(args) -> int:
           f"{Path(args.out) / 'collected.csv'}; grades in {Path(args.out) / 'grades'}")
     for repository in failed:
         print(f"  {repository.student}: {repository.status}")
-    return 0
+    return GRADER_FAULT_STATUS if _said_grader_faults(list(load_results(Path(args.out) / "grades").values())) else 0
 
 
 def _ci(args) -> int:

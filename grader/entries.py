@@ -38,12 +38,14 @@ def discover(source: str | os.PathLike, course: Course) -> list[Entry]:
     """The submissions of a class: the entries of a folder (subfolders, .zip, .ipynb; the name is the student id),
     or a text file listing one path per line.
 
-    A class of notebooks alone is graded per assignment: a student's folder that holds folders named after the
-    course's assignments (nbgrader's ``submitted/<student>/<assignment>/``) gives one entry per assignment, graded as
-    that assignment, and a .ipynb is graded as the assignment it carries. Any other class
-    (a folder or a zip among them) is graded on the whole course, one entry per student: each entry, a notebook or
-    a folder of notebooks included, is that student's attempt at the course, out of its points, so that the class
-    is one row per student in every report (``Entry.whole_course``)."""
+    A class that is mostly notebooks (at least half of its entries) is graded per assignment: a student's folder
+    that holds folders named after the course's assignments (nbgrader's ``submitted/<student>/<assignment>/``) gives
+    one entry per assignment, graded as that assignment, and a .ipynb is graded as the assignment it carries; any
+    other entry there (a folder of files, an empty folder, a zip) is refused on its own, saying so. Any other class
+    is graded on the whole course, one entry per student: each entry, a notebook or a folder of notebooks included,
+    is that student's attempt at the course, out of its points, so that the class is one row per student in every
+    report (``Entry.whole_course``). What most entries are decides, so that no one student's entry changes how
+    the others are graded (but in a class of two; ``--assignment`` decides for the instructor)."""
     source = Path(source)
     if source.is_file():
         lines = [line.strip() for line in source.read_text(encoding="utf-8").splitlines()]
@@ -57,10 +59,19 @@ def discover(source: str | os.PathLike, course: Course) -> list[Entry]:
     for path in paths:
         name = student_id(path.name.removesuffix(path.suffix) if path.suffix.lower() in SUBMISSION_SUFFIXES else path.name)
         shaped.append((name, path, _nbgrader_entries(name, path, course)))
-    by_assignment = all(notebooks or path.suffix.lower() == ".ipynb" for _, path, notebooks in shaped)
+    def is_notebook(path: Path, notebooks: list[Entry]) -> bool:
+        return bool(notebooks) or path.suffix.lower() == ".ipynb"
+
+    by_assignment = 2 * sum(is_notebook(path, notebooks) for _, path, notebooks in shaped) >= len(shaped) > 0
     found: dict[str, list[Entry]] = {}
     for name, path, notebooks in shaped:
-        for entry in (notebooks or [Entry(name, path)]) if by_assignment else [Entry(name, path, whole_course=True)]:
+        if not by_assignment:
+            entries = [Entry(name, path, whole_course=True)]
+        elif is_notebook(path, notebooks):
+            entries = notebooks or [Entry(name, path)]
+        else:
+            entries = [Entry(name, path, problem=_not_a_notebook(path, course))]
+        for entry in entries:
             found.setdefault(entry.key, []).append(entry)
     base = source if source.is_dir() else source.parent
     return [same[0] if len(same) == 1 else _several(same, base) for same in found.values()]
@@ -74,6 +85,15 @@ def _several(entries: list[Entry], base: Path) -> Entry:
     problem = (f"could not be graded: {count} submissions for {entries[0].key}: {', '.join(shown[:-1])} and {shown[-1]};"
                " keep one")
     return replace(entries[0], problem=problem)
+
+
+def _not_a_notebook(path: Path, course: Course) -> str:
+    """Why an entry that is no notebook is refused in a class graded per assignment."""
+    shown, names = clean(path.name, MAX_NAME), list(course.assignment_modules())
+    named = ", ".join(names if len(names) <= 3 else [names[0], "…", names[-1]])
+    what = f"{shown}/ holds no assignment folder of the course ({named})" if path.is_dir() else f"{shown} is not a notebook"
+    return (f"could not be graded: {what}, and this class is graded per assignment (most of its entries are"
+            " notebooks): hand in each notebook, in nbgrader's submitted/<student>/<assignment>/ or as one .ipynb")
 
 
 def _nbgrader_entries(student: str, folder: Path, course: Course) -> list[Entry]:

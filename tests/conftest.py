@@ -1,4 +1,6 @@
-"""Options of the project's own tests."""
+"""Options and shared fixtures of the project's own tests."""
+from pathlib import Path
+
 import pytest
 
 
@@ -11,3 +13,23 @@ def pytest_addoption(parser):
 def device(request) -> str:
     """The device a test that grades on a device passes to the grader: ``--device``."""
     return request.config.getoption("device")
+
+
+@pytest.fixture
+def grader_faults(monkeypatch):
+    """A function that makes grading fail by the grader's own fault (a file of the course it cannot find) for the
+    submissions whose folder it names (every one when None); a batch's job processes, forked from this one, inherit
+    it."""
+    import grader.grade
+
+    real = grader.grade.grade_submission
+
+    def make(victims: set[str] | None = None) -> None:
+        def faulty(path, *args, **kwargs):
+            if victims is None or Path(path).name in victims:
+                raise FileNotFoundError(2, "No such file or directory", "/course/grader/suites/pytest.ini")
+            return real(path, *args, **kwargs)
+
+        monkeypatch.setattr(grader.grade, "grade_submission", faulty)
+
+    return make

@@ -12,7 +12,7 @@ to be graded, before anything is.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -43,6 +43,18 @@ class Records:
 class ClassView:
     rows: list[dict]  # every view, the missing students' included (status MISSING), by student then assignment
     unlisted: list[str]  # students with a submission who are not on the roster
+    unapplied: list[str] = field(default_factory=list)  # why each line of the records the class contradicts is left out
+
+
+class NotApplied(TableError):
+    """The class is graded and its reports are written, but lines of the instructor's records did not apply to it
+    (``ClassView.unapplied``): said as one error, with the class's ``rows`` as shown."""
+
+    def __init__(self, shown: ClassView, out: str | Path):
+        self.rows = shown.rows
+        them = "it" if len(shown.unapplied) == 1 else "them"
+        super().__init__(f"{'; '.join(shown.unapplied)}. The reports are written without {them}: fix the file and run "
+                         f"`grader gradebook {out}`")
 
 
 def load_records(course: Course, roster: str | Path | None = None, overrides: str | Path | None = None,
@@ -83,12 +95,39 @@ def class_view(course: Course, rows: Sequence[dict], records: Records,
     if records.roster is not None:
         check_roster(records.roster, {row["student"] for row in rows})
     missing_rows = _missing_rows(course, rows, records, assignment)
-    _check_overrides(records.overrides, [*rows, *missing_rows])
-    _check_extensions(records.extensions, [*rows, *missing_rows])
+    records, unapplied = _applicable(records, [*rows, *missing_rows])
     views = [view(course, row, records, source_time(row, stamps)) for row in [*rows, *missing_rows]]
     views.sort(key=lambda v: (v["student"], v.get("assignment") or ""))
     unlisted = sorted({row["student"] for row in rows} - set(records.roster)) if records.roster is not None else []
-    return ClassView(views, unlisted)
+    return ClassView(views, unlisted, unapplied)
+
+
+def _applicable(records: Records, rows: Sequence[dict]) -> tuple[Records, list[str]]:
+    """``records`` less the override and extension lines the graded class ``rows`` contradicts (a record they name
+    that is not there, a check of no result, more points than a target holds), and why each was left out. Known only
+    once the class is graded where a submission names its own record (a notebook graded as the assignment it
+    carries): a line checked before grading may no longer apply, and the class's reports are written without it
+    rather than withdrawn because of one student's hand-in."""
+    overrides, unapplied = [], []
+    for override in records.overrides:
+        try:
+            _check_overrides([override], rows)
+            for row in rows:
+                if _applies(override, row):
+                    _new_score(override, *_target(row, override))
+        except TableError as error:
+            unapplied.append(str(error))
+            continue
+        overrides.append(override)
+    extensions = {}
+    for key, extension in records.extensions.items():
+        try:
+            _check_extensions({key: extension}, rows)
+        except TableError as error:
+            unapplied.append(str(error))
+            continue
+        extensions[key] = extension
+    return replace(records, overrides=tuple(overrides), extensions=extensions), unapplied
 
 
 def check_records(course: Course, records: Records, planned: Sequence[tuple[str, str | None]],
@@ -100,7 +139,7 @@ def check_records(course: Course, records: Records, planned: Sequence[tuple[str,
     submission holds. ``planned``: (student, assignment or None) of each record the batch will write; ``undecided``:
     students whose record is named only by grading (a notebook graded as the assignment it carries). The records of
     undecided students, and the checks an override names (their names come with the results), are checked once the
-    class is graded (``class_view``)."""
+    class is graded (``class_view``, which leaves out and names a line the class contradicts)."""
     if records.roster is not None:
         check_roster(records.roster, {student for student, _ in planned} | set(undecided))
     rows = [_blank(course, student, group, PLANNED) for student, group in planned]

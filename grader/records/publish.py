@@ -30,8 +30,8 @@ def publish(course: Course, out: Path, rows: Sequence[dict], records: Records,
             assignment: str | None = None) -> ClassView:
     """Write every report of the class ``rows`` (graded records, as on disk) with ``records`` applied; a record whose
     adjustments or submission time changed gets its results.json and feedback pages written again (the graded part
-    of results.json is kept as it is). Raises ``records.table.TableError`` for an override the class contradicts,
-    before anything is written."""
+    of results.json is kept as it is). A line of the records that the class contradicts is left out, and said in
+    the summary and in the view returned (``ClassView.unapplied``)."""
     stamps = stamps or {}
     shown = class_view(course, rows, records, stamps, assignment)
     withdraw_reports(out)
@@ -47,7 +47,7 @@ def publish(course: Course, out: Path, rows: Sequence[dict], records: Records,
     write_canvas(course, out, shown.rows, records.roster)
     write_moodle(course, out, shown.rows, records.roster)
     write_summary(course, out, [view for view in shown.rows if view.get("status") != MISSING], similar,
-                  [view for view in shown.rows if view.get("status") == MISSING], shown.unlisted)
+                  [view for view in shown.rows if view.get("status") == MISSING], shown.unlisted, shown.unapplied)
     return shown
 
 

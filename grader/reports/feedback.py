@@ -112,6 +112,13 @@ def extended(data: dict) -> str:
     return f"Your due date was extended to {clean(data['extended_to'], MAX_NAME)}"
 
 
+def notes(data: dict) -> list[str]:
+    """What grading says about the submission as a whole (which notebook cells were taken, IPython lines left out,
+    ...), as results.json keeps them, already capped in number (a record of an older grader has none)."""
+    kept = data.get("notes")
+    return [str(note) for note in kept] if isinstance(kept, list) else []
+
+
 def graded(data: dict) -> bool:
     """Whether a results record is a graded submission (not one that could not be graded)."""
     return data.get("status", "graded") == "graded"
@@ -166,6 +173,7 @@ def _feedback_markdown(data: dict, sections: list[Section]) -> str:
     lines += [f"**Score: {points(data['score'])} / {points(data['max_score'])}**", ""]
     if data.get("extended_to"):
         lines += [f"{markdown(extended(data))}.", ""]
+    lines += [f"Note: {markdown(note)}" for note in notes(data)] + [""] * bool(notes(data))
     shown = adjustments(data)
     if shown:
         lines += [f"- {a.points}: {markdown(a.text)}" for a in shown] + [""]
@@ -207,6 +215,7 @@ def _feedback_html(data: dict, sections: list[Section]) -> str:
     parts.append(f"<p>Score: <strong>{points(data['score'])} / {points(data['max_score'])}</strong></p>")
     if data.get("extended_to"):
         parts.append(f"<p id='extension'>{html(extended(data))}.</p>")
+    parts += [f"<p class='note'>Note: {html(note)}</p>" for note in notes(data)]
     shown = adjustments(data)
     if shown:
         parts.append(_adjustments_table(shown))

@@ -3,7 +3,7 @@
 
 One row per record (student, or student and assignment), as ``records.adjust`` shows it: the final score after the
 overrides and the late penalty, the graded score before them, each exercise's points, the late penalty (points
-taken), the adjustments' reasons, when it was submitted, and, with a roster, the student's name and e-mail and
+taken), the adjustments' reasons, when it was submitted, the due date it was extended to, and, with a roster, the student's name and e-mail and
 whether they are on it ("missing" rows for those without a submission). A record without a final score
 (``feedback.final_score``: a grader fault, a submission that could not be graded) has blank points.
 
@@ -31,8 +31,8 @@ def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
     """gradebook.csv from ``rows``, which mirror the results files on disk (with the records applied)."""
     roster = any("on_roster" in data for data in rows)
     table = [["student", *(["name", "email", "on_roster"] * roster), "assignment", "score", "graded_score", "max_score",
-              *[e.module for e in course.exercises], "late_penalty", "adjustments", "submitted_at", "status",
-              "graded_at", "submission_sha256"]]
+              *[e.module for e in course.exercises], "late_penalty", "adjustments", "submitted_at", "extended_to",
+              "status", "graded_at", "submission_sha256"]]
     for data in rows:  # an exercise outside the row's assignment is left blank
         scored = final_score(data) is not None
         late = -sum(a["points"] for a in data.get("adjustments", []) if a["kind"] == "late")
@@ -44,7 +44,8 @@ def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
         table.append([csv_cell(data["student"], MAX_NAME), *(listed * roster),
                       csv_cell(data.get("assignment") or "", MAX_NAME), final, graded, points(data["max_score"]),
                       *exercises, points(late) if late else "", csv_cell(reasons(data), MAX_MESSAGE),
-                      csv_cell(data.get("submitted_at", ""), MAX_NAME), csv_cell(data.get("status", "graded"), MAX_STATUS),
+                      csv_cell(data.get("submitted_at", ""), MAX_NAME), csv_cell(data.get("extended_to", ""), MAX_NAME),
+                      csv_cell(data.get("status", "graded"), MAX_STATUS),
                       csv_cell(data.get("graded_at", ""), MAX_NAME), csv_cell(data["submission_sha256"], MAX_NAME)])
     write_csv(table, out / "gradebook.csv")
 

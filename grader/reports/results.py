@@ -42,6 +42,7 @@ RESULTS_SCHEMA = {
         "grader_version": {"type": "string"},  # (ours)
         "device": {"type": "string"},  # (ours)
         "submission_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},  # (ours)
+        "notes": {"type": "array", "items": {"type": "string"}},  # (ours): about the submission as a whole
     },
 }
 
@@ -88,6 +89,7 @@ def results(grade: Grade, *, execution_time: float, device: str, sha256: str,
         "exercises": {e.module: {"score": e.score, "max_score": e.max_score,
                                  **({"problem": clean(e.problem)} if e.problem else {})} for e in grade.exercises},
         "grader_version": __version__, "device": device, "submission_sha256": sha256,
+        "notes": [clean(note) for note in grade.notes],
     }
 
 
@@ -120,4 +122,4 @@ GRADESCOPE_SCHEMA = {
     },
     "anyOf": [{"required": ["score"]}, {"required": ["tests"]}],
 }
-OUR_RESULTS_FIELDS = ("max_score", "exercises", "grader_version", "device", "submission_sha256")
+OUR_RESULTS_FIELDS = ("max_score", "exercises", "grader_version", "device", "submission_sha256", "notes")

@@ -177,12 +177,13 @@ def misconceptions(rows: Sequence[dict]) -> list[Misconception]:
 
 
 def write_summary(course: Course, out: Path, rows: list[dict], similar: Mapping | None = None,
-                  missing: Sequence[dict] = (), unlisted: Sequence[str] = ()) -> None:
+                  missing: Sequence[dict] = (), unlisted: Sequence[str] = (), unapplied: Sequence[str] = ()) -> None:
     """summary.html and its pictures (``PICTURES``) in ``out``, for the class ``rows`` (records as
     ``records.adjust`` shows them).
 
     ``missing``: the records of the roster's students without a submission (status "missing"); ``unlisted``: students
-    with a submission who are not on the roster (each is left out when empty).
+    with a submission who are not on the roster; ``unapplied``: why each line of the instructor's records that the
+    class contradicts was left out (each section is left out when empty).
 
     ``similar``: the students whose code is alike (``similarity.report.summary_rows``: ``pairs`` and ``groups``, each
     with its ``students`` and the ``exercises`` it was flagged in, each with a ``view`` link relative to ``out``); the
@@ -196,6 +197,10 @@ def write_summary(course: Course, out: Path, rows: list[dict], similar: Mapping 
             for module in modules}
     total = max((row["max_score"] for row in rows), default=course.total_points)
     body = [f"<h1>{html(course.title)}: class summary</h1>", _lead(done, failed, total, len(missing))]
+    if unapplied:
+        items = "".join(f"<li>{html(line, 600)}</li>" for line in unapplied)
+        body.append("<h2 id='unapplied'>Records not applied</h2><p>These lines of your files do not apply to the class "
+                    f"as graded, and no grade shows them: fix them and run <code>grader gradebook</code>.</p><ul>{items}</ul>")
     if done:
         plots.score_histogram([row["score"] for row in done], total, out / PICTURES[0])
         plots.exercise_histograms([(m, [graded_points(row, m) for row in done if m in row["exercises"]], most[m])

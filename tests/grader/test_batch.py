@@ -241,20 +241,33 @@ def test_discover_finds_one_entry_per_student_and_notebook(tmp_path):
         ("ada", softmax, f"{softmax}.ipynb"), ("ada", quiz, f"{quiz}.ipynb"), ("ben", softmax, f"{softmax}.ipynb")]
 
 
-def test_a_class_with_a_folder_or_a_zip_is_graded_on_the_whole_course(tmp_path):
-    """One folder of files among notebooks makes a class of the course: every student one entry, graded on the whole
-    course, notebooks included (an nbgrader folder is one entry; a .ipynb is not graded as the assignment it carries).
-    It made one entry per notebook beside the folders, and a second assignment of the class."""
+def test_what_most_entries_are_decides_how_the_class_is_graded(tmp_path):
+    """A class that is at least half notebooks (nbgrader folders, .ipynb) is graded per assignment, and its other
+    entries (a folder of files, an empty folder, a zip) are refused each on its own, saying why; a class mostly of
+    folders and zips is graded on the whole course, every student one entry, notebooks included. One student's folder
+    (even an empty one, or one holding only another course's assignment) made a class of notebooks one of the course:
+    every classmate's 10/10 recorded as 10/100 (red team)."""
     submitted = nbgrader_submitted(tmp_path / "submitted")
     assert {e.whole_course for e in discover(submitted, course())} == {False}
     shutil.copy(course().nbgrader_dir / "source" / "04_qkv" / "04_qkv.ipynb", submitted / "ivan.ipynb")
-    assert [(e.student, e.assignment) for e in discover(submitted, course())] == [
-        ("ada", "02_softmax"), ("ada", "05_quiz"), ("ben", "02_softmax"), ("ivan", None)]  # notebooks alone
     _copy_solutions(submitted / "cy")
+    (submitted / "dave" / "ps0_intro").mkdir(parents=True)
     entries = discover(submitted, course())
-    assert [(e.student, e.assignment, e.path.name, e.whole_course) for e in entries] == [
-        ("ada", None, "ada", True), ("ben", None, "ben", True), ("cy", None, "cy", True),
-        ("ivan", None, "ivan.ipynb", True)]
+    assert [(e.student, e.assignment, e.whole_course) for e in entries] == [
+        ("ada", "02_softmax", False), ("ada", "05_quiz", False), ("ben", "02_softmax", False), ("cy", None, False),
+        ("dave", None, False), ("ivan", None, False)]
+    refused = {e.student: e.problem for e in entries if e.problem}
+    assert list(refused) == ["cy", "dave"]
+    assert all("this class is graded per assignment (most of its entries are notebooks)" in p for p in refused.values())
+    assert refused["dave"].startswith("could not be graded: dave/ holds no assignment folder of the course (01_scores, …, ")
+    (submitted / "eve.zip").write_bytes(b"PK")
+    entries = discover(submitted, course())  # 3 notebooks of 6 entries: still per assignment
+    assert [e.problem.split(",")[0] for e in entries if e.student == "eve"] == ["could not be graded: eve.zip is not a notebook"]
+    _copy_solutions(submitted / "fay")
+    entries = discover(submitted, course())  # 3 of 7: the course
+    assert [(e.student, e.assignment, e.path.name, e.whole_course, e.problem) for e in entries] == [
+        (name, None, path, True, None) for name, path in (("ada", "ada"), ("ben", "ben"), ("cy", "cy"), ("dave", "dave"),
+                                                          ("eve", "eve.zip"), ("fay", "fay"), ("ivan", "ivan.ipynb"))]
 
 
 def test_a_file_for_a_notebook_costs_no_classmate_their_assignments(tmp_path):
@@ -276,8 +289,9 @@ def test_a_file_for_a_notebook_costs_no_classmate_their_assignments(tmp_path):
 
 
 def test_nbgrader_notebooks_are_graded_as_their_own_assignments(tmp_path):
-    """Each notebook is graded out of its own points with feedback about its own exercise only: a gradebook row per
-    student and assignment, results/<student>/<assignment>.json, feedback/<student>/<assignment>.md."""
+    """Each notebook is graded out of its own points with feedback about its own exercise only (and which cell was
+    taken): a gradebook row per student and assignment, results/<student>/<assignment>.json,
+    feedback/<student>/<assignment>.md."""
     submitted = nbgrader_submitted(tmp_path / "submitted")
     out = tmp_path / "out"
     softmax, quiz = course().notebook_name("softmax"), course().notebook_name("quiz")
@@ -293,6 +307,8 @@ def test_nbgrader_notebooks_are_graded_as_their_own_assignments(tmp_path):
     assert f"/ {points['softmax']}" in feedback
     assert not any(f"## {m}" in feedback for m in MODULES if m != "softmax"), feedback
     assert "not in the submission" not in feedback
+    page = (out / "feedback" / "ada" / f"{softmax}.html").read_text(encoding="utf-8")
+    assert f"<p class='note'>Note: exercise code taken from the solution cells of {softmax}.ipynb: softmax (cell " in page
     with open(out / "gradebook.csv", newline="", encoding="utf-8-sig") as handle:
         gradebook = list(csv.DictReader(handle))
 
@@ -382,8 +398,10 @@ def test_the_batch_process_reads_and_parses_no_submission(tmp_path, monkeypatch)
     log = tmp_path / "reads.log"
     log_reads(monkeypatch, log)
     rows = run_batch(submitted, tmp_path / "out", course_file=COURSE_FILE, jobs=2)
-    assert len(rows) == 3 and all(r["status"] == "graded" for r in rows)  # a class with a folder: one row each
-    assert {r["student"]: r["score"] for r in rows} == {"ada": course().exercise("softmax").points, "ben": 0, "cy": TOTAL}
+    softmax, quiz = course().notebook_name("softmax"), course().notebook_name("quiz")
+    assert {(r["student"], r.get("assignment")): r["score"] for r in rows if r["status"] == "graded"} == {
+        ("ada", softmax): course().exercise("softmax").points, ("ada", quiz): 0, ("ben", softmax): 0}
+    assert [r["student"] for r in rows if r["status"] != "graded"] == ["cy"]  # a folder of files, refused unread
     assert len(reads(log)) == 3
     assert [read for read in reads(log) if os.getpid() in read[:2]] == []
 
@@ -443,22 +461,7 @@ def test_a_students_submissions_share_one_reading_time(tmp_path, monkeypatch):
     assert all(r["status"] == "graded" for r in last.values())
 
 
-def _faulty_grading(monkeypatch, victims: set[str] | None = None) -> None:
-    """Make grading fail as the grader's own fault (a file of the course it cannot find) for the submissions named in
-    ``victims`` (all when None); the job processes, forked from this one, inherit it."""
-    import grader.grade
-
-    real = grader.grade.grade_submission
-
-    def faulty(path, *args, **kwargs):
-        if victims is None or Path(path).name in victims:
-            raise FileNotFoundError(2, "No such file or directory", "/course/grader/suites/pytest.ini")
-        return real(path, *args, **kwargs)
-
-    monkeypatch.setattr(grader.grade, "grade_submission", faulty)
-
-
-def test_a_batch_where_every_grading_failed_is_a_failure_without_reports(tmp_path, monkeypatch, capsys):
+def test_a_batch_where_every_grading_failed_is_a_failure_without_reports(tmp_path, grader_faults, capsys):
     """Every submission ending in a grader error is a failed batch: exit status 3 with one line saying so and naming
     the first fault, no report left that could look final (the earlier run's withdrawn, none written), and records
     that are not final, so the next run grades them again. It used to exit 0 with a gradebook of "grader error"s."""
@@ -472,7 +475,7 @@ def test_a_batch_where_every_grading_failed_is_a_failure_without_reports(tmp_pat
         shutil.copy(SOLUTIONS / f"{MODULES[0]}.py", root / student)
     out.mkdir()
     (out / "gradebook.csv").write_text("student,score\nann,100\n")  # an earlier run's
-    _faulty_grading(monkeypatch)
+    grader_faults()
     assert cli.main(["batch", str(root), "--out", str(out), "--jobs", "1"]) == cli.GRADER_FAULT_STATUS
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith("grader: no submission was graded: all 2 ended in a grader error (the first, ann: error: "
@@ -486,7 +489,7 @@ def test_a_batch_where_every_grading_failed_is_a_failure_without_reports(tmp_pat
         assert "the grader failed while grading it" in text and "pytest.ini" not in text, text
 
 
-def test_a_batch_with_some_grader_errors_exits_3_naming_them(tmp_path, monkeypatch, capsys):
+def test_a_batch_with_some_grader_errors_exits_3_naming_them(tmp_path, grader_faults, capsys):
     """A batch where some gradings failed by the grader's fault writes the reports of the class (the faults shown as
     such: their details to the instructor, in the summary, never on the student's page) but exits 3, naming them:
     they are not final, and the next run grades them."""
@@ -495,7 +498,7 @@ def test_a_batch_with_some_grader_errors_exits_3_naming_them(tmp_path, monkeypat
     root, out = tmp_path / "class", tmp_path / "out"
     _copy_solutions(root / "ann")
     _copy_solutions(root / "bob")
-    _faulty_grading(monkeypatch, {"bob"})
+    grader_faults({"bob"})
     assert cli.main(["batch", str(root), "--out", str(out), "--jobs", "1"]) == cli.GRADER_FAULT_STATUS
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error == ("grader: 1 of 2 records are grader errors, not final (bob): the reports show them so; run the "

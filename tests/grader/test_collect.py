@@ -178,6 +178,21 @@ def test_a_failing_clone_is_recorded_and_the_others_go_on(tmp_path):
     assert "collected 1 of 4 repositories" in process.stdout
 
 
+def test_collect_with_grader_errors_exits_3_naming_them(tmp_path, grader_faults, capsys):
+    """A class collected and graded where one grading failed by the grader's fault: `grader collect` exits 3 naming
+    it, as `grader batch` does (it said nothing and exited 0, so a CI job or a script took the grades as final)."""
+    from grader import cli
+
+    roster = tmp_path / "roster.txt"
+    roster.write_text("".join(f"{name} {repository(tmp_path, name, [(solutions(), BEFORE)])}\n" for name in ("ada", "bo")))
+    grader_faults({"bo"})
+    out = tmp_path / "out"
+    assert cli.main(["collect", str(roster), "--deadline", DEADLINE, "--out", str(out), "--jobs", "1"]) == cli.GRADER_FAULT_STATUS
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "grader: 1 of 2 records are grader errors, not final (bo): the reports show them so; run the batch again to "
+        "grade them")
+
+
 def test_a_clone_that_takes_too_long_is_stopped(tmp_path):
     """A clone past its time bound is stopped and reported as such."""
     url = repository(tmp_path, "slow", [({"exercises/scores.py": "x = 1\n"}, BEFORE)])

@@ -141,10 +141,11 @@ def test_a_bad_override_stops_the_batch_before_anything_is_graded(klass, tmp_pat
     assert not (tmp_path / "out").exists()
 
 
-def test_a_batch_stopped_by_a_record_leaves_no_stale_report(klass, tmp_path):
-    """An override naming a check no record has is known only once the class is graded: the batch exits 2 saying so
-    and how to finish, the new results are kept, and no report of the earlier run is left beside them (the gradebook
-    was rewritten after each student without the overrides and late penalties)."""
+def test_a_record_the_graded_class_contradicts_is_left_out_and_said(klass, tmp_path):
+    """An override naming a check no record has is known only once the class is graded: the batch exits 2 naming it
+    and how to finish, the new results are kept, and the reports are written without that line, the summary naming
+    it (a student's hand-in could withdraw the whole class's reports that way: red team; the gradebook was once
+    rewritten after each student without the overrides and late penalties)."""
     root = tmp_path / "again"
     for part in ("class", "records", "course", "out"):
         shutil.copytree(klass / part, root / part, symlinks=True)
@@ -155,12 +156,18 @@ def test_a_batch_stopped_by_a_record_leaves_no_stale_report(klass, tmp_path):
     run = batch(root, "out", "records/bad.csv")
     assert run.returncode == 2, run.stderr[-3000:]
     assert "no check 'No such check' in softmax's results" in run.stderr and "grader gradebook" in run.stderr
+    assert "The reports are written without it" in run.stderr
     assert "# changed" in (root / "out" / "taken" / "hal.json").read_text(encoding="utf-8")
-    assert [name for name in REPORTS if (root / "out" / name).exists()] == []
+    assert all((root / "out" / name).exists() for name in REPORTS)
+    summary = (root / "out" / "summary.html").read_text(encoding="utf-8")
+    assert "Records not applied" in summary and "No such check" in summary
+    bad_too = grader("gradebook", "out", "--course", "course/course.yaml", "--overrides", "records/bad.csv", cwd=root)
+    assert bad_too.returncode == 2 and "no check 'No such check'" in bad_too.stderr
     again = grader("gradebook", "out", "--course", "course/course.yaml", "--overrides", "records/overrides.csv",
                    cwd=root)
     assert again.returncode == 0, again.stderr[-3000:]
     assert all((root / "out" / name).exists() for name in REPORTS)
+    assert "Records not applied" not in (root / "out" / "summary.html").read_text(encoding="utf-8")
 
 
 def test_the_summary_adds_up_and_says_who_needs_help(klass):

@@ -182,17 +182,22 @@ def test_overrides_apply_in_order_on_a_copy(tmp_path):
     (f"ann,softmax,{CHECK},3,,x", "more than the 2 of check"),
 ])
 def test_an_override_the_class_contradicts_names_its_line(tmp_path, row, words):
-    path = _write(tmp_path / "o.csv", f"student,exercise,check,points,penalty,reason\n{row}\n")
+    """Once graded, an override the class contradicts is left out and named (its file and line), the others
+    applied: the class's reports are not withdrawn because of it."""
+    path = _write(tmp_path / "o.csv", f"student,exercise,check,points,penalty,reason\n{row}\nann,softmax,,,1,late\n")
     records = Records(overrides=tuple(load_overrides(path, COURSE)))
-    message = _error(class_view, COURSE, [_record("ann")], records)
+    shown = class_view(COURSE, [_record("ann")], records)
+    [message] = shown.unapplied
     assert message.startswith(f"{path}:2:") and words in message, message
+    assert [a["source"] for a in shown.rows[0]["adjustments"]] == [f"{path}:3"]
 
 
-def test_an_override_without_its_assignment_is_refused_where_a_student_has_several(tmp_path):
+def test_an_override_without_its_assignment_is_left_out_where_a_student_has_several(tmp_path):
     path = _write(tmp_path / "o.csv", "student,exercise,penalty,reason\nann,softmax,1,x\n")
     rows = [_record("ann", assignment="02_softmax"), {**_record("ann", assignment="week1")}]
-    message = _error(class_view, COURSE, rows, Records(overrides=tuple(load_overrides(path, COURSE))))
-    assert "name one in the assignment column" in message
+    shown = class_view(COURSE, rows, Records(overrides=tuple(load_overrides(path, COURSE))))
+    assert ["name one in the assignment column" in m for m in shown.unapplied] == [True]
+    assert [v["adjustments"] for v in shown.rows] == [[], []]
 
 
 def test_overrides_are_checked_against_the_class_before_grading(tmp_path):
@@ -227,7 +232,7 @@ def test_the_course_record_is_named_course(tmp_path):
     assert shown["ann"]["exercises"]["softmax"]["score"] == 4 and shown["bob"]["adjustments"] == []
     other = _write(tmp_path / "other.csv", "student,assignment,exercise,points,reason\nbob,02_softmax,softmax,4,x\n")
     records = Records(overrides=tuple(load_overrides(other, COURSE.whole)))
-    assert "no submission from student 'bob' for 02_softmax" in _error(class_view, COURSE, [_record("bob")], records)
+    assert "no submission from student 'bob' for 02_softmax" in class_view(COURSE, [_record("bob")], records).unapplied[0]
     times = _write(tmp_path / "t.csv", "student,assignment,submitted_at\nann,course,2026-11-21T10:00:00Z\n")
     assert load_submitted(times, COURSE) == {("ann", None): datetime(2026, 11, 21, 10, tzinfo=UTC)}
 
@@ -343,7 +348,7 @@ def test_extensions_need_a_late_policy_and_a_student_of_the_class(tmp_path):
     roster = load_roster(_write(tmp_path / "roster.csv", "id,name\nann,Ann Lee\ndan,Dan Roe\n"))
     assert check_records(_late(), Records(roster=roster, extensions=records.extensions),
                          [("ann", None)]) is None  # dan is on the roster: a missing record of the class
-    assert _error(class_view, _late(), [_record("ann")], records).startswith(f"{path}:3: ")
+    assert class_view(_late(), [_record("ann")], records).unapplied == [f"{path}:3: no student 'dan' in this class or its roster"]
     per_assignment = COURSE.whole.model_copy(update={"late": Late(
         due={"02_softmax": datetime(2026, 11, 20, 23, 59, tzinfo=UTC)}, percent=10)})
     named = _write(tmp_path / "named.csv", "student,assignment,due\nann,02_softmax,2026-11-23T23:59:00Z\n")
@@ -353,7 +358,7 @@ def test_extensions_need_a_late_policy_and_a_student_of_the_class(tmp_path):
     assert check_records(per_assignment, records, [("ann", "01_scores"), ("ann", "02_softmax")]) is None
 
 
-def test_an_extension_shows_in_the_students_table_feedback_and_results(tmp_path):
+def test_an_extension_shows_in_the_students_table_feedback_gradebook_and_results(tmp_path):
     course = _late()
     times = _write(tmp_path / "t.csv", "student,submitted_at\nann,2026-11-22T23:00:00Z\n")
     extensions = _write(tmp_path / "e.csv", "student,due\nann,2026-11-23T23:59:00+01:00\n")
@@ -369,6 +374,9 @@ def test_an_extension_shows_in_the_students_table_feedback_and_results(tmp_path)
     assert summary.count("due date extended") == 1
     ann = json.loads((tmp_path / "results" / "ann.json").read_text(encoding="utf-8"))
     assert (ann["extended_to"], ann["final_score"]) == ("2026-11-23T23:59:00+01:00", 20.0)
+    with open(tmp_path / "gradebook.csv", newline="", encoding="utf-8-sig") as file:
+        assert {row["student"]: row["extended_to"] for row in csv.DictReader(file)} == {
+            "ann": "2026-11-23T23:59:00+01:00", "bob": ""}
     publish(course, tmp_path, [ann, _record("bob")], load_records(course, submitted=times))  # extension withdrawn
     assert "extended_to" not in json.loads((tmp_path / "results" / "ann.json").read_text(encoding="utf-8"))
     assert said not in (tmp_path / "feedback" / "ann.md").read_text(encoding="utf-8")
