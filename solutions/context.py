@@ -14,9 +14,11 @@ def attention_weights(x):
     Example: "Your journey starts with one step"; row 2 ("journey") is
     ``[0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581]``.
 
-    Trap: normalize over the *last* dim (the keys); softmax over dim 0 makes
-    columns, not rows, sum to 1, and looks right only for symmetric scores of
-    a single unbatched sequence. ``torch.softmax`` is allowed from here on.
+    Trap: normalize over the *last* dim (the keys). A softmax over dim 0
+    makes the columns, not the rows, sum to 1 (for one unbatched sequence,
+    whose scores are symmetric, it returns the transposed weights), and with
+    a batch dim it normalizes across the batch. ``torch.softmax`` is allowed
+    from here on.
     """
     ### BEGIN SOLUTION
     if x.dim() < 2:

@@ -232,8 +232,12 @@ def test_copy_linear_weights(student, course, device, case):
             raise C.CheckFailed(f"after copy_linear_weights, dst.{name} does not hold src.{name}.weight transposed ({on}). "
                                 f"Hint: {hint}")
     x = case.randn(*case.batch, case.T, case.d_in, dtype=torch.float32, device=device)
-    C.close(C.attempt(lambda: dst(x), "dst(x)", C.describe(x=x)), M.module_reference(src_ref, x),
-            what="dst(x) after copy_linear_weights", on=C.describe(x=x), course=course)
+
+    def hints():  # dst holds src's weights (checked above): a mistake here is SelfAttention's, named as its own check does
+        return _module_hints(M.wide(src_ref), x.double(), linear=True)
+
+    C.close(C.attempt(lambda: dst(x), "dst(x)", C.describe(x=x), hints), M.module_reference(src_ref, x),
+            what="dst(x) after copy_linear_weights", on=C.describe(x=x), course=course, hints=hints)
 
 
 # ---------------------------------------------------------------- dtype, device, autograd, in-place, loops, built-ins
