@@ -73,9 +73,8 @@ def stub_lines(folder: Path) -> dict[str, int]:
     line of its first ``NotImplementedError`` message in ``folder``'s files (the intake's copy, never the original)."""
     lines: dict[str, int] = {}
     for path in sorted(folder.glob("*.py")):
-        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-            for match in stub_message.PATTERN.finditer(line):
-                lines.setdefault(match["target"], number)
+        lines |= {target: n for target, n in stub_message.stubs_in(path.read_text(encoding="utf-8", errors="replace")).items()
+                  if target not in lines}
     return lines
 
 

@@ -83,11 +83,6 @@ def one_cause(feedbacks: list[str]) -> str:
     return feedbacks[0] if len(feedbacks) > 1 and len(set(feedbacks)) == 1 else ""
 
 
-def same_reason(count: int, ran: bool = True) -> str:
-    """The one line that stands for the checks a cause stops: ``17 checks not run for this reason``."""
-    return f"{count} check{'s' * (count != 1)} {'failed' if ran else 'not run'} for this reason"
-
-
 def collapsed(exercise: ExerciseScore) -> str:
     """What the student reads once for the whole exercise when its failures have one cause, else "": the problem
     that stopped it (a missing file, an import error, with its location), or ``one_cause``."""

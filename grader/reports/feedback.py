@@ -17,8 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from diagnosis import same_reason
+
 from grader.points import DEFERRED
-from grader.reports.advice import one_cause, points, same_reason, signed
+from grader.reports.advice import one_cause, points, signed
 from grader.reports.files import write_atomic
 from grader.reports.page import html_page
 from grader.text import MAX_NAME, clean, html, markdown
@@ -254,7 +256,7 @@ def _passed(section: Section) -> str:
 
 
 def _same_reason(section: Section) -> str:
-    """The one line that stands for the failed checks of a section with one cause (``advice.same_reason``)."""
+    """The one line that stands for the failed checks of a section with one cause (``diagnosis.same_reason``)."""
     return same_reason(sum(not check.passed for check in section.checks), ran=not section.problem)
 
 

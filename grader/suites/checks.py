@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import torch
-from diagnosis import Hint, Hints, as64, error_scale, labelled, matching, phrase, raising_alike, shape_fact
+from diagnosis import Hint, Hints, as64, error_scale, labelled, matching, meaning_of, phrase, raising_alike, shape_fact
 
 from grader.sandbox import wire
 from grader.sandbox.host.problems import StudentError
@@ -121,31 +121,6 @@ def diagnosed(message: str, hint: Hint | None) -> CheckFailed:
     return CheckFailed(message + phrase(hint), misconception=hint.id if hint else "")
 
 
-MEANINGS = [  # (part of torch's message, what it says happened and what to do, in the student's words)
-    ("Mismatch in shape: grad_output", "the result's shape differs from the expected one (see the values checks)"),
-    ("leaf Variable that requires grad is being used in an in-place operation",
-     "an input that requires grad was changed in place"),
-    ("cannot be called on meta tensors", "an operation needed the values of a meta tensor, which has none"),
-    ("view size is not compatible with input tensor's size and stride",
-     "view() of a tensor whose memory is not laid out in order (after a transpose): use reshape(...), or "
-     ".contiguous() before view(...)"),
-    ("with a bool tensor is not supported", "arithmetic on a bool mask (1 - mask, -mask): invert it with ~mask and "
-                                            "apply it with masked_fill"),
-    ("on a bool tensor is not supported", "arithmetic on a bool mask (1 - mask, -mask): invert it with ~mask and "
-                                          "apply it with masked_fill"),
-    ("as parameter", "a plain tensor was assigned to a module's parameter: create it as nn.Parameter(...), or copy "
-                     "values into the existing one under torch.no_grad() (param.copy_(...))"),
-    ("must be a 3D tensor", "torch.bmm takes 3-D tensors only: use @ (torch.matmul), which handles any number of batch "
-                            "dims"),
-    ("shapes cannot be multiplied", "a matrix product of tensors whose inner sizes differ: check which dims you "
-                                    "multiply (transpose(-2, -1) of the keys, the weights' orientation)"),
-    ("to have the same dtype", "tensors of different dtypes in one operation: an integer tensor used as values, or a "
-                               "tensor created without dtype=x.dtype"),
-    ("only supports boolean masks", "masked_fill needs a bool mask: compare (mask == 0) or create it with "
-                                    "dtype=torch.bool"),
-    ("not implemented for 'Long'", "an integer tensor was used where values must be floating point (torch.arange and "
-                                   "torch.tensor of ints give int64): pass dtype=x.dtype"),
-]
 
 
 def attempt(thunk: Callable, what: str, on: str, hints: Hints = (), note: str = ""):
@@ -167,8 +142,7 @@ def failed(error: StudentError, what: str, on: str, hints: Hints = (), note: str
         return CheckFailed(message)  # a stub: the message says what to do
     found = raising_alike(kind, text, hints)
     if found is None:
-        meaning = next((m for pattern, m in MEANINGS if pattern in text), None)
-        message += f" This error means: {meaning}." if meaning else ""
+        message += f" This error means: {meaning_of(text)}." if meaning_of(text) else ""
     return diagnosed(message + (f" Note: {note}." if note else ""), found)
 
 

@@ -98,14 +98,18 @@ def test_stub_failures_are_one_line(stub_run):
 
 
 def test_an_unfinished_exercise_is_one_line(stub_run):
-    """The output of the stub run is one line per exercise, naming its stubs and its file, and no traceback."""
+    """The output of the stub run is one line per exercise, naming every stub left in its file (those no check
+    reached, behind an unfinished __init__, too) and the file, and no traceback."""
+    import stub_message
+
     process, _ = stub_run
     output = process.stdout + process.stderr
     table = output.split("public checks per exercise", 1)[1].splitlines()[1:]
     for module in MODULES:
         lines = [line for line in table if line.startswith(f"{module} ")]
         assert len(lines) == 1, (module, table)
-        assert f"not implemented yet: fill in the stub in exercises/{module}.py ({module}." in lines[0], lines[0]
+        stubs = ", ".join(sorted(stub_message.stubs_in((ROOT / "exercises" / f"{module}.py").read_text(encoding="utf-8"))))
+        assert lines[0].endswith(f"not implemented yet: fill in the stub in exercises/{module}.py ({stubs})"), lines[0]
     assert len([line for line in table if "not implemented yet" in line]) == len(MODULES), output
     assert "Traceback" not in output
     assert "NotImplementedError" not in output
@@ -185,6 +189,25 @@ def test_a_wrong_answer_reports_its_property_and_error_size(tmp_path):
     assert f"  - {doc}\n" in table, table
     assert re.search(r"wrong values: off by (about 1e-\d|about 1|10 or more) at worst\.", table), table
     assert "Traceback" not in output
+
+
+def test_failures_with_one_cause_are_said_once(tmp_path):
+    """Checks that all fail with the same error say it once, with what torch's error means, and how many it stopped:
+    a view of a transposed tensor printed torch's message once per check (7 times)."""
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "solutions", copy / "exercises")
+    handout_checks(copy)
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    multihead = copy / "exercises" / "multihead.py"
+    merge = "context = (weights @ values).transpose(1, 2).reshape(B, T, -1)"
+    assert merge in multihead.read_text()
+    multihead.write_text(multihead.read_text().replace(merge, merge.replace("reshape", "view")))
+    process, results = run_public(tmp_path, "-m", "multihead", root=copy)
+    failed = sum(message is not None for message in results.values())
+    table = (process.stdout + process.stderr).split("public checks per exercise", 1)[1]
+    assert failed > 2 and table.count("view size is not compatible") == 1, table
+    assert "This error means: view() of a tensor whose memory is not laid out in order" in table
+    assert f"    {failed} checks failed for this reason\n" in table and "  - " not in table, table
 
 
 def test_every_public_test_has_a_one_line_docstring():

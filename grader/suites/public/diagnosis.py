@@ -45,6 +45,44 @@ def labelled(label: str, text: str | None) -> str:
     return f" {label}: {text}" + ("" if text.endswith((".", "?", "!", ")")) else ".")
 
 
+MEANINGS = [  # (part of torch's message, what it says happened and what to do, in the student's words)
+    ("Mismatch in shape: grad_output", "the result's shape differs from the expected one (see the values checks)"),
+    ("leaf Variable that requires grad is being used in an in-place operation",
+     "an input that requires grad was changed in place"),
+    ("cannot be called on meta tensors", "an operation needed the values of a meta tensor, which has none"),
+    ("view size is not compatible with input tensor's size and stride",
+     "view() of a tensor whose memory is not laid out in order (after a transpose): use reshape(...), or "
+     ".contiguous() before view(...)"),
+    ("with a bool tensor is not supported", "arithmetic on a bool mask (1 - mask, -mask): invert it with ~mask and "
+                                            "apply it with masked_fill"),
+    ("on a bool tensor is not supported", "arithmetic on a bool mask (1 - mask, -mask): invert it with ~mask and "
+                                          "apply it with masked_fill"),
+    ("as parameter", "a plain tensor was assigned to a module's parameter: create it as nn.Parameter(...), or copy "
+                     "values into the existing one under torch.no_grad() (param.copy_(...))"),
+    ("must be a 3D tensor", "torch.bmm takes 3-D tensors only: use @ (torch.matmul), which handles any number of batch "
+                            "dims"),
+    ("shapes cannot be multiplied", "a matrix product of tensors whose inner sizes differ: check which dims you "
+                                    "multiply (transpose(-2, -1) of the keys, the weights' orientation)"),
+    ("to have the same dtype", "tensors of different dtypes in one operation: an integer tensor used as values, or a "
+                               "tensor created without dtype=x.dtype"),
+    ("only supports boolean masks", "masked_fill needs a bool mask: compare (mask == 0) or create it with "
+                                    "dtype=torch.bool"),
+    ("not implemented for 'Long'", "an integer tensor was used where values must be floating point (torch.arange and "
+                                   "torch.tensor of ints give int64): pass dtype=x.dtype"),
+]
+
+
+def meaning_of(message: str) -> str | None:
+    """What an error torch raised means, in the student's words, where its message is one of ``MEANINGS``."""
+    return next((meaning for pattern, meaning in MEANINGS if pattern in message), None)
+
+
+def same_reason(count: int, ran: bool = True) -> str:
+    """The one line that stands for the checks a cause stops (the feedback pages, the public checks' table):
+    ``17 checks not run for this reason``."""
+    return f"{count} check{'s' * (count != 1)} {'failed' if ran else 'not run'} for this reason"
+
+
 def phrase(hint: Hint | None) -> str:
     """' Hint: ...' naming the mistake ``hint`` (or nothing)."""
     return labelled("Hint", hint.message if hint else None)

@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import diagnosis as D
 import pytest
 import stub_message
 import torch
@@ -254,7 +255,8 @@ def _explain(excinfo, package: Path) -> dict:
                            f"{missing['name']}(...) with a message saying what is wrong"}
     if isinstance(error, AssertionError):
         return {"problem": f"failed: {first or 'an assertion of the check'}"}
-    return {"problem": f"raised {type(error).__name__}: {first}{where}"}
+    meaning = D.meaning_of(str(error))
+    return {"problem": f"raised {type(error).__name__}: {first}{where}" + (f". This error means: {meaning}" if meaning else "")}
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -271,9 +273,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         failed = [r for r in checks if r.failure]
         stubs = sorted({r.failure["stub"] for r in failed if "stub" in r.failure})
         if stubs and all("stub" in r.failure for r in failed):
+            stubs = sorted(set(stubs) | set(_stubs_left(config, module)))  # those no check reached too
             write(f"{module:<{width}}  not implemented yet: fill in the stub in exercises/{module}.py ({', '.join(stubs)})")
             continue
         write(f"{module:<{width}}  {len(checks) - len(failed):>3}/{len(checks):<3} passed")
+        said = [r.failure for r in failed if not ("line" in r.failure or "stub" in r.failure)]
+        one_cause = len(said) > 1 and len({(f["problem"], f.get("hint")) for f in said}) == 1
+        if one_cause:  # the same error on every check: said once
+            write(f"    {_said(said[0])}")
+            write(f"    {D.same_reason(len(said))}")
         lines = []
         for result in failed:
             if "line" in result.failure:
@@ -284,10 +292,22 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                 if result.failure["stub"] not in lines:
                     lines.append(result.failure["stub"])
                     write(f"    {result.failure['stub']} is not implemented yet: fill in the stub in exercises/{module}.py")
-            else:
-                f = result.failure
+            elif not one_cause:
                 write(f"  - {result.doc}")
-                write(f"      {f['problem']}." + (f" Hint: {f['hint']}" if f.get("hint") else ""))
+                write(f"      {_said(result.failure)}")
+
+
+def _stubs_left(config, module: str) -> list[str]:
+    """The stubs still in the module's file (none read from a notebook's cell, whose checks say what they reach)."""
+    path = ROOT / config.getoption("--impl") / f"{module}.py"
+    if module in NOTEBOOK or not path.is_file():
+        return []
+    return list(stub_message.stubs_in(path.read_text(encoding="utf-8", errors="replace")))
+
+
+def _said(failure: dict) -> str:
+    """A failed check's problem and its hint, if any, in one line."""
+    return f"{failure['problem']}." + (f" Hint: {failure['hint']}" if failure.get("hint") else "")
 
 
 # ---------------------------------------------------------------------------

@@ -17,3 +17,12 @@ def message(target: str) -> str:
 def raising(target: str) -> str:
     """The stub's line: ``raise NotImplementedError("...")``."""
     return f'raise NotImplementedError("{message(target)}")'
+
+
+def stubs_in(source: str) -> dict[str, int]:
+    """Each stub left in a module's ``source`` -> the line of its first message."""
+    lines: dict[str, int] = {}
+    for number, line in enumerate(source.splitlines(), 1):
+        for match in PATTERN.finditer(line):
+            lines.setdefault(match["target"], number)
+    return lines
