@@ -319,11 +319,13 @@ def test_notebook_fields_cannot_crash_or_bloat_a_batch(tmp_path, course):
     shutil.copy(HOSTILE / "surrogate_cell_type" / "quiz.ipynb", klass / "celltype.ipynb")
     (klass / "bloated.ipynb").write_text(json.dumps({"cells": [], "nbformat": "[bold]" + "x" * (8 << 20)}))
     shutil.copytree(SOLUTIONS, klass / os.fsdecode(b"good\xff\n"), ignore=shutil.ignore_patterns("__pycache__"))
+    for empty in ("empty1", "empty2"):  # a class mostly of folders: graded on the course
+        (klass / empty).mkdir()
     out = tmp_path / "out"
     rows = run_batch(klass, out, course_file=COURSE_FILE, jobs=1)
-    assert len(rows) == 3 and (out / "summary.html").is_file()
+    assert len(rows) == 5 and (out / "summary.html").is_file()
     by_status = sorted(row["status"][:5] for row in rows)
-    assert by_status == ["error", "grade", "grade"], [row["status"][:200] for row in rows]
+    assert by_status == ["error"] * 3 + ["grade"] * 2, [row["status"][:200] for row in rows]
     good = next(row for row in rows if row["student"].startswith("good"))
     assert good["score"] == good["max_score"] and good["student"].startswith("good")
     assert (out / "gradebook.csv").stat().st_size < 16 << 10
