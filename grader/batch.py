@@ -274,7 +274,7 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     records = records or Records()
     if assignment:
         course.assignment(assignment)  # an unknown name stops the batch before it starts
-    entries = [e if e.assignment else replace(e, assignment=assignment) for e in discover(source, course)
+    entries = [e if e.assignment else replace(e, assignment=assignment) for e in discover(source, course, assignment)
                if assignment in (None, e.assignment) or e.assignment is None]
     decided = [e for e in entries if e.assignment or e.whole_course]  # else graded as the assignment it carries
     check_records(course, records, [(e.student, e.assignment) for e in decided],

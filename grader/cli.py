@@ -131,12 +131,11 @@ def _batch(args) -> int:
                 + f" -> {args.out}")
     _note_unlisted_times(rows)
     _note_off_roster(rows, args.out)
-    if _said_grader_faults(rows):  # their grading did not complete: the batch did not either
-        return GRADER_FAULT_STATUS
     if unapplied:
         console.print(Text.assemble("grader: ", terminal(str(unapplied))))
-        return 2
-    return 0
+    if _said_grader_faults(rows):  # their grading did not complete: the batch did not either
+        return GRADER_FAULT_STATUS
+    return 2 if unapplied else 0
 
 
 def _said_grader_faults(rows: list[dict]) -> bool:
@@ -282,7 +281,9 @@ def _collect(args) -> int:
           f"{Path(args.out) / 'collected.csv'}; grades in {Path(args.out) / 'grades'}")
     for repository in failed:
         print(f"  {repository.student}: {repository.status}")
-    return GRADER_FAULT_STATUS if _said_grader_faults(list(load_results(Path(args.out) / "grades").values())) else 0
+    collected = {r.student for r in repositories if r.commit}  # graded now: not a record an earlier run left
+    rows = [row for row in load_results(Path(args.out) / "grades").values() if row.get("student") in collected]
+    return GRADER_FAULT_STATUS if _said_grader_faults(rows) else 0
 
 
 def _ci(args) -> int:

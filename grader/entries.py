@@ -34,7 +34,7 @@ class BatchError(ValueError):
     """The batch's input cannot be read (one line, for the instructor)."""
 
 
-def discover(source: str | os.PathLike, course: Course) -> list[Entry]:
+def discover(source: str | os.PathLike, course: Course, assignment: str | None = None) -> list[Entry]:
     """The submissions of a class: the entries of a folder (subfolders, .zip, .ipynb; the name is the student id),
     or a text file listing one path per line.
 
@@ -45,7 +45,8 @@ def discover(source: str | os.PathLike, course: Course) -> list[Entry]:
     is graded on the whole course, one entry per student: each entry, a notebook or a folder of notebooks included,
     is that student's attempt at the course, out of its points, so that the class is one row per student in every
     report (``Entry.whole_course``). What most entries are decides, so that no one student's entry changes how
-    the others are graded (but in a class of two; ``--assignment`` decides for the instructor)."""
+    the others are graded (but in a class of two). An ``assignment`` named by the instructor decides instead: no
+    entry is refused for its shape (each is graded as that assignment)."""
     source = Path(source)
     if source.is_file():
         lines = [line.strip() for line in source.read_text(encoding="utf-8").splitlines()]
@@ -65,9 +66,9 @@ def discover(source: str | os.PathLike, course: Course) -> list[Entry]:
     by_assignment = 2 * sum(is_notebook(path, notebooks) for _, path, notebooks in shaped) >= len(shaped) > 0
     found: dict[str, list[Entry]] = {}
     for name, path, notebooks in shaped:
-        if not by_assignment:
+        if assignment is None and not by_assignment:
             entries = [Entry(name, path, whole_course=True)]
-        elif is_notebook(path, notebooks):
+        elif assignment is not None or is_notebook(path, notebooks) or not path.exists():  # intake says it is not there
             entries = notebooks or [Entry(name, path)]
         else:
             entries = [Entry(name, path, problem=_not_a_notebook(path, course))]

@@ -97,7 +97,7 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
         report, stubs = suites(session, staged, course, device, select), stub_lines(staged.directory)
     grade = points(report, session, staged, course, select)
     data = results(grade, execution_time=time.monotonic() - started, device=device, sha256=staged.sha256,
-                   visibility=course.visibility)
+                   visibility=course.visibility, notes=staged.notes[:MAX_NOTES])
     if course.assignment_name:
         data["assignment"] = course.assignment_name
     return Outcome(grade, data, session.isolation, staged.sources, stubs)

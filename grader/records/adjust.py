@@ -23,6 +23,7 @@ from grader.records.roster import Roster, check_roster, load_roster
 from grader.records.table import TableError
 from grader.reports.feedback import MISSING
 from grader.reports.files import write_atomic
+from grader.reports.gradebook import class_groups
 from grader.text import MAX_NAME, clean
 
 PLANNED = "planned"  # a record the batch is about to grade (``check_records``)
@@ -53,8 +54,9 @@ class NotApplied(TableError):
     def __init__(self, shown: ClassView, out: str | Path):
         self.rows = shown.rows
         them = "it" if len(shown.unapplied) == 1 else "them"
-        super().__init__(f"{'; '.join(shown.unapplied)}. The reports are written without {them}: fix the file and run "
-                         f"`grader gradebook {out}`")
+        super().__init__(f"{'; '.join(shown.unapplied)}. The reports are written without {them}: fix the file and give it"
+                         f" to `grader gradebook {out}` (--overrides FILE or --extensions FILE: without, it reuses the"
+                         f" copy kept in {Path(out) / KEPT})")
 
 
 def load_records(course: Course, roster: str | Path | None = None, overrides: str | Path | None = None,
@@ -293,11 +295,13 @@ def _names(override: Override, row: Mapping) -> bool:
 
 def _missing_rows(course: Course, rows: Sequence[dict], records: Records, assignment: str | None) -> list[dict]:
     """A "missing" record for each roster student without a record, per assignment graded: those of ``rows``, else
-    ``assignment``."""
-    groups = sorted({row.get("assignment") for row in rows}, key=str) or [assignment]
+    ``assignment``. A student whose entry was refused unread (a row of no assignment among assignments) handed
+    something in: none of theirs is missing."""
+    groups = class_groups(rows) if rows else [assignment]
     have = {(row["student"], row.get("assignment")) for row in rows}
+    refused = {student for student, group in have if group is None} if groups != [None] else set()
     return [_blank(course, sid, group, MISSING) for sid in (records.roster or {}) for group in groups
-            if (sid, group) not in have]
+            if (sid, group) not in have and sid not in refused]
 
 
 def _blank(course: Course, student: str, assignment: str | None, status: str) -> dict:

@@ -58,11 +58,17 @@ def reasons(data: dict) -> str:
 
 # ----------------------------------------------------------------- shared by the LMS exports (canvas, moodle)
 
+def class_groups(rows: Sequence[dict]) -> list[str | None]:
+    """The records a class is graded in: its assignments, or None (the whole course) where no row has one. An entry
+    refused unread in a class graded per assignment (a folder among notebooks) has no assignment, and is none."""
+    return sorted({row.get("assignment") for row in rows} - {None}) or [None]
+
+
 def assignment_columns(course: Course, rows: Sequence[dict]) -> list[tuple[str | None, str, float]]:
     """The assignments the rows hold, in course order: (name or None for the whole course, title, points possible)."""
     whole = course.whole
     order = list(whole.assignment_modules())
-    names = sorted({row.get("assignment") for row in rows}, key=lambda n: (order.index(n) if n in order else -1))
+    names = sorted(class_groups(rows) if rows else [], key=lambda n: (order.index(n) if n in order else -1))
     titles = {a.name: a.title for a in whole.assignments}
     for module in whole.modules:
         titles.setdefault(whole.notebook_name(module), whole.exercise(module).title)

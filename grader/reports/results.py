@@ -7,7 +7,7 @@ and `grader ci --results` write one, and the Gradescope templates hand it to Gra
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from grader import __version__
 from grader.course import VISIBILITIES
@@ -68,8 +68,10 @@ def visibility_of(test: TestScore, rules: Mapping[str, str] | None = None) -> st
 
 
 def results(grade: Grade, *, execution_time: float, device: str, sha256: str,
-            visibility: Mapping[str, str] | None = None) -> dict:
-    """Gradescope's results.json for a grade, with ``exercises``, ``grader_version``, ``device`` and ``submission_sha256``.
+            visibility: Mapping[str, str] | None = None, notes: Sequence[str] = ()) -> dict:
+    """Gradescope's results.json for a grade, with ``exercises``, ``grader_version``, ``device``, ``submission_sha256``
+    and ``notes`` (what intake says about the submission as a whole, for its feedback page: which notebook cells were
+    taken; not the grading machine's notes, which ``output`` holds with the others).
 
     ``visibility`` holds course.yaml's visibility rules (see ``visibility_of``); without them every test is visible.
     """
@@ -89,7 +91,7 @@ def results(grade: Grade, *, execution_time: float, device: str, sha256: str,
         "exercises": {e.module: {"score": e.score, "max_score": e.max_score,
                                  **({"problem": clean(e.problem)} if e.problem else {})} for e in grade.exercises},
         "grader_version": __version__, "device": device, "submission_sha256": sha256,
-        "notes": [clean(note) for note in grade.notes],
+        "notes": [clean(note) for note in notes],
     }
 
 

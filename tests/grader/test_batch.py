@@ -246,7 +246,8 @@ def test_what_most_entries_are_decides_how_the_class_is_graded(tmp_path):
     entries (a folder of files, an empty folder, a zip) are refused each on its own, saying why; a class mostly of
     folders and zips is graded on the whole course, every student one entry, notebooks included. One student's folder
     (even an empty one, or one holding only another course's assignment) made a class of notebooks one of the course:
-    every classmate's 10/10 recorded as 10/100 (red team)."""
+    every classmate's 10/10 recorded as 10/100 (red team). An assignment the instructor names (--assignment) refuses
+    no entry for its shape."""
     submitted = nbgrader_submitted(tmp_path / "submitted")
     assert {e.whole_course for e in discover(submitted, course())} == {False}
     shutil.copy(course().nbgrader_dir / "source" / "04_qkv" / "04_qkv.ipynb", submitted / "ivan.ipynb")
@@ -263,6 +264,9 @@ def test_what_most_entries_are_decides_how_the_class_is_graded(tmp_path):
     (submitted / "eve.zip").write_bytes(b"PK")
     entries = discover(submitted, course())  # 3 notebooks of 6 entries: still per assignment
     assert [e.problem.split(",")[0] for e in entries if e.student == "eve"] == ["could not be graded: eve.zip is not a notebook"]
+    named = discover(submitted, course(), "02_softmax")  # the instructor's assignment: no entry refused for its shape
+    assert [(e.student, e.problem is None, e.whole_course) for e in named if e.student in ("cy", "dave", "eve")] == [
+        ("cy", True, False), ("dave", True, False), ("eve", True, False)]
     _copy_solutions(submitted / "fay")
     entries = discover(submitted, course())  # 3 of 7: the course
     assert [(e.student, e.assignment, e.path.name, e.whole_course, e.problem) for e in entries] == [

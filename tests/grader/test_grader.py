@@ -348,13 +348,20 @@ def test_a_worker_whose_cuda_cannot_start_is_a_grader_fault(monkeypatch, private
 
 
 PLACED = """
-import sys
+import sys, torch
 from grader.sandbox.jail import worker
 worker.SUBMISSION = sys.argv[1]
 student = worker.Worker(sys.argv[2])
-built = student.handle({"op": "call", "target": {"module": "plain", "path": ["Plain"]}}, b"")["value"]
-made = student.handle({"op": "call", "target": {"module": "plain", "path": ["made"]}}, b"")["value"]
-print(student.modules["plain"].AT_IMPORT.device, built.mask.device, made.device)
+
+
+def call(name, *args, **options):
+    return student.call({"target": {"module": "plain", "path": [name]}, "args": list(args), **options}, lambda v: v, [])["value"]
+
+
+seeded = call("Seeded", seed=3)
+torch.manual_seed(3)
+print(student.modules["plain"].AT_IMPORT.device, call("Plain").mask.device, call("made").device,
+      seeded.w.device, torch.equal(seeded.w, torch.rand(2)), call("made", torch.empty(2, device="meta")).device)
 """
 
 PLAIN_TENSORS = """import torch
@@ -368,8 +375,14 @@ class Plain(torch.nn.Module):
         self.mask = torch.ones(2, 2)  # a plain attribute: .to(device) leaves it where it was made
 
 
-def made():
-    return torch.ones(1)
+class Seeded(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.rand(2))
+
+
+def made(x=None):
+    return torch.tensor(2.0)  # a scalar, as in x / torch.tensor(d_k) ** 0.5
 """
 
 
@@ -377,12 +390,14 @@ def made():
 def test_student_code_makes_its_tensors_on_the_grading_device(tmp_path, device):
     """A tensor a submission makes without naming a device (at import, in __init__, in a call) is made on the device
     being graded on, as it is on the CPU: a mask kept as a plain attribute scores the same on a GPU as on the CPU
-    (it lost every values check on an H200 only), and the meta rule judges device handling everywhere. The meta
+    (it lost every values check on an H200 only). Two calls run as on the CPU whatever the device: a seeded
+    construction (its parameters are the CPU generator's draws, as the reference's are) and a call given meta tensors
+    (the meta rule judges device handling the same everywhere: a CPU scalar beside meta tensors passes). The meta
     device stands in for CUDA here."""
     (tmp_path / "plain.py").write_text(PLAIN_TENSORS, encoding="utf-8")
-    done = subprocess.run([sys.executable, "-c", PLACED, str(tmp_path), device], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.split() == [device] * 3
+    done = subprocess.run([sys.executable, "-c", PLACED, str(tmp_path), device], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == [device] * 3 + ["cpu", "True", "cpu"]
 
 
 def test_the_device_is_resolved_before_grading(monkeypatch):

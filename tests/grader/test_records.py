@@ -223,6 +223,26 @@ def test_overrides_are_checked_against_the_class_before_grading(tmp_path):
     assert check("ann,,softmax,,11,,x", [], undecided={"ann"}) is None  # its assignment is known once graded
 
 
+def test_an_entry_refused_in_a_class_of_assignments_makes_no_course_record(tmp_path):
+    """In a class graded per assignment, an entry refused unread (a folder among notebooks: no assignment) is a row
+    of its own and no record of the class: no "missing" course record for the roster's other students, no course
+    column in the LMS files, and an override without an assignment still names one record. It made every classmate
+    a 0/100 "missing" course row and a zero column in canvas.csv (review). The refused student is missing nothing:
+    they handed something in."""
+    refused = {**_record("cy", status="error: could not be graded: cy/ holds no assignment folder"), "score": 0}
+    rows = [_record("ann", assignment="02_softmax"), refused]
+    roster = load_roster(_write(tmp_path / "roster.csv", "id,name\nann,Ann Lee\ncy,Cy Do\ndan,Dan Roe\n"))
+    override = _write(tmp_path / "o.csv", "student,exercise,penalty,reason\nann,softmax,1,x\n")
+    shown = class_view(COURSE, rows, Records(roster=roster, overrides=tuple(load_overrides(override, COURSE))))
+    assert [(v["student"], v.get("assignment"), v["status"][:7]) for v in shown.rows] == [
+        ("ann", "02_softmax", "graded"), ("cy", None, "error: "), ("dan", "02_softmax", "missing")]
+    assert shown.unapplied == [] and [a["points"] for a in shown.rows[0]["adjustments"]] == [-1]
+    publish(COURSE, tmp_path, rows, Records(roster=roster))
+    with open(tmp_path / "canvas.csv", newline="", encoding="utf-8-sig") as file:
+        header = next(csv.reader(file))
+    assert header[5:] == [COURSE.whole.exercise("softmax").title], header
+
+
 def test_the_course_record_is_named_course(tmp_path):
     """In a class graded on the whole course, `course` in the assignment column names the student's record, in
     the overrides and in the list of submission times (it was refused: "no assignment 'course' in course.yaml")."""

@@ -282,12 +282,17 @@ class Worker:
                 raise StudentFailure("import", f"{name}.py does not import: {detail['type']}: {detail['message']}{where}") from None
         return self.modules[name]
 
-    def placed(self):
+    def placed(self, *values, seeded: bool = False):
         """Student code runs with the grading device as torch's default: a tensor it creates without naming a device
         (a mask kept as a plain attribute, not a buffer; one made in forward without ``device=``) lands where it would
         on the CPU, beside the inputs, so that its results, and its score, are the same on every device. How a
-        submission handles devices is judged by one rule, the same everywhere: the meta device's (``device_kept``)."""
-        return contextlib.nullcontext() if self.device == "cpu" else torch.device(self.device)
+        submission handles devices is judged by one rule, the same everywhere: the meta device's (``device_kept``).
+        So a call given meta tensors or the meta device (``values``: its arguments) runs as on the CPU (there a
+        ``torch.tensor(d_k)`` is a CPU scalar, which meta tensors accept), and so does a ``seeded`` one, whose random
+        draws must be the CPU generator's, as the reference's are."""
+        if self.device == "cpu" or seeded or _names_meta(values):
+            return contextlib.nullcontext()
+        return torch.device(self.device)
 
     def resolve(self, target: dict, earlier: list[dict]):
         """The object a request names: a module, a handle or the value of an ``earlier`` request of the same batch,
@@ -361,13 +366,14 @@ class Worker:
         names = frozenset(message.get("watch", []))
         watch = Watch(names)
         keyed = KeyedDropout() if message.get("dropout") == "keyed" else contextlib.nullcontext()
-        with self.placed(), watch, keyed:  # every call alike: the grading process sends the course's whole watch list each time
+        placed = self.placed(args, kwargs, seeded=message.get("seed") is not None)
+        with placed, watch, keyed:  # every call alike: the grading process sends the course's whole watch list each time
             value = function(*args, **kwargs)
         reply = {"ok": True, "value": value, "called": sorted(watch.seen), "ops": watch.count}
         if message.get("return_args"):
             reply["args_after"] = args
         if grad_output is not None:
-            with self.placed():  # the student's hooks run in the backward
+            with self.placed(args, kwargs):  # the student's hooks run in the backward
                 reply.update(self.backward(value, grad_output, args, module))
         return reply
 
@@ -383,6 +389,21 @@ class Worker:
         if module is not None:
             reply["param_grads"] = {name: p.grad for name, p in module.named_parameters()}
         return reply
+
+
+def _names_meta(value, depth: int = 3) -> bool:
+    """Whether ``value`` (a call's arguments) holds a meta tensor or names the meta device, a few containers deep."""
+    if isinstance(value, torch.Tensor):
+        return value.is_meta
+    if isinstance(value, torch.device):
+        return value.type == "meta"
+    if isinstance(value, str):
+        return value == "meta" or value.startswith("meta:")
+    if depth and isinstance(value, (list, tuple)):
+        return any(_names_meta(item, depth - 1) for item in value)
+    if depth and isinstance(value, dict):
+        return any(_names_meta(item, depth - 1) for item in value.values())
+    return False
 
 
 def _is_float(value) -> bool:

@@ -233,8 +233,9 @@ def test_copy_linear_weights(student, course, device, case):
                                 f"Hint: {hint}")
     x = case.randn(*case.batch, case.T, case.d_in, dtype=torch.float32, device=device)
 
-    def hints():  # dst holds src's weights (checked above): a mistake here is SelfAttention's, named as its own check does
-        return _module_hints(M.wide(src_ref), x.double(), linear=True)
+    def hints():  # dst holds src's weights transposed (checked above): a mistake here is SelfAttention's forward's
+        wide, x64 = M.wide(src_ref), x.double()
+        return known.self_attention_hints(wide.W_query(x64), wide.W_key(x64), wide.W_value(x64), x.shape[-1])
 
     C.close(C.attempt(lambda: dst(x), "dst(x)", C.describe(x=x), hints), M.module_reference(src_ref, x),
             what="dst(x) after copy_linear_weights", on=C.describe(x=x), course=course, hints=hints)
