@@ -205,12 +205,10 @@ def _note_off_roster(rows: list[dict], out: str | Path) -> None:
 def _gradebook(args) -> int:
     from grader.batch import load_results
     from grader.course import CourseError, load_course
-    from grader.records.adjust import NotApplied
     from grader.records.publish import publish
     from grader.records.table import TableError
     from grader.reports.terminal import print_class
     from grader.similarity.report import saved_summary_rows
-    from grader.text import terminal
 
     out = Path(args.out)
     try:
@@ -220,7 +218,7 @@ def _gradebook(args) -> int:
         if not rows:
             raise CourseError(f"{out / 'results'} holds no results{' of ' + args.assignment if args.assignment else ''}: "
                               "run `grader batch` first")
-        shown = publish(course, out, rows, records, similar=saved_summary_rows(out), assignment=args.assignment)
+        shown = publish(course, out, rows, records, similar=saved_summary_rows(out), assignment=args.assignment, strict=True)
     except (CourseError, TableError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
@@ -228,9 +226,6 @@ def _gradebook(args) -> int:
     print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv")
     _note_unlisted_times(shown.rows)
     _note_off_roster(shown.rows, out)
-    if shown.unapplied:
-        print(f"grader: {terminal(str(NotApplied(shown, out)))}", file=sys.stderr)
-        return 2
     return 0
 
 

@@ -38,14 +38,14 @@ def discover(source: str | os.PathLike, course: Course, assignment: str | None =
     """The submissions of a class: the entries of a folder (subfolders, .zip, .ipynb; the name is the student id),
     or a text file listing one path per line.
 
-    A class that is mostly notebooks (at least half of its entries) is graded per assignment: a student's folder
+    A class that is mostly notebooks (more than half of its entries) is graded per assignment: a student's folder
     that holds folders named after the course's assignments (nbgrader's ``submitted/<student>/<assignment>/``) gives
     one entry per assignment, graded as that assignment, and a .ipynb is graded as the assignment it carries; any
     other entry there (a folder of files, an empty folder, a zip) is refused on its own, saying so. Any other class
     is graded on the whole course, one entry per student: each entry, a notebook or a folder of notebooks included,
     is that student's attempt at the course, out of its points, so that the class is one row per student in every
     report (``Entry.whole_course``). What most entries are decides, so that no one student's entry changes how
-    the others are graded (but in a class of two). An ``assignment`` named by the instructor decides instead: no
+    the others are graded (but where the class is split evenly, graded on the course, as before). An ``assignment`` named by the instructor decides instead: no
     entry is refused for its shape (each is graded as that assignment)."""
     source = Path(source)
     if source.is_file():
@@ -63,7 +63,7 @@ def discover(source: str | os.PathLike, course: Course, assignment: str | None =
     def is_notebook(path: Path, notebooks: list[Entry]) -> bool:
         return bool(notebooks) or path.suffix.lower() == ".ipynb"
 
-    by_assignment = 2 * sum(is_notebook(path, notebooks) for _, path, notebooks in shaped) >= len(shaped) > 0
+    by_assignment = 2 * sum(is_notebook(path, notebooks) for _, path, notebooks in shaped) > len(shaped)
     found: dict[str, list[Entry]] = {}
     for name, path, notebooks in shaped:
         if assignment is None and not by_assignment:

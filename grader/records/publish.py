@@ -15,6 +15,7 @@ from pathlib import Path
 
 from grader.course import Course
 from grader.records.adjust import MISSING, ClassView, Records, class_view, source_time, stored
+from grader.records.table import TableError
 from grader.reports.canvas import write_canvas
 from grader.reports.feedback import write_feedback
 from grader.reports.files import write_json
@@ -27,13 +28,16 @@ REPORTS = ("gradebook.csv", "canvas.csv", "moodle.csv", "summary.html", *PICTURE
 
 def publish(course: Course, out: Path, rows: Sequence[dict], records: Records,
             stamps: Mapping[str, datetime | None] | None = None, similar: Mapping | None = None,
-            assignment: str | None = None) -> ClassView:
+            assignment: str | None = None, strict: bool = False) -> ClassView:
     """Write every report of the class ``rows`` (graded records, as on disk) with ``records`` applied; a record whose
     adjustments or submission time changed gets its results.json and feedback pages written again (the graded part
     of results.json is kept as it is). A line of the records that the class contradicts is left out, and said in
-    the summary and in the view returned (``ClassView.unapplied``)."""
+    the summary and in the view returned (``ClassView.unapplied``); ``strict`` (`grader gradebook`, where only the
+    instructor's files changed): it raises ``TableError`` instead, before anything is written."""
     stamps = stamps or {}
     shown = class_view(course, rows, records, stamps, assignment)
+    if strict and shown.unapplied:
+        raise TableError("; ".join(shown.unapplied))
     withdraw_reports(out)
     views = {view.get("key") or view["student"]: view for view in shown.rows}
     titles = {exercise.module: exercise.title for exercise in course.exercises}

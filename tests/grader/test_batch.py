@@ -242,7 +242,7 @@ def test_discover_finds_one_entry_per_student_and_notebook(tmp_path):
 
 
 def test_what_most_entries_are_decides_how_the_class_is_graded(tmp_path):
-    """A class that is at least half notebooks (nbgrader folders, .ipynb) is graded per assignment, and its other
+    """A class that is more than half notebooks (nbgrader folders, .ipynb) is graded per assignment, and its other
     entries (a folder of files, an empty folder, a zip) are refused each on its own, saying why; a class mostly of
     folders and zips is graded on the whole course, every student one entry, notebooks included. One student's folder
     (even an empty one, or one holding only another course's assignment) made a class of notebooks one of the course:
@@ -261,17 +261,19 @@ def test_what_most_entries_are_decides_how_the_class_is_graded(tmp_path):
     assert list(refused) == ["cy", "dave"]
     assert all("this class is graded per assignment (most of its entries are notebooks)" in p for p in refused.values())
     assert refused["dave"].startswith("could not be graded: dave/ holds no assignment folder of the course (01_scores, …, ")
+    shutil.copy(submitted / "ivan.ipynb", submitted / "gus.ipynb")
     (submitted / "eve.zip").write_bytes(b"PK")
-    entries = discover(submitted, course())  # 3 notebooks of 6 entries: still per assignment
+    entries = discover(submitted, course())  # 4 notebooks of 7 entries: still per assignment
     assert [e.problem.split(",")[0] for e in entries if e.student == "eve"] == ["could not be graded: eve.zip is not a notebook"]
     named = discover(submitted, course(), "02_softmax")  # the instructor's assignment: no entry refused for its shape
     assert [(e.student, e.problem is None, e.whole_course) for e in named if e.student in ("cy", "dave", "eve")] == [
         ("cy", True, False), ("dave", True, False), ("eve", True, False)]
     _copy_solutions(submitted / "fay")
-    entries = discover(submitted, course())  # 3 of 7: the course
+    entries = discover(submitted, course())  # 4 of 8, split evenly: the course
     assert [(e.student, e.assignment, e.path.name, e.whole_course, e.problem) for e in entries] == [
-        (name, None, path, True, None) for name, path in (("ada", "ada"), ("ben", "ben"), ("cy", "cy"), ("dave", "dave"),
-                                                          ("eve", "eve.zip"), ("fay", "fay"), ("ivan", "ivan.ipynb"))]
+        (name, None, path, True, None) for name, path in (
+            ("ada", "ada"), ("ben", "ben"), ("cy", "cy"), ("dave", "dave"), ("eve", "eve.zip"), ("fay", "fay"),
+            ("gus", "gus.ipynb"), ("ivan", "ivan.ipynb"))]
 
 
 def test_a_file_for_a_notebook_costs_no_classmate_their_assignments(tmp_path):

@@ -188,7 +188,7 @@ def _run_worker(fd: int, request: dict, zygote: int, cgroup_paths: list[str], cp
 
 
 def _start_cuda() -> None:
-    """Start, before any student code, all of CUDA that grading uses: the driver and the context, cuBLAS, and the
+    """Start, before any student code, all of CUDA that grading uses: the driver and its state, cuBLAS, and the
     autograd engine's thread for the GPU (started by the first backward). Whatever fails here (no driver or device, a
     CPU build of torch: AssertionError, no thread to be had) is the grader's fault, raised as RuntimeError; in the
     student's first call it would have been reported as their code raising."""
