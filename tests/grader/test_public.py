@@ -283,10 +283,10 @@ import torch
 torch.set_num_threads(2)
 import pytest
 args = json.loads(sys.argv[1])
-if args == "notebook":
+if isinstance(args, dict):  # {"notebook": the file whose code the notebook's solution cell holds}
     sys.path.insert(0, "tests/public")
     namespace = {}
-    exec(open("exercises/softmax.py", encoding="utf-8").read(), namespace)
+    exec(open(args["notebook"], encoding="utf-8").read(), namespace)
     import checking
     status = checking.run_in_notebook("softmax", namespace)
 else:
@@ -310,7 +310,8 @@ def probe(handout: Path, args) -> dict:
     process = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], cwd=handout, capture_output=True,
                              text=True, timeout=300)
     assert process.returncode == 0, process.stdout[-3000:] + process.stderr[-3000:]
-    return json.loads(process.stdout.splitlines()[-1])
+    *printed, last = process.stdout.splitlines()
+    return {**json.loads(last), "printed": printed}
 
 
 def test_a_students_run_loads_no_plugin_and_only_the_chosen_exercises_checks(finished_handout):
@@ -329,8 +330,15 @@ def test_a_students_run_loads_no_plugin_and_only_the_chosen_exercises_checks(fin
 
 def test_the_notebooks_check_cell_runs_its_exercises_checks_alone(finished_handout):
     """The notebook's cell (checking.run_in_notebook) in a kernel: the exercise's checks pass on its code, with the
-    handout's configuration (no plugin autoloaded), its own check file only, and the kernel's thread count kept."""
-    run = probe(finished_handout, "notebook")
+    handout's configuration (no plugin autoloaded), its own check file only, and the kernel's thread count kept; it
+    prints the table alone (it printed pytest's progress dots and counts too), and an unfinished cell is said as the
+    notebook's, not as exercises/softmax.py."""
+    run = probe(finished_handout, {"notebook": "exercises/softmax.py"})
     assert run["status"] == 0 and run["threads"] == 2
     assert "hypothesis" not in run["modules"]
     assert [name for name in run["modules"] if name.startswith("test_")] == ["test_softmax"]
+    [line] = run["printed"]
+    assert re.fullmatch(r"softmax\s+(\d+)/\1\s+passed", line.strip()), run["printed"]
+    stub = probe(finished_handout, {"notebook": str(ROOT / "exercises" / "softmax.py")})
+    assert stub["status"] == 1 and stub["printed"] == [
+        "softmax  not implemented yet: fill in the stub in the solution cell of this notebook (softmax.softmax)"]

@@ -88,7 +88,7 @@ def test_imports_allowed(impl, request):
 
 def run_in_notebook(module: str, namespace: dict) -> int:
     """Run the public checks of ``module`` on the code a notebook defined (``namespace``: its ``globals()``), with the
-    same report as ``python -m pytest tests/public -m <module>``; the import rule is checked on the file only. Only
+    table of ``python -m pytest tests/public -m <module>`` and nothing else; the import rule is checked on the file only. Only
     the exercise's own file is collected, with the handout's pytest configuration (its pyproject.toml: no plugin
     autoloaded)."""
     import pytest
@@ -97,7 +97,12 @@ def run_in_notebook(module: str, namespace: dict) -> int:
     NOTEBOOK[module].__dict__.update(namespace)
     try:
         folder = Path(__file__).resolve().parent
-        return pytest.main([str(folder / f"test_{module}.py"), "-m", module, "-k", "not imports_allowed", "-q",
-                            "--rootdir", str(folder), "-W", "ignore::pytest.PytestAssertRewriteWarning"])
+        status = pytest.main([str(folder / f"test_{module}.py"), "-m", module, "-k", "not imports_allowed",
+                              "--rootdir", str(folder), "-W", "ignore::pytest.PytestAssertRewriteWarning",
+                              "-p", "no:terminal"])  # no progress dots: the harness prints its table alone
+        if status not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            print(f"the checks of {module} could not run (pytest's exit status {int(status)}): run "
+                  f"`python -m pytest tests/public -m {module}` in a terminal to see why")
+        return status
     finally:
         NOTEBOOK.pop(module, None)

@@ -50,7 +50,7 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     for module, title in MODULES.items():
         config.addinivalue_line("markers", f"{module}: {title}")
-    if config.option.tbstyle == "auto":  # the table below says it all; --tb=short brings the tracebacks back
+    if getattr(config.option, "tbstyle", None) == "auto":  # the table says it all; --tb=short brings the tracebacks back
         config.option.tbstyle = "no"
         config.option.reportchars = ""
     config.stash[RESULTS] = {}
@@ -260,41 +260,53 @@ def _explain(excinfo, package: Path) -> dict:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The table per exercise (``summary_lines``), at the end of the run."""
+    lines = summary_lines(config)
+    if lines:
+        terminalreporter.section("public checks per exercise")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """In a notebook's check cell (``checking.run_in_notebook``: no terminal reporter, so no progress dots), the table
+    is all the cell prints."""
+    if NOTEBOOK and session.config.pluginmanager.get_plugin("terminalreporter") is None:
+        print("\n".join(summary_lines(session.config)))
+
+
+def summary_lines(config) -> list[str]:
     """The table per exercise: checks passed, then each failure's property, error size and hint (an unfinished
-    exercise in one line)."""
-    results = config.stash[RESULTS]
-    if not results:
-        return
-    write = terminalreporter.write_line
-    terminalreporter.section("public checks per exercise")
-    width = max(len(m) for m in results)
+    exercise in one line; failures with one cause said once)."""
+    results, lines = config.stash[RESULTS], []
+    width = max((len(m) for m in results), default=0)
     for module in (m for m in MODULES if m in results):
         checks = results[module]
         failed = [r for r in checks if r.failure]
+        where = "the solution cell of this notebook" if module in NOTEBOOK else f"exercises/{module}.py"
         stubs = sorted({r.failure["stub"] for r in failed if "stub" in r.failure})
         if stubs and all("stub" in r.failure for r in failed):
             stubs = sorted(set(stubs) | set(_stubs_left(config, module)))  # those no check reached too
-            write(f"{module:<{width}}  not implemented yet: fill in the stub in exercises/{module}.py ({', '.join(stubs)})")
+            lines.append(f"{module:<{width}}  not implemented yet: fill in the stub in {where} ({', '.join(stubs)})")
             continue
-        write(f"{module:<{width}}  {len(checks) - len(failed):>3}/{len(checks):<3} passed")
+        lines.append(f"{module:<{width}}  {len(checks) - len(failed):>3}/{len(checks):<3} passed")
         said = [r.failure for r in failed if not ("line" in r.failure or "stub" in r.failure)]
         one_cause = len(said) > 1 and len({(f["problem"], f.get("hint")) for f in said}) == 1
         if one_cause:  # the same error on every check: said once
-            write(f"    {_said(said[0])}")
-            write(f"    {D.same_reason(len(said))}")
-        lines = []
+            lines += [f"    {_said(said[0])}", f"    {D.same_reason(len(said))}"]
+        shown = []
         for result in failed:
             if "line" in result.failure:
-                if result.failure["line"] not in lines:
-                    lines.append(result.failure["line"])
-                    write(f"    {result.failure['line']}")
+                if result.failure["line"] not in shown:
+                    shown.append(result.failure["line"])
+                    lines.append(f"    {result.failure['line']}")
             elif "stub" in result.failure:
-                if result.failure["stub"] not in lines:
-                    lines.append(result.failure["stub"])
-                    write(f"    {result.failure['stub']} is not implemented yet: fill in the stub in exercises/{module}.py")
+                if result.failure["stub"] not in shown:
+                    shown.append(result.failure["stub"])
+                    lines.append(f"    {result.failure['stub']} is not implemented yet: fill in the stub in {where}")
             elif not one_cause:
-                write(f"  - {result.doc}")
-                write(f"      {_said(result.failure)}")
+                lines += [f"  - {result.doc}", f"      {_said(result.failure)}"]
+    return lines
 
 
 def _stubs_left(config, module: str) -> list[str]:
