@@ -495,6 +495,24 @@ def test_a_batch_where_every_grading_failed_is_a_failure_without_reports(tmp_pat
         assert "the grader failed while grading it" in text and "pytest.ini" not in text, text
 
 
+def test_lines_left_out_are_said_beside_grader_errors(tmp_path, grader_faults, capsys):
+    """A batch with a grader error and an override line the graded class contradicts exits 3 (not final) and still
+    names the line left out (it was said only in summary.html)."""
+    from grader import cli
+
+    root, out = tmp_path / "class", tmp_path / "out"
+    _copy_solutions(root / "ann")
+    _copy_solutions(root / "bob")
+    overrides = tmp_path / "overrides.csv"
+    overrides.write_text("student,exercise,check,points,reason\nbob,softmax,No such check,1,x\n", encoding="utf-8")
+    grader_faults({"ann"})
+    assert cli.main(["batch", str(root), "--out", str(out), "--jobs", "1", "--overrides", str(overrides)]) == \
+        cli.GRADER_FAULT_STATUS
+    error = " ".join(capsys.readouterr().err.split())
+    assert f"{overrides}:2: no check 'No such check' in softmax's results" in error
+    assert "1 of 2 records are grader errors, not final (ann)" in error
+
+
 def test_a_batch_with_some_grader_errors_exits_3_naming_them(tmp_path, grader_faults, capsys):
     """A batch where some gradings failed by the grader's fault writes the reports of the class (the faults shown as
     such: their details to the instructor, in the summary, never on the student's page) but exits 3, naming them:
