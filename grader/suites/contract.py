@@ -266,8 +266,8 @@ def test_device_kept(student, course, device, exercise, contract):
 
         def check():
             if subject.is_module:
-                call = C.attempt(lambda: subject.remote(student, exercise).build(*subject.ctor),
-                                 f"{subject.name}(...)", "construction")
+                call = C.attempt(lambda: subject.remote(student, exercise).build_with({"as_on_cpu": True}, *subject.ctor),
+                                 f"{subject.name}(...)", "construction")  # built as on the CPU: one verdict everywhere
                 C.attempt(lambda: call.to.build(torch.device("meta")), f"{subject.name}.to('meta')", "construction")
                 where = hint + ("; register fixed tensors (a mask) with register_buffer so that they follow the "
                                 "module to its device")

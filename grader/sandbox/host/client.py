@@ -274,7 +274,8 @@ class WorkerSession:
         return self._exchange(frame, timeout, CHECK)
 
     def run(self, target: dict, args=(), kwargs=None, **options) -> CallResult:
-        """Call the object ``target`` names with ``args`` and ``kwargs``; options: seed, grad_output, return_args,
+        """Call the object ``target`` names with ``args`` and ``kwargs``; options: seed, as_on_cpu (the call makes its
+        tensors on the CPU by default, as when grading on the CPU, whatever the device), grad_output, return_args,
         dropout ("keyed": every dropout is ``grader.sandbox.dropout.keyed_dropout``) (sent to the worker), watch (the banned names to report in ``called``) and handles (the result may be an
         object kept in the worker: a constructor, ``module.to(...)``)."""
         return self.run_many([(target, args, kwargs, options)])[0]

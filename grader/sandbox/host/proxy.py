@@ -107,7 +107,11 @@ class Remote:
     def build(self, *args, **kwargs) -> RemoteObject:
         """Call something that returns an object kept in the worker (a constructor, ``module.to(...)``); a result
         that is not such an object fails the check."""
-        value = self.run(args, kwargs, handles=True).value
+        return self.build_with({}, *args, **kwargs)
+
+    def build_with(self, options: dict, *args, **kwargs) -> RemoteObject:
+        """``build`` with call ``options`` (see ``WorkerSession.run``)."""
+        value = self.run(args, kwargs, handles=True, **options).value
         if not isinstance(value, RemoteObject):
             raise SubmissionProblem("result", f"{target_label(self._target)} returned a plain value, not an object")
         return value

@@ -282,15 +282,16 @@ class Worker:
                 raise StudentFailure("import", f"{name}.py does not import: {detail['type']}: {detail['message']}{where}") from None
         return self.modules[name]
 
-    def placed(self, *values, seeded: bool = False):
+    def placed(self, *values, as_on_cpu: bool = False):
         """Student code runs with the grading device as torch's default: a tensor it creates without naming a device
         (a mask kept as a plain attribute, not a buffer; one made in forward without ``device=``) lands where it would
         on the CPU, beside the inputs, so that its results, and its score, are the same on every device. How a
         submission handles devices is judged by one rule, the same everywhere: the meta device's (``device_kept``).
         So a call given meta tensors or the meta device (``values``: its arguments) runs as on the CPU (there a
-        ``torch.tensor(d_k)`` is a CPU scalar, which meta tensors accept), and so does a ``seeded`` one, whose random
-        draws must be the CPU generator's, as the reference's are."""
-        if self.device == "cpu" or seeded or _names_meta(values):
+        ``torch.tensor(d_k)`` is a CPU scalar, which meta tensors accept), and so does one the grading process asks
+        to run so (``as_on_cpu``: a seeded construction, whose random draws must be the CPU generator's as the
+        reference's are; the construction the meta rule then moves to meta)."""
+        if self.device == "cpu" or as_on_cpu or _names_meta(values):
             return contextlib.nullcontext()
         return torch.device(self.device)
 
@@ -366,7 +367,7 @@ class Worker:
         names = frozenset(message.get("watch", []))
         watch = Watch(names)
         keyed = KeyedDropout() if message.get("dropout") == "keyed" else contextlib.nullcontext()
-        placed = self.placed(args, kwargs, seeded=message.get("seed") is not None)
+        placed = self.placed(args, kwargs, as_on_cpu=message.get("seed") is not None or bool(message.get("as_on_cpu")))
         with placed, watch, keyed:  # every call alike: the grading process sends the course's whole watch list each time
             value = function(*args, **kwargs)
         reply = {"ok": True, "value": value, "called": sorted(watch.seen), "ops": watch.count}
