@@ -11,6 +11,7 @@ to be graded, before anything is.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -294,14 +295,25 @@ def _names(override: Override, row: Mapping) -> bool:
 
 
 def _missing_rows(course: Course, rows: Sequence[dict], records: Records, assignment: str | None) -> list[dict]:
-    """A "missing" record for each roster student without a record, per assignment graded: those of ``rows``, else
-    ``assignment``. A student whose entry was refused unread (a row of no assignment among assignments) handed
-    something in: none of theirs is missing."""
-    groups = class_groups(rows) if rows else [assignment]
+    """A "missing" record for each roster student without a record, per assignment graded: those of ``rows``
+    (``_expected_groups``), else ``assignment``. A student whose entry was refused unread (a row of no assignment
+    among assignments) handed something in: none of theirs is missing."""
+    groups = _expected_groups(rows) if rows else [assignment]
     have = {(row["student"], row.get("assignment")) for row in rows}
     refused = {student for student, group in have if group is None} if groups != [None] else set()
     return [_blank(course, sid, group, MISSING) for sid in (records.roster or {}) for group in groups
             if (sid, group) not in have and sid not in refused]
+
+
+def _expected_groups(rows: Sequence[dict]) -> list[str | None]:
+    """The records every student of the roster is expected to have: the class's (``class_groups``) that the layout or
+    the instructor named (nbgrader's folders, ``--assignment``: a row with a ``key``), and of the assignments that
+    notebooks carry (graded as such: no ``key``), the one most of them carry. One student's notebook of another
+    assignment made every classmate "missing" it, a zero in the LMS files (red team)."""
+    carried = Counter(row["assignment"] for row in rows if row.get("assignment") and not row.get("key"))
+    most = max(carried.values(), default=0)
+    return [group for group in class_groups(rows) if group not in carried or carried[group] == most
+            or any(row.get("assignment") == group and row.get("key") for row in rows)]
 
 
 def _blank(course: Course, student: str, assignment: str | None, status: str) -> dict:

@@ -14,11 +14,13 @@ ALLOWED = ("torch", "math")  # the syllabus's list
 MAX_IMPORTS = 100  # imports reported per file
 MAX_NAME = 60  # characters of a module's name shown back
 MAX_IMPORT_NAME = 200  # characters of a module's name kept: longer than any allowed name, so the verdict is the same
+TOO_MANY = ""  # the last import listed when there are more than MAX_IMPORTS (no import statement names "")
 
 
 def imports_of(source: str | bytes) -> list[tuple[str, int]]:
     """(module as written, line) per import statement of ``source`` and per use of ``__import__``, in line order:
-    ``.<earlier>`` for a relative import (``from . import <earlier>`` too), ``torch`` for ``from torch import nn``."""
+    ``.<earlier>`` for a relative import (``from . import <earlier>`` too), ``torch`` for ``from torch import nn``; past
+    MAX_IMPORTS, the last one is ``TOO_MANY`` (which breaks the rule: what is not read cannot be judged)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -28,7 +30,10 @@ def imports_of(source: str | bytes) -> list[tuple[str, int]]:
             found += [(base, node.lineno)] if node.module else [(base + alias.name, node.lineno) for alias in node.names]
         elif "__import__" in (getattr(node, "id", None), getattr(node, "attr", None)):
             found.append(("__import__", node.lineno))
-    return [(name[:MAX_IMPORT_NAME], line) for name, line in sorted(found, key=lambda item: item[1])[:MAX_IMPORTS]]
+    found = [(name[:MAX_IMPORT_NAME], line) for name, line in sorted(found, key=lambda item: item[1])]
+    if len(found) > MAX_IMPORTS:  # the rest is not read: said, so that nothing hides behind a hundred `import math`
+        return found[:MAX_IMPORTS - 1] + [(TOO_MANY, found[MAX_IMPORTS - 1][1])]
+    return found
 
 
 def allowed_import(name: str, module: str, modules: list[str] | tuple[str, ...], allowed=ALLOWED) -> bool:
@@ -48,7 +53,9 @@ def forbidden(imports, module: str, modules, allowed=ALLOWED) -> list[tuple[str,
     bad = []
     for name, line in imports:
         name = str(name)
-        if not allowed_import(name, module, modules, allowed):
+        if name == TOO_MANY:
+            bad.append((f"more than {MAX_IMPORTS - 1} modules, past which nothing is read", int(line)))
+        elif not allowed_import(name, module, modules, allowed):
             plain = len(name) <= MAX_NAME and all(part.isidentifier() for part in name.lstrip(".").split("."))
             bad.append((name if plain else "a module", int(line)))
     return bad

@@ -57,8 +57,10 @@ def same_params(got: dict, want: dict, what: str, on: str, how: str):
 
 
 def build_seeded(constructor, args, kwargs: dict, seed: int, what: str, on: str) -> RemoteObject:
-    """The student's module built with ``args``/``kwargs`` right after the worker's generator is seeded with ``seed``."""
-    return expect_object(attempt(lambda: constructor.run(args, kwargs, seed=seed, handles=True).value, what, on), what, on)
+    """The student's module built with ``args``/``kwargs`` right after the worker's generator is seeded with ``seed``,
+    as on the CPU whatever the device (``as_on_cpu``): its draws are the CPU generator's, as the reference's are."""
+    return expect_object(attempt(lambda: constructor.run(args, kwargs, seed=seed, handles=True, as_on_cpu=True).value,
+                                 what, on), what, on)
 
 
 def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, device=None, mode: str | None = None,

@@ -358,11 +358,11 @@ def call(name, *args, **options):
     return student.call({"target": {"module": "plain", "path": [name]}, "args": list(args), **options}, lambda v: v, [])["value"]
 
 
-seeded = call("Seeded", seed=3)
+seeded = call("Seeded", seed=3, as_on_cpu=True)
 torch.manual_seed(3)
 print(student.modules["plain"].AT_IMPORT.device, call("Plain").mask.device, call("made").device,
       seeded.w.device, torch.equal(seeded.w, torch.rand(2)), call("made", torch.empty(2, device="meta")).device,
-      call("Plain", as_on_cpu=True).mask.device)
+      call("Plain", as_on_cpu=True).mask.device, call("made", seed=4).device)
 """
 
 PLAIN_TENSORS = """import torch
@@ -391,14 +391,15 @@ def made(x=None):
 def test_student_code_makes_its_tensors_on_the_grading_device(tmp_path, device):
     """A tensor a submission makes without naming a device (at import, in __init__, in a call) is made on the device
     being graded on, as it is on the CPU: a mask kept as a plain attribute scores the same on a GPU as on the CPU
-    (it lost every values check on an H200 only). Three calls run as on the CPU whatever the device: a seeded
-    construction (its parameters are the CPU generator's draws, as the reference's are), a call given meta tensors
-    and one the grading process asks so (as_on_cpu: the meta rule's construction; the meta rule judges device handling
-    the same everywhere: a CPU scalar beside meta tensors passes). The meta device stands in for CUDA here."""
+    (it lost every values check on an H200 only), a seeded call too (dropout_off_in_eval's). Calls given meta tensors
+    run as on the CPU whatever the device, and so do those the grading process asks so (as_on_cpu: a seeded
+    construction, whose parameters must be the CPU generator's draws as the reference's are; the meta rule's
+    construction): the meta rule judges device handling the same everywhere (a CPU scalar beside meta tensors
+    passes). The meta device stands in for CUDA here."""
     (tmp_path / "plain.py").write_text(PLAIN_TENSORS, encoding="utf-8")
     done = subprocess.run([sys.executable, "-c", PLACED, str(tmp_path), device], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == [device] * 3 + ["cpu", "True", "cpu", "cpu"]
+    assert done.stdout.split() == [device] * 3 + ["cpu", "True", "cpu", "cpu", device]
 
 
 def test_the_device_is_resolved_before_grading(monkeypatch):

@@ -32,3 +32,13 @@ def test_only_earlier_exercises_may_be_imported_relatively():
     assert judged("from .scores import dot\n") == []
     assert judged("from . import scores\n") == []
     assert judged("from .context import attention_weights\n") == [".context"]
+
+
+def test_imports_past_what_is_read_break_the_rule():
+    """A hundred allowed imports are judged as such; past them, what is not read breaks the rule, saying so: an
+    `import os` after a line of 100 `math` passed (red team)."""
+    hundred = "import " + ", ".join(["math"] * 100) + "\n"
+    assert forbidden(imports_of(hundred), "softmax", MODULES) == []
+    bad = forbidden(imports_of(hundred + "import os\n"), "softmax", MODULES)
+    assert bad == [("more than 99 modules, past which nothing is read", 1)]
+    assert len(imports_of(hundred * 3)) == 100

@@ -243,6 +243,24 @@ def test_an_entry_refused_in_a_class_of_assignments_makes_no_course_record(tmp_p
     assert header[5:] == [COURSE.whole.exercise("softmax").title], header
 
 
+def test_one_students_notebook_of_another_assignment_makes_no_classmate_missing_it(tmp_path):
+    """In a class of notebooks graded as the assignments they carry, the roster's students are expected to have the
+    one most of them carry: mallory's 01_scores notebook among 02_softmax ones is her record alone, no "missing" 0
+    of it for alice and bob (red team: a zero column in canvas.csv an LMS import would write over their grades)."""
+    def carried(student, assignment):  # graded as the assignment its notebook carries: no key
+        return {**_record(student), "assignment": assignment}
+
+    rows = [carried("alice", "02_softmax"), carried("bob", "02_softmax"), carried("mallory", "01_scores")]
+    roster = load_roster(_write(tmp_path / "roster.csv", "id,name\nalice,A\nbob,B\nmallory,M\ndan,D\n"))
+    shown = class_view(COURSE, rows, Records(roster=roster))
+    assert [(v["student"], v["assignment"]) for v in shown.rows if v["status"] == "missing"] == [
+        ("dan", "02_softmax"), ("mallory", "02_softmax")]  # she handed in no 02_softmax
+    named = [_record("alice", assignment="02_softmax"), _record("mallory", assignment="01_scores")]  # nbgrader's folders
+    assert sorted((v["student"], v["assignment"]) for v in class_view(COURSE, named, Records(roster=roster)).rows
+                  if v["status"] == "missing") == [("alice", "01_scores"), ("bob", "01_scores"), ("bob", "02_softmax"),
+                                                   ("dan", "01_scores"), ("dan", "02_softmax"), ("mallory", "02_softmax")]
+
+
 def test_the_course_record_is_named_course(tmp_path):
     """In a class graded on the whole course, `course` in the assignment column names the student's record, in
     the overrides and in the list of submission times (it was refused: "no assignment 'course' in course.yaml")."""

@@ -367,7 +367,7 @@ class Worker:
         names = frozenset(message.get("watch", []))
         watch = Watch(names)
         keyed = KeyedDropout() if message.get("dropout") == "keyed" else contextlib.nullcontext()
-        placed = self.placed(args, kwargs, as_on_cpu=message.get("seed") is not None or bool(message.get("as_on_cpu")))
+        placed = self.placed(args, kwargs, as_on_cpu=bool(message.get("as_on_cpu")))
         with placed, watch, keyed:  # every call alike: the grading process sends the course's whole watch list each time
             value = function(*args, **kwargs)
         reply = {"ok": True, "value": value, "called": sorted(watch.seen), "ops": watch.count}
