@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from diagnosis import same_reason
+from wording import same_reason
 
 from grader.points import DEFERRED
 from grader.reports.advice import one_cause, points, signed
@@ -256,7 +256,7 @@ def _passed(section: Section) -> str:
 
 
 def _same_reason(section: Section) -> str:
-    """The one line that stands for the failed checks of a section with one cause (``diagnosis.same_reason``)."""
+    """The one line that stands for the failed checks of a section with one cause (``wording.same_reason``)."""
     return same_reason(sum(not check.passed for check in section.checks), ran=not section.problem)
 
 

@@ -61,7 +61,7 @@ def test_handout_layout(handout):
     expected = ({f"exercises/{name}" for name in render_exercises()}
                 | {f"tests/public/{part}_{m}.py" for m in MODULES for part in ("test", "hints")}
                 | {f"tests/public/{name}" for name in ("conftest.py", "checking.py", "diagnosis.py", "import_rule.py",
-                                                       "stub_message.py", "hints.py", "exercises.json")}
+                                                       "stub_message.py", "wording.py", "hints.py", "exercises.json")}
                 | {"README.md", "requirements.txt", "pyproject.toml", ".gitignore", WORKFLOW}
                 | {f"notebooks/{p.parent.name}/{p.name}" for p in notebook_sources(course())})
     assert files == expected

@@ -77,12 +77,6 @@ def meaning_of(message: str) -> str | None:
     return next((meaning for pattern, meaning in MEANINGS if pattern in message), None)
 
 
-def same_reason(count: int, ran: bool = True) -> str:
-    """The one line that stands for the checks a cause stops (the feedback pages, the public checks' table):
-    ``17 checks not run for this reason``."""
-    return f"{count} check{'s' * (count != 1)} {'failed' if ran else 'not run'} for this reason"
-
-
 def phrase(hint: Hint | None) -> str:
     """' Hint: ...' naming the mistake ``hint`` (or nothing)."""
     return labelled("Hint", hint.message if hint else None)

@@ -27,6 +27,7 @@ import stub_message
 import torch
 from checking import NOTEBOOK, Failure
 from checking import close as _close
+from wording import same_reason
 
 # The folder holding exercises/: the handout's root, or the course repository's.
 ROOT = next(folder for folder in Path(__file__).resolve().parents if (folder / "exercises").is_dir())
@@ -293,7 +294,7 @@ def summary_lines(config) -> list[str]:
         said = [r.failure for r in failed if not ("line" in r.failure or "stub" in r.failure)]
         one_cause = len(said) > 1 and len({(f["problem"], f.get("hint")) for f in said}) == 1
         if one_cause:  # the same error on every check: said once
-            lines += [f"    {_said(said[0])}", f"    {D.same_reason(len(said))}"]
+            lines += [f"    {_said(said[0])}", f"    {same_reason(len(said))}"]
         shown = []
         for result in failed:
             if "line" in result.failure:
