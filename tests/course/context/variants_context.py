@@ -9,7 +9,8 @@ bug, ok, part = variants.bug, variants.ok, variants.part
 AW = "return torch.softmax(x @ x.transpose(-2, -1), dim=-1)  # (..., T, T)"
 
 bug("context", "softmax_dim0", "attention_weights normalizes over dim 0 (columns), not the last dim",
-    (AW, "return torch.softmax(x @ x.transpose(-2, -1), dim=0)"), shows=("context.softmax_dim0",))
+    (AW, "return torch.softmax(x @ x.transpose(-2, -1), dim=0)"),
+    shows=("context.softmax_dim0", "context.weights_transposed"))  # on one unbatched sequence dim 0 is dim -2
 bug("context", "batched_T", "attention_weights uses x.T, which reverses every dim of a batched tensor",
     (AW, "return torch.softmax(x @ x.T, dim=-1)"), shows=("context.batched_T",))
 bug("context", "transposed_weights", "context_vectors multiplies by the transposed weights",
