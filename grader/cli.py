@@ -254,17 +254,17 @@ def _similarity(args) -> int:
 
 
 def _collect(args) -> int:
-    from grader.batch import BatchFailed, load_results
+    from grader.batch import BatchFailed
     from grader.collect import CLONE_MB, CLONE_SECONDS, CollectError, collect
     from grader.course import CourseError
     from grader.grade import DeviceError, resolve_device
     from grader.sandbox.jail.confine import SandboxUnavailable
 
     try:
-        repositories = collect(args.roster, args.out, deadline=args.deadline, course_file=args.course,
-                               seconds=CLONE_SECONDS if args.clone_seconds is None else args.clone_seconds,
-                               megabytes=CLONE_MB if args.clone_mb is None else args.clone_mb, jobs=args.jobs,
-                               device=resolve_device(args.device), assignment=args.assignment)
+        repositories, rows = collect(args.roster, args.out, deadline=args.deadline, course_file=args.course,
+                                     seconds=CLONE_SECONDS if args.clone_seconds is None else args.clone_seconds,
+                                     megabytes=CLONE_MB if args.clone_mb is None else args.clone_mb, jobs=args.jobs,
+                                     device=resolve_device(args.device), assignment=args.assignment)
     except (CollectError, CourseError, DeviceError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
@@ -276,8 +276,6 @@ def _collect(args) -> int:
           f"{Path(args.out) / 'collected.csv'}; grades in {Path(args.out) / 'grades'}")
     for repository in failed:
         print(f"  {repository.student}: {repository.status}")
-    collected = {r.student for r in repositories if r.commit}  # graded now: not a record an earlier run left
-    rows = [row for row in load_results(Path(args.out) / "grades").values() if row.get("student") in collected]
     return GRADER_FAULT_STATUS if _said_grader_faults(rows) else 0
 
 

@@ -268,10 +268,18 @@ def write_collected(path: Path, repositories: list[Repository]) -> None:
     write_atomic(text.getvalue(), path)
 
 
+class Collected(NamedTuple):
+    """What `grader collect` did: each repository (its commit and status) and the graded class's rows."""
+
+    repositories: list[Repository]
+    rows: list[dict]
+
+
 def collect(roster: str | os.PathLike, out: str | os.PathLike, *, deadline: str, course_file: Path,
-            grade: bool = True, seconds: float = CLONE_SECONDS, megabytes: int = CLONE_MB, **batch) -> list[Repository]:
+            grade: bool = True, seconds: float = CLONE_SECONDS, megabytes: int = CLONE_MB, **batch) -> Collected:
     """Clone every repository of ``roster`` at ``deadline`` into ``out``/submissions, write ``out``/collected.csv, and
-    (``grade``) grade the collected class into ``out``/grades with ``run_batch`` (``batch``: its options)."""
+    (``grade``) grade the collected class into ``out``/grades with ``run_batch`` (``batch``: its options): the
+    repositories, and the class's rows as the batch shows them (none when nothing was graded)."""
     out = Path(out)
     when = parse_deadline(deadline)
     repositories = read_roster(roster)
@@ -285,9 +293,10 @@ def collect(roster: str | os.PathLike, out: str | os.PathLike, *, deadline: str,
             shutil.rmtree(submissions / repository.student, ignore_errors=True)  # never grade an older copy
             repository.status = f"not collected: {clean(str(error), 300)}"
     write_collected(out / "collected.csv", repositories)
+    rows = []
     if grade and any(r.commit for r in repositories):
         try:
-            run_batch(submissions, out / "grades", course_file=course_file, **batch)
+            rows = run_batch(submissions, out / "grades", course_file=course_file, **batch)
         except BatchError as error:
             raise CollectError(str(error)) from None
-    return repositories
+    return Collected(repositories, rows)

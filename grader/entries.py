@@ -45,8 +45,8 @@ def discover(source: str | os.PathLike, course: Course, assignment: str | None =
     is graded on the whole course, one entry per student: each entry, a notebook or a folder of notebooks included,
     is that student's attempt at the course, out of its points, so that the class is one row per student in every
     report (``Entry.whole_course``). What most entries are decides, so that no one student's entry changes how
-    the others are graded (but where the class is split evenly, graded on the course, as before). An ``assignment`` named by the instructor decides instead: no
-    entry is refused for its shape (each is graded as that assignment)."""
+    the others are graded (a class split evenly is graded on the course, as before). An ``assignment`` named by the
+    instructor decides instead: no entry is refused for its shape (each is graded as that assignment)."""
     source = Path(source)
     if source.is_file():
         lines = [line.strip() for line in source.read_text(encoding="utf-8").splitlines()]

@@ -73,8 +73,8 @@ def stub_lines(folder: Path) -> dict[str, int]:
     line of its first ``NotImplementedError`` message in ``folder``'s files (the intake's copy, never the original)."""
     lines: dict[str, int] = {}
     for path in sorted(folder.glob("*.py")):
-        lines |= {target: n for target, n in stub_message.stubs_in(path.read_text(encoding="utf-8", errors="replace")).items()
-                  if target not in lines}
+        for target, line in stub_message.stubs_in(path.read_text(encoding="utf-8", errors="replace")).items():
+            lines.setdefault(target, line)
     return lines
 
 

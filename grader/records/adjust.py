@@ -311,9 +311,9 @@ def _expected_groups(rows: Sequence[dict]) -> list[str | None]:
     notebooks carry (graded as such: no ``key``), the one most of them carry. One student's notebook of another
     assignment made every classmate "missing" it, a zero in the LMS files (red team)."""
     carried = Counter(row["assignment"] for row in rows if row.get("assignment") and not row.get("key"))
+    named = {row.get("assignment") for row in rows if row.get("key")}
     most = max(carried.values(), default=0)
-    return [group for group in class_groups(rows) if group not in carried or carried[group] == most
-            or any(row.get("assignment") == group and row.get("key") for row in rows)]
+    return [group for group in class_groups(rows) if group not in carried or carried[group] == most or group in named]
 
 
 def _blank(course: Course, student: str, assignment: str | None, status: str) -> dict:

@@ -175,7 +175,8 @@ def _feedback_markdown(data: dict, sections: list[Section]) -> str:
     lines += [f"**Score: {points(data['score'])} / {points(data['max_score'])}**", ""]
     if data.get("extended_to"):
         lines += [f"{markdown(extended(data))}.", ""]
-    lines += [f"Note: {markdown(note)}" for note in notes(data)] + [""] * bool(notes(data))
+    noted = [f"Note: {markdown(note)}" for note in notes(data)]
+    lines += noted + [""] * bool(noted)
     shown = adjustments(data)
     if shown:
         lines += [f"- {a.points}: {markdown(a.text)}" for a in shown] + [""]

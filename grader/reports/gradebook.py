@@ -3,8 +3,8 @@
 
 One row per record (student, or student and assignment), as ``records.adjust`` shows it: the final score after the
 overrides and the late penalty, the graded score before them, each exercise's points, the late penalty (points
-taken), the adjustments' reasons, when it was submitted, the due date it was extended to, and, with a roster, the student's name and e-mail and
-whether they are on it ("missing" rows for those without a submission). A record without a final score
+taken), the adjustments' reasons, when it was submitted, the due date it was extended to, and, with a roster, the
+student's name and e-mail and whether they are on it ("missing" rows for those without a submission). A record without a final score
 (``feedback.final_score``: a grader fault, a submission that could not be graded) has blank points.
 
 The three files are for people and the LMSs that import them: UTF-8 with a byte-order mark (so that Excel reads

@@ -200,7 +200,8 @@ def write_summary(course: Course, out: Path, rows: list[dict], similar: Mapping 
     if unapplied:
         items = "".join(f"<li>{html(line, 600)}</li>" for line in unapplied)
         body.append("<h2 id='unapplied'>Records not applied</h2><p>These lines of your files do not apply to the class "
-                    f"as graded, and no grade shows them: fix them and run <code>grader gradebook</code>.</p><ul>{items}</ul>")
+                    "as graded, and no grade shows them: fix them and give the file to <code>grader gradebook</code> "
+                    f"(<code>--overrides FILE</code> or <code>--extensions FILE</code>).</p><ul>{items}</ul>")
     if done:
         plots.score_histogram([row["score"] for row in done], total, out / PICTURES[0])
         plots.exercise_histograms([(m, [graded_points(row, m) for row in done if m in row["exercises"]], most[m])

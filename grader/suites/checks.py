@@ -121,8 +121,6 @@ def diagnosed(message: str, hint: Hint | None) -> CheckFailed:
     return CheckFailed(message + phrase(hint), misconception=hint.id if hint else "")
 
 
-
-
 def attempt(thunk: Callable, what: str, on: str, hints: Hints = (), note: str = ""):
     """Run ``thunk`` (a call into the student's code); their exception becomes a CheckFailed that names the input class,
     and the mistake among ``hints`` that raises the same error on the same input (``note``: what to know about the
@@ -141,8 +139,8 @@ def failed(error: StudentError, what: str, on: str, hints: Hints = (), note: str
     if kind == "NotImplementedError":
         return CheckFailed(message)  # a stub: the message says what to do
     found = raising_alike(kind, text, hints)
-    if found is None:
-        message += f" This error means: {meaning_of(text)}." if meaning_of(text) else ""
+    meaning = meaning_of(text) if found is None else None
+    message += f" This error means: {meaning}." if meaning else ""
     return diagnosed(message + (f" Note: {note}." if note else ""), found)
 
 

@@ -112,7 +112,7 @@ def test_the_last_commit_before_the_deadline_is_taken(tmp_path):
                                        ({"exercises/scores.py": "late\n"}, AFTER)])
     roster = tmp_path / "roster.txt"
     roster.write_text(f"ada {url}\n")
-    [ada] = collect(roster, tmp_path / "out", deadline=DEADLINE, course_file=ROOT / "course.yaml", grade=False)
+    [ada] = collect(roster, tmp_path / "out", deadline=DEADLINE, course_file=ROOT / "course.yaml", grade=False).repositories
     assert ada.status == "collected" and ada.commit_time == "2026-12-01T12:00:00+00:00"
     assert (tmp_path / "out" / "submissions" / "ada" / "exercises" / "scores.py").read_text() == "first\n"
     assert not (tmp_path / "out" / "submissions" / "ada" / ".git").exists()
@@ -145,7 +145,7 @@ def test_nothing_of_the_repository_runs_or_leaves_its_folder(tmp_path, monkeypat
     monkeypatch.setenv("HOME", str(home))
     roster = tmp_path / "roster.txt"
     roster.write_text(f"{url}\n")
-    [eve] = collect(roster, tmp_path / "out", deadline=DEADLINE, course_file=ROOT / "course.yaml", grade=False)
+    [eve] = collect(roster, tmp_path / "out", deadline=DEADLINE, course_file=ROOT / "course.yaml", grade=False).repositories
     folder = tmp_path / "out" / "submissions" / "eve"
     assert eve.status == "collected", eve.status
     assert (folder / "exercises" / "scores.py").read_text() == "x = 1\n"
@@ -207,7 +207,7 @@ import json, resource, sys
 from pathlib import Path
 from grader.collect import collect
 from grader.course import COURSE_FILE
-rows = collect(sys.argv[1], sys.argv[2], deadline=sys.argv[3], course_file=COURSE_FILE, jobs=1)
+rows = collect(sys.argv[1], sys.argv[2], deadline=sys.argv[3], course_file=COURSE_FILE, jobs=1).repositories
 io = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())
 status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
 print(json.dumps({"status": {r.student: r.status for r in rows}, "written": int(io["wchar"]),
@@ -264,7 +264,7 @@ def test_only_what_intake_reads_is_written_and_never_outside(tmp_path, monkeypat
     monkeypatch.setenv("TMPDIR", str(nowhere))
     roster = tmp_path / "roster.txt"
     roster.write_text(f"eve {url}\n")
-    [eve] = collect(roster, tmp_path / "out" / "week1", deadline=DEADLINE, course_file=ROOT / "course.yaml", grade=False)
+    [eve] = collect(roster, tmp_path / "out" / "week1", deadline=DEADLINE, course_file=ROOT / "course.yaml", grade=False).repositories
     assert eve.status == "collected", eve.status
     folder = tmp_path / "out" / "week1" / "submissions" / "eve"
     assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir()) == [
@@ -281,6 +281,6 @@ def test_a_path_listed_twice_refuses_the_repository(tmp_path):
     url = crafted.commit(crafted.tree([("100644", first, "scores.py"), ("100644", second, "scores.py")]))
     roster = tmp_path / "roster.txt"
     roster.write_text(f"eve {url}\n")
-    [eve] = collect(roster, tmp_path / "out", deadline=DEADLINE, course_file=ROOT / "course.yaml", grade=False)
+    [eve] = collect(roster, tmp_path / "out", deadline=DEADLINE, course_file=ROOT / "course.yaml", grade=False).repositories
     assert eve.status == "not collected: cannot write scores.py: File exists"
     assert list((tmp_path / "out" / "submissions").iterdir()) == []
