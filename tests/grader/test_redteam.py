@@ -511,3 +511,18 @@ def test_the_imports_judged_are_read_before_any_code_runs(tmp_path, zygote, cour
     blind = grade(hostile_submission(tmp_path / "blind", "imports_channel", blind=True), course, zygote, "quiz")
     assert outputs(leaky) == outputs(blind)
     assert "quiz.py imports sys (line 5)" in outputs(leaky), outputs(leaky)
+
+
+def test_the_operator_count_carries_nothing_the_code_chose(tmp_path, zygote, course):  # noqa: F811
+    """They cannot read the inputs the suites hold (found by our eighth red team): the rule that quiz_answer is
+    computed printed the operator counts the worker reported, any integer, and quiz.py
+    (tests/grader/hostile/ops_channel) set its count to a negative number spelling the hidden inputs it had seen. A
+    count below 0 or past the bound is an unreadable reply; the rule's words hold no count: the same code spelling a
+    constant gets the same feedback."""
+    (tmp_path / "leaky").mkdir(), (tmp_path / "blind").mkdir()
+    leaky = grade(hostile_submission(tmp_path / "leaky", "ops_channel"), course, zygote, "quiz")
+    blind = grade(hostile_submission(tmp_path / "blind", "ops_channel", blind=True), course, zygote, "quiz")
+    assert outputs(leaky) == outputs(blind)
+    assert "12345678" not in outputs(blind), outputs(blind)
+    rule = [t for t in leaky["tests"] if "tensor operations decoder_attention makes" in t["name"]]
+    assert rule and all(t["score"] == 0 for t in rule), outputs(leaky)

@@ -2,10 +2,12 @@
 plain values or a WireError, and never holds more than about one frame per reply."""
 from __future__ import annotations
 
+import gc
 import json
 import socket
 import threading
 import time
+import tracemalloc
 
 import pytest
 import torch
@@ -193,3 +195,38 @@ def test_the_worker_refuses_results_past_the_value_limit_itself():
     """A result of too many plain values is refused by the worker's encoder with a message saying what to return."""
     with pytest.raises(wire.WireError, match="return tensors"):
         wire.encode({"value": list(range(wire.MAX_VALUES + 1))}, max_bytes=wire.MAX_REPLY_BYTES)
+
+
+def test_replies_that_only_garbage_holds_are_freed_before_more_arrive(tmp_path):
+    """A failed check's exception holds its frames, and they the reply's bytes, in a cycle only the garbage collector
+    frees, and reading replies makes too few objects to start it (found by our eighth red team: a softmax returning
+    one 240 MB tensor to every check piled a reply per failed test past the grading process's memory bound, a grader
+    fault on every run): the session collects once SWEEP_BYTES of replies were read, so that such garbage never
+    holds more than that, besides the reply being read."""
+    from grader.course import course
+    from grader.sandbox.host import client
+
+    reply = wire.encode({"ok": True, "value": torch.zeros(40 * 2**20 // 8, dtype=torch.float64)})
+    rounds = 10
+    ours, theirs = socket.socketpair()
+    session = client.WorkerSession(None, str(tmp_path), course().grading.limits, modules=("softmax",))
+    session.pid, session.sock = -1, ours  # a worker that only answers
+    writer = threading.Thread(target=lambda: [theirs.sendall(reply) for _ in range(rounds)], daemon=True)
+    tracemalloc.start()
+    gc.disable()  # only the session's collections run
+    peak = 0
+    try:
+        writer.start()
+        for _ in range(rounds):
+            message = session._exchange(None, 30, "while testing")
+            held = [session._decoder()(message["value"], "softmax")]
+            held.append(held)  # a cycle holding the reply's bytes, as a failed check's traceback does
+            del held, message
+            peak = max(peak, tracemalloc.get_traced_memory()[0])
+    finally:
+        gc.enable()
+        tracemalloc.stop()
+        session.pid = None
+        ours.close(), theirs.close()
+    assert client.SWEEP_BYTES <= 2 * len(reply)
+    assert peak < 4 * len(reply), f"{peak / 2**20:.0f} MiB held by {rounds} replies of {len(reply) / 2**20:.0f} MiB"

@@ -7,6 +7,7 @@ words of ``problems``.
 """
 from __future__ import annotations
 
+import gc
 import os
 import secrets
 import signal
@@ -37,6 +38,11 @@ MAX_REPLY_BYTES = wire.MAX_REPLY_BYTES
 HELLO_SECONDS = 60
 EXIT_GRACE_SECONDS = 2.0  # a worker that closed its socket gets this long to exit before it is killed
 CRASHES_PER_FUNCTION = 3  # a function that crashed the worker this often is not called again
+# Bytes of replies read since the last garbage collection past which the next exchange collects first: a failed
+# check's exception holds its frames, and they the reply's bytes, in a cycle only the collector frees, and reading a
+# reply makes too few objects to start it (returning one 240 MB tensor to every check held a reply per failed test).
+SWEEP_BYTES = 64 * 2**20
+MAX_OPS = 10**9  # torch calls one call can make in its time (a count past it, or below 0, is no count the worker made)
 OUT_OF_MEMORY = ("MemoryError", "OutOfMemoryError")  # a function that raised one of these is not called again
 CHECK = "during this check"
 
@@ -69,6 +75,7 @@ class WorkerSession:
         self.fault: str | None = None  # set when the grader (not the submission) failed: do not score
         self.watch: list[str] = []  # the course's banned names: every call is instrumented for all of them
         self._sources: dict[str, list[str]] = {}
+        self._unswept = 0  # bytes of replies read since the last garbage collection (SWEEP_BYTES)
 
     # -- worker lifecycle
 
@@ -161,6 +168,9 @@ class WorkerSession:
         timeout = max(timeout, 0.0)
         deadline = time.monotonic() + timeout
         self._blob = None  # the last reply's bytes are not held while the next one arrives
+        if self._unswept >= SWEEP_BYTES:  # nor earlier replies that only garbage holds
+            self._unswept = 0
+            gc.collect()
         try:
             if frame is not None:
                 self.sock.settimeout(max(timeout, 0.001))  # a worker that does not read cannot block us
@@ -184,6 +194,7 @@ class WorkerSession:
             self.stop()
             raise SubmissionProblem("reply", UNREADABLE) from None
         self._blob = blob
+        self._unswept += len(blob)
         return message
 
     # -- requests
@@ -326,12 +337,15 @@ class WorkerSession:
                 problem.step = step
                 raise problem
             options, called, ops = call[3], item.get("called", []), item.get("ops")
+            if ops is not None and not (type(ops) is int and 0 <= ops <= MAX_OPS):
+                self.stop()
+                raise SubmissionProblem("reply", f"{UNREADABLE}: its count of tensor operations is not one")
             wanted = set(options.get("watch", ()))
             value = decode(item.get("value"), label, _object_name(call[0]) if options.get("handles") else None)
             results.append(CallResult(value=value, arg_grads=decode(item.get("arg_grads"), label),
                                       param_grads=decode(item.get("param_grads"), label),
                                       called=sorted({n for n in called if n in wanted}) if isinstance(called, list) else [],
-                                      ops=ops if type(ops) is int else None, args_after=decode(item.get("args_after"), label)))
+                                      ops=ops, args_after=decode(item.get("args_after"), label)))
         return results
 
     def _strike(self, labels: list[str], problem: SubmissionProblem) -> None:

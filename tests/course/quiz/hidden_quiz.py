@@ -65,9 +65,10 @@ def test_quiz_answer_is_computed(student, course):
     answer = C.attempt(lambda: student.quiz.quiz_answer.run(), "quiz_answer()", "no arguments")
     direct = C.attempt(lambda: student.quiz.decoder_attention.run(args=(s, H)), WHAT, "the quiz's s and H")
     if answer.ops is not None and direct.ops is not None and answer.ops < direct.ops:
-        raise C.CheckFailed(f"quiz_answer() makes {answer.ops} tensor operation{'s' * (answer.ops != 1)}, fewer than "
-                            f"decoder_attention(s, H) on the quiz's s and H ({direct.ops}): v is typed in, not "
-                            f"computed. Hint: build s and H = [h1, h2, h3] and return decoder_attention(s, H).")
+        # The counts are the worker's, so the student's code could set them: fixed words, never the numbers.
+        raise C.CheckFailed("quiz_answer() makes fewer tensor operations than decoder_attention(s, H) on the quiz's s "
+                            "and H: v is typed in, not computed. Hint: build s and H = [h1, h2, h3] and return "
+                            "decoder_attention(s, H).")
 
 
 @pytest.mark.weight(3)
