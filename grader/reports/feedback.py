@@ -1,8 +1,8 @@
 """Feedback pages: a student's feedback as Markdown and HTML (batch writes ``feedback/<student>.md`` and ``.html``).
 
 The score is the final one; the student's extended due date follows it where they have one, and the overrides and
-the late penalty applied to it (``records.adjust``) are listed under it, each with its points and reason. Per
-exercise: its points, and each check with a badge (a word and a colour, not an emoji: "failed", "not judged yet" for
+the late penalty applied to it (``records.adjust``) are listed under it, each with its points and reason. The
+exercises with something to fix come first, then those whose every check passed. Per exercise: its points, and each check with a badge (a word and a colour, not an emoji: "failed", "not judged yet" for
 a rule that waits for right values, "holds" for a rule that holds but pays once the values are right, "passed"), its
 points and, when it failed, its feedback, the failures first and the rules not judged yet after them; an exercise
 that could not
@@ -147,7 +147,8 @@ def unreadable_reason(data: dict, student: bool = False) -> tuple[str, str]:
 
 
 def feedback_sections(data: dict, titles: Mapping[str, str]) -> list[Section]:
-    """Per exercise of the results (in their order): its points, its problem, and its checks."""
+    """Per exercise of the results: its points, its problem, and its checks; the exercises with something to fix
+    first, then those whose every check passed (each group in the results' order)."""
     by_exercise: dict[str, list[dict]] = {}
     for test in data["tests"]:
         by_exercise.setdefault(test["name"].split(":", 1)[0], []).append(test)
@@ -160,7 +161,7 @@ def feedback_sections(data: dict, titles: Mapping[str, str]) -> list[Section]:
         sections.append(Section(module, titles.get(module, ""), f"{points(result['score'])} / "
                                 f"{points(result['max_score'])}", result.get("problem", ""), checks,
                                 one_cause([check.feedback for check in checks if not check.passed])))
-    return sections
+    return sorted(sections, key=lambda section: not (section.problem or any(not c.passed for c in section.checks)))
 
 
 def _feedback_markdown(data: dict, sections: list[Section]) -> str:

@@ -7,14 +7,14 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.points import Grade
-from grader.reports.advice import collapsed, points, signed
+from grader.reports.advice import collapsed, deferred_line, failures, points, signed
 from grader.text import MAX_NAME, terminal
 
 
 def print_summary(grade: Grade, console: Console | None = None) -> None:
-    """A table per exercise, then each failure's message (an exercise whose failures have one cause, ``collapsed``:
-    it could not run at all, its stubs still raise NotImplementedError, every failure says the same: once, in the
-    table).
+    """A table per exercise, then each failure's message, exercise by exercise, and one line for the rules not judged
+    yet (an exercise whose failures have one cause, ``collapsed``: it could not run at all, its stubs still raise
+    NotImplementedError, every failure says the same: once, in the table).
 
     Every text is a rich ``Text`` (``text.terminal``): nothing of it is read as markup; messages are printed without
     inserted line breaks (soft wrap), so no part of one starts a line of the output (a workflow command in a log)."""
@@ -34,11 +34,16 @@ def print_summary(grade: Grade, console: Console | None = None) -> None:
     for note in grade.notes:
         console.print(Text.assemble(("note:", "bold yellow"), " ", terminal(note)), soft_wrap=True)
     console.print(table)
-    broken = {e.module for e in grade.exercises if collapsed(e)}
-    for test in grade.tests:
-        if test.status == "failed" and test.exercise not in broken:
-            console.print(Text.assemble(("✗", "red"), " ", (test.exercise, "bold"), ": ", terminal(test.doc),
-                                        "\n    ", terminal(test.feedback)), soft_wrap=True)
+    for exercise in grade.exercises:
+        if collapsed(exercise):
+            continue
+        for test in failures(exercise):
+            if not test.deferred:
+                console.print(Text.assemble(("✗", "red"), " ", (test.exercise, "bold"), ": ", terminal(test.doc),
+                                            "\n    ", terminal(test.feedback)), soft_wrap=True)
+        waiting = deferred_line(exercise.tests)
+        if waiting:
+            console.print(Text.assemble(("…", "yellow"), " ", (exercise.module, "bold"), ": ", waiting), soft_wrap=True)
 
 
 class BatchProgress:

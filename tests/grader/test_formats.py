@@ -319,6 +319,36 @@ def test_an_unfinished_exercise_is_one_line_in_every_output(grade, tmp_path):
     assert "large scores stay finite" in buffer.getvalue()  # a real failure is still shown in full
 
 
+def test_what_to_fix_comes_first_and_the_rules_not_judged_yet_are_one_line(tmp_path):
+    """A values failure of causal and three rules waiting for right values, after two full-mark exercises: the
+    terminal (grade, the ci log) prints the failure and one line for the three rules, never "not judged yet" once per
+    rule; the feedback pages show causal, the exercise to fix, before the exercises whose every check passed, its
+    failure before the rules."""
+    import io
+
+    from rich.console import Console
+
+    from grader.points import DEFERRED
+    from grader.reports.feedback import write_feedback
+    from grader.reports.terminal import print_summary
+
+    wrong = "CausalAttention(x): wrong values. Hint: you keep the upper triangle (the future): use tril."
+    rules = [_test("causal", f"r{n}", f"causal rule {n}", "failed", 0, 1, f"CausalAttention(x): {DEFERRED}") for n in range(3)]
+    grade = Grade([ExerciseScore("scores", "Scores", 10, 10, "", [_test("scores", "s", "scores ok", "passed", 10, 10)]),
+                   ExerciseScore("softmax", "Softmax", 10, 10, "", [_test("softmax", "m", "softmax ok", "passed", 10, 10)]),
+                   ExerciseScore("causal", "Causal", 0, 15, "", [*rules, _test("causal", "v", "causal values", "failed",
+                                                                                0, 12, wrong)])])
+    buffer = io.StringIO()
+    print_summary(grade, Console(file=buffer, width=300, color_system=None))
+    printed = buffer.getvalue()
+    assert "not judged yet" not in printed and printed.count("3 rules are judged once the values are right") == 1
+    assert printed.index("use tril") < printed.index("3 rules are judged")
+    data = dict(results(grade, execution_time=1.0, device="cpu", sha256=SHA), student="ann")
+    assert write_feedback(data, tmp_path) is None
+    for page in ((tmp_path / "feedback" / f"ann.{kind}").read_text() for kind in ("md", "html")):
+        assert page.index("use tril") < page.index("causal rule 0") < page.index("scores ok") < page.index("softmax ok")
+
+
 def test_a_missing_name_is_said_once_in_every_output(tmp_path):
     """Every failure of quiz has the same feedback (a missing name): the terminal, the job summary and the feedback
     pages say it once, and its checks are one collapsed line; a failure with a feedback of its own is shown."""
