@@ -192,8 +192,9 @@ def test_a_wrong_answer_reports_its_property_and_error_size(tmp_path):
 
 
 def test_failures_with_one_cause_are_said_once(tmp_path):
-    """Checks that all fail with the same error say it once, with what torch's error means, and how many it stopped:
-    a view of a transposed tensor printed torch's message once per check (7 times)."""
+    """Checks that all fail with the same error say it once, with what torch's error means, how many it stopped and
+    which (a view of a transposed tensor printed torch's message once per check, 7 times; then the count alone, and
+    keys computed with W_query printed "wrong values" and "2 checks failed for this reason", naming no check)."""
     copy = tmp_path / "repo"
     shutil.copytree(ROOT / "solutions", copy / "exercises")
     handout_checks(copy)
@@ -207,7 +208,24 @@ def test_failures_with_one_cause_are_said_once(tmp_path):
     table = (process.stdout + process.stderr).split("public checks per exercise", 1)[1]
     assert failed > 2 and table.count("view size is not compatible") == 1, table
     assert "This error means: view() of a tensor whose memory is not laid out in order" in table
-    assert f"    {failed} checks failed for this reason\n" in table and "  - " not in table, table
+    assert f"    {failed} checks failed for this reason:\n" in table and table.count("\n  - ") == failed, table
+
+
+def test_a_wrong_layer_or_shape_is_named_not_an_assert_expression(tmp_path):
+    """nn.Linear(d_in, d_out) without bias=qkv_bias: the layers' check names the layer and the fix, where an ``and``
+    of asserts printed "failed: assert (True and torch.Size([2, 3]) == (2, 3))"."""
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "solutions", copy / "exercises")
+    handout_checks(copy)
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    qkv = copy / "exercises" / "qkv.py"
+    made = "self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)"
+    assert made in qkv.read_text()
+    qkv.write_text(qkv.read_text().replace(made, "self.W_query = nn.Linear(d_in, d_out)"))
+    process, _ = run_public(tmp_path, "-m", "qkv", root=copy)
+    table = (process.stdout + process.stderr).split("public checks per exercise", 1)[1]
+    assert "W_query has a bias with qkv_bias=False: pass bias=qkv_bias to nn.Linear" in table, table
+    assert "assert (" not in table and "torch.Size" not in table, table
 
 
 def test_every_public_test_has_a_one_line_docstring():

@@ -57,6 +57,38 @@ def close(got, want, atol: float = 1e-5, rtol: float = 1e-4, hints: D.Hints = ()
         raise Failure(f"wrong values: off by {error} at worst", D.matching(got, hints, rtol, atol, want))
 
 
+def shaped(got, want: tuple[int, ...], what: str, dtype: torch.dtype | None = None) -> None:
+    """``got`` (``what``, as the student names it: "keys") must be a tensor of shape ``want`` (and ``dtype``, if given):
+    a failure shows both shapes (an ``and`` of asserts said only that the whole was False)."""
+    __tracebackhide__ = True
+    if not isinstance(got, torch.Tensor):
+        raise Failure(f"{what} is {type(got).__name__}, not a tensor")
+    if tuple(got.shape) != tuple(want):
+        raise Failure(f"{what} is {shape(got)}; expected {shape(torch.empty(want, device='meta'))}")
+    if dtype is not None and got.dtype != dtype:
+        raise Failure(f"{what} is {str(got.dtype).removeprefix('torch.')}; expected {str(dtype).removeprefix('torch.')}")
+
+
+def linear_layers(module, names, d_in: int, d_out: int, bias: bool = False) -> None:
+    """``module`` holds its children ``names`` first, in that order, each an nn.Linear(d_in, d_out) with a bias only
+    where ``bias``: a failure says which part is wrong (an ``and`` of asserts said only that the whole was False)."""
+    __tracebackhide__ = True
+    children = [name for name, _ in module.named_children()][:len(names)]
+    if children != list(names):
+        raise Failure(f"the submodules are {', '.join(children) or 'none'}; expected {', '.join(names)}, made in that "
+                      f"order in __init__")
+    for name in names:
+        layer = getattr(module, name)
+        if not isinstance(layer, torch.nn.Linear):
+            raise Failure(f"{name} is {type(layer).__name__}, not nn.Linear")
+        if tuple(layer.weight.shape) != (d_out, d_in):
+            raise Failure(f"{name}.weight is {shape(layer.weight)}: nn.Linear({d_in}, {d_out}) keeps it as "
+                          f"(out_features, in_features) = ({d_out}, {d_in})")
+        if (layer.bias is not None) != bias:
+            raise Failure(f"{name} has {'no' if bias else 'a'} bias with qkv_bias={bias}: pass bias=qkv_bias to "
+                          f"nn.Linear")
+
+
 def attempt(thunk, hints: D.Hints = ()):
     """``thunk()`` (a call of the student's code); an error it raises that a known mistake raises too on the same
     input (``diagnosis.raising_alike``) fails the check with that mistake's hint."""

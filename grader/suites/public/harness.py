@@ -278,7 +278,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 def summary_lines(config) -> list[str]:
     """The table per exercise: checks passed, then each failure's property, error size and hint (an unfinished
-    exercise in one line; failures with one cause said once)."""
+    exercise in one line; failures with one cause said once, above the properties they failed)."""
     results, lines = config.stash[RESULTS], []
     width = max((len(m) for m in results), default=0)
     for module in (m for m in MODULES if m in results):
@@ -293,8 +293,9 @@ def summary_lines(config) -> list[str]:
         lines.append(f"{module:<{width}}  {len(checks) - len(failed):>3}/{len(checks):<3} passed")
         said = [r.failure for r in failed if not ("line" in r.failure or "stub" in r.failure)]
         one_cause = len(said) > 1 and len({(f["problem"], f.get("hint")) for f in said}) == 1
-        if one_cause:  # the same error on every check: said once
-            lines += [f"    {_said(said[0])}", f"    {same_reason(len(said))}"]
+        if one_cause:  # the same error on every check: said once, then the checks it failed
+            lines += [f"    {_said(said[0])}", f"    {same_reason(len(said))}:"]
+            lines += [f"  - {r.doc}" for r in failed if not ("line" in r.failure or "stub" in r.failure)]
         shown = []
         for result in failed:
             if "line" in result.failure:

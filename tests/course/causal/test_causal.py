@@ -2,7 +2,7 @@
 import hints_causal as known
 import pytest
 import torch
-from checking import attempt, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
+from checking import attempt, linear_layers, shaped, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 from torch import nn
 
 pytestmark = pytest.mark.causal
@@ -30,20 +30,16 @@ def test_causal_mask_6(impl, close):
 def test_causal_attention_submodules(impl):
     """W_query, W_key, W_value are nn.Linear(d_in, d_out) without bias (in that order) and dropout is nn.Dropout."""
     module = make(impl)
-    names = [name for name, _ in module.named_children()]
-    assert names[:3] == ["W_query", "W_key", "W_value"]
-    for name in names[:3]:
-        layer = getattr(module, name)
-        assert isinstance(layer, nn.Linear) and layer.weight.shape == (2, 3) and layer.bias is None
-    assert isinstance(module.dropout, nn.Dropout)
-    assert make(impl, qkv_bias=True).W_query.bias is not None
+    linear_layers(module, ["W_query", "W_key", "W_value"], 3, 2)
+    assert isinstance(module.dropout, nn.Dropout), "dropout is an nn.Dropout(dropout)"
+    linear_layers(make(impl, qkv_bias=True), ["W_query", "W_key", "W_value"], 3, 2, bias=True)
 
 
 def test_causal_attention_shape(impl, journey):
     """A batch (2, 6, 3) gives (2, 6, 2), keeping the dtype."""
     module = make(impl)
     out = module(torch.stack([journey, journey]))
-    assert out.shape == (2, 6, 2) and out.dtype == torch.float32
+    shaped(out, (2, 6, 2), "the output", torch.float32)
 
 
 def test_causal_attention_first_token_sees_only_itself(impl, journey, close):

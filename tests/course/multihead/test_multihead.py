@@ -2,7 +2,7 @@
 import hints_multihead as known
 import pytest
 import torch
-from checking import attempt, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
+from checking import attempt, linear_layers, shaped, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 from torch import nn
 
 pytestmark = pytest.mark.multihead
@@ -32,7 +32,7 @@ def reference(module, x, num_heads):
 def test_multihead_output_shape(impl, journey):
     """A batch (2, 6, 3) gives (2, 6, d_out) = (2, 6, 4)."""
     out = make(impl)(torch.stack([journey, journey]))
-    assert out.shape == (2, 6, 4) and out.dtype == torch.float32
+    shaped(out, (2, 6, 4), "the output", torch.float32)
 
 
 def test_multihead_rejects_indivisible_d_out(impl):
@@ -44,13 +44,11 @@ def test_multihead_rejects_indivisible_d_out(impl):
 def test_multihead_layers(impl):
     """W_query, W_key, W_value are nn.Linear(d_in, d_out) and out_proj is nn.Linear(d_out, d_out), in that order."""
     module = make(impl)
-    names = [name for name, _ in module.named_children()]
-    assert names[:4] == ["W_query", "W_key", "W_value", "out_proj"]
-    for name in names[:3]:
-        layer = getattr(module, name)
-        assert isinstance(layer, nn.Linear) and layer.weight.shape == (4, 3) and layer.bias is None
-    assert isinstance(module.out_proj, nn.Linear) and module.out_proj.weight.shape == (4, 4)
-    assert isinstance(module.dropout, nn.Dropout)
+    linear_layers(module, ["W_query", "W_key", "W_value"], 3, 4)
+    assert [name for name, _ in module.named_children()][3:4] == ["out_proj"], "out_proj is made after W_value"
+    assert isinstance(module.out_proj, nn.Linear), "out_proj is an nn.Linear(d_out, d_out)"
+    assert tuple(module.out_proj.weight.shape) == (4, 4), "out_proj is an nn.Linear(d_out, d_out): its weight is (4, 4)"
+    assert isinstance(module.dropout, nn.Dropout), "dropout is an nn.Dropout(dropout)"
 
 
 @pytest.mark.parametrize("num_heads", [1, 2, 4])

@@ -2,7 +2,7 @@
 import hints_qkv as known
 import pytest
 import torch
-from checking import attempt, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
+from checking import attempt, linear_layers, shaped, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 from torch import nn
 
 pytestmark = pytest.mark.qkv
@@ -31,7 +31,7 @@ def journey_weights():
 def test_project_river_shapes(impl, river, close):
     """project gives queries (3, 2), keys (3, 2), values (3, 3); "bank"'s query is [0.84, 0.84]."""
     queries, keys, values = impl.qkv.project(river, W_QUERY, W_KEY, W_VALUE)
-    assert queries.shape == (3, 2) and keys.shape == (3, 2) and values.shape == (3, 3)
+    shaped(queries, (3, 2), "queries"), shaped(keys, (3, 2), "keys"), shaped(values, (3, 3), "values")
     close(queries[1], [0.84, 0.84], atol=1e-4)
     close(values, river @ W_VALUE)
 
@@ -40,7 +40,7 @@ def test_project_journey_query(impl, journey, close):
     """With the seed-123 weights the query of "journey" is [0.4306, 1.4551]; keys and values are (6, 2)."""
     queries, keys, values = impl.qkv.project(journey, *journey_weights())
     close(queries[1], [0.4306, 1.4551], atol=1e-4)
-    assert keys.shape == (6, 2) and values.shape == (6, 2)
+    shaped(keys, (6, 2), "keys"), shaped(values, (6, 2), "values")
 
 
 def test_project_rejects_wrong_weight_shape(impl, river):
@@ -172,13 +172,9 @@ def test_self_attention_linear_seed_789(impl, journey, close):
 
 def test_self_attention_linear_layers(impl):
     """SelfAttentionLinear holds W_query, W_key, W_value as nn.Linear(d_in, d_out), bias only with qkv_bias=True."""
-    module = impl.qkv.SelfAttentionLinear(d_in=3, d_out=2)
-    names = [name for name, _ in module.named_children()]
-    assert names == ["W_query", "W_key", "W_value"]
-    for name in names:
-        layer = getattr(module, name)
-        assert isinstance(layer, nn.Linear) and layer.weight.shape == (2, 3) and layer.bias is None
-    assert impl.qkv.SelfAttentionLinear(d_in=3, d_out=2, qkv_bias=True).W_key.bias is not None
+    linear_layers(impl.qkv.SelfAttentionLinear(d_in=3, d_out=2), ["W_query", "W_key", "W_value"], 3, 2)
+    linear_layers(impl.qkv.SelfAttentionLinear(d_in=3, d_out=2, qkv_bias=True), ["W_query", "W_key", "W_value"], 3, 2,
+                  bias=True)
 
 
 def test_copy_linear_weights(impl, journey, close):
