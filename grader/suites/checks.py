@@ -24,6 +24,7 @@ for the plugin.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import torch
@@ -119,6 +120,28 @@ def _expected(text: str | None) -> str:
 def diagnosed(message: str, hint: Hint | None) -> CheckFailed:
     """The CheckFailed saying ``message``, and the mistake ``hint`` (if any) that reproduces the result, by its id."""
     return CheckFailed(message + phrase(hint), misconception=hint.id if hint else "")
+
+
+def each(cases, check: Callable) -> None:
+    """``check(case)`` for every case, stopping at a first failure that names a known mistake; where the first names
+    none, the failure raised is the first naming a mistake that most of the failing cases name (at least half), else
+    the first. The smallest case is often one where several mistakes give the same result, so none can be named
+    (``tril(-1)`` and ``triu(1)`` at T=1); a mistake named on one case of many is a coincidence of sizes (sqrt(T) =
+    d_out where T = d_out ** 2), not the student's."""
+    failures: list[CheckFailed] = []
+    for case in cases:
+        try:
+            check(case)
+        except CheckFailed as failure:
+            if not failures and failure.misconception:
+                raise
+            failures.append(failure)
+    named = Counter(failure.misconception for failure in failures if failure.misconception)
+    for failure in failures:
+        if failure.misconception and 2 * named[failure.misconception] >= len(failures):
+            raise failure
+    if failures:
+        raise failures[0]
 
 
 def attempt(thunk: Callable, what: str, on: str, hints: Hints = (), note: str = ""):
@@ -375,6 +398,16 @@ def _cast(value, dtype):
 
 META_HINT = ("meta tensors (used here to check that your code keeps the input's device) have shapes but no values: "
              "avoid .item(), .tolist(), Python ifs on tensor values, and tensors created without device=x.device")
+
+
+# What torch says when code reads the values of a meta tensor (``.item()``, an ``if`` on a tensor, ``.tolist()``).
+META_VALUES = ("cannot be called on meta tensors", "Cannot copy out of meta tensor")
+
+
+def reads_values(error: StudentError) -> bool:
+    """Whether the student's ``error`` says their code read a value of a meta tensor: allowed off the differentiable
+    path (a mask's ``.all()`` in an ``if``), so a rule checked with meta tensors must judge that code otherwise."""
+    return any(words in error.info.get("message", "") for words in META_VALUES)
 
 
 def on_meta(value):

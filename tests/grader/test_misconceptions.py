@@ -150,3 +150,27 @@ def test_zeros_are_no_known_mistake_of_one_hot():
     hints = M.one_hot_hints(0, 4, one_hot)
     assert M.matching(torch.zeros(4), hints, 0.0, 0.0) is None
     assert M.matching(one_hot(3, 4), hints, 0.0, 0.0).id == "dictionary.one_hot_off_by_one"
+
+
+@pytest.mark.parametrize("named, reported", [
+    (["", "a", "a", "a"], "a"),  # the first case names none (several mistakes fit at T=1): the mistake the others name
+    (["", "b", "", "", "", ""], ""),  # one case of six names one: a coincidence of sizes, the first failure stands
+    (["c", "a", "a"], "c"),  # the first failure names its mistake: it is the one raised, and the others never run
+    (["", ""], ""),
+])
+def test_a_failing_test_reports_the_mistake_most_of_its_failing_cases_name(named, reported):
+    """checks.each runs a check on every case: the failure raised is the first when it names a mistake, else the first
+    naming a mistake that at least half the failing cases name, else the first."""
+    from grader.suites.checks import CheckFailed, each
+
+    ran = []
+
+    def check(n):
+        ran.append(n)
+        raise CheckFailed(f"case {n}", misconception=named[n])
+
+    with pytest.raises(CheckFailed) as failure:
+        each(range(len(named)), check)
+    assert failure.value.misconception == reported
+    assert str(failure.value) == f"case {named.index(reported) if reported else 0}"
+    assert ran == ([0] if named[0] else list(range(len(named))))

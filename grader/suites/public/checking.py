@@ -17,6 +17,8 @@ from pathlib import Path
 import diagnosis as D
 import import_rule
 import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
 NOTEBOOK: dict[str, types.ModuleType] = {}  # module -> the names a notebook's solution cell defined (run_in_notebook)
 
@@ -69,14 +71,17 @@ def shaped(got, want: tuple[int, ...], what: str, dtype: torch.dtype | None = No
         raise Failure(f"{what} is {str(got.dtype).removeprefix('torch.')}; expected {str(dtype).removeprefix('torch.')}")
 
 
-def linear_layers(module, names, d_in: int, d_out: int, bias: bool = False) -> None:
-    """``module`` holds its children ``names`` first, in that order, each an nn.Linear(d_in, d_out) with a bias only
-    where ``bias``: a failure says which part is wrong (an ``and`` of asserts said only that the whole was False)."""
+def linear_layers(module, names, d_in: int, d_out: int, bias: bool = False, after: tuple[str, ...] = ()) -> None:
+    """``module`` holds the children ``names``, made in that order (then those named ``after``: the order fixes the
+    random draws of their weights; a submodule without parameters, as dropout, may come anywhere), each an
+    nn.Linear(d_in, d_out) with a bias only where ``bias``: a failure says which part is wrong (an ``and`` of asserts
+    said only that the whole was False)."""
     __tracebackhide__ = True
-    children = [name for name, _ in module.named_children()][:len(names)]
-    if children != list(names):
-        raise Failure(f"the submodules are {', '.join(children) or 'none'}; expected {', '.join(names)}, made in that "
-                      f"order in __init__")
+    wanted = [*names, *after]
+    made = [name for name, _ in module.named_children() if name in wanted]
+    if made != wanted:
+        raise Failure(f"the layers are made in the order {', '.join(made) or 'none'}; expected {', '.join(wanted)} (the "
+                      f"order of their random initial weights)")
     for name in names:
         layer = getattr(module, name)
         if not isinstance(layer, torch.nn.Linear):
@@ -87,6 +92,53 @@ def linear_layers(module, names, d_in: int, d_out: int, bias: bool = False) -> N
         if (layer.bias is not None) != bias:
             raise Failure(f"{name} has {'no' if bias else 'a'} bias with qkv_bias={bias}: pass bias=qkv_bias to "
                           f"nn.Linear")
+
+
+class _HalvingDropout(TorchFunctionMode):
+    """Every dropout call in training mode (the nn.Dropout module, ``F.dropout``, ``torch.dropout``) records its input
+    and returns it halved: a dropout without chance, whatever the layout of the tensor it acts on."""
+
+    CALLS = {F.dropout: 2, torch.dropout: 2, torch.dropout_: 2}  # -> the position of the training flag
+
+    def __init__(self):
+        super().__init__()
+        self.inputs: list[torch.Tensor] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func not in self.CALLS:
+            return func(*args, **kwargs)
+        x = args[0] if args else kwargs["input"]
+        position = self.CALLS[func]
+        training = args[position] if len(args) > position else kwargs.get("training", kwargs.get("train", True))
+        if not training:
+            return x
+        self.inputs.append(x.detach().clone())
+        return x * 0.5
+
+
+def dropout_on_weights(module, x, weights: int, rows: int, halved) -> None:
+    """In training mode ``module(x)`` calls dropout once, on the attention weights (``weights`` entries, each >= 0,
+    ``rows`` rows summing to 1: their total), after the softmax; with a dropout that halves what it is given, the
+    result is ``halved(eval-mode result)``."""
+    __tracebackhide__ = True
+    with torch.no_grad():
+        want = halved(module.eval()(x))
+        with _HalvingDropout() as dropout:
+            got = module.train()(x)
+    module.eval()
+    if len(dropout.inputs) != 1:
+        raise Failure(f"dropout is called {len(dropout.inputs)} times in training mode; once, on the attention weights "
+                      f"(by calling self.dropout)")
+    given = dropout.inputs[0]
+    if given.numel() != weights:
+        raise Failure(f"dropout acts on a tensor of {given.numel()} entries; the attention weights here have {weights}: "
+                      f"apply dropout to the weights, not to the scores' projections or the output")
+    total = float(given.double().sum())
+    if bool((given < 0).any()) or not bool(torch.isfinite(given).all()) or abs(total - rows) > 1e-4 * rows:
+        raise Failure("dropout's input is not the attention weights (each row of weights is >= 0 and sums to 1): "
+                      "apply dropout after the softmax, to its weights")
+    close(got, want)
 
 
 def attempt(thunk, hints: D.Hints = ()):

@@ -121,9 +121,8 @@ def test_shorter_than_context(student, course, device):
     C.seed(course.seed)
     reference = ref.CausalAttention(4, 3, 9, 0.0).to(device)
     module = M.twin(student.causal.CausalAttention, reference, 4, 3, 9, 0.0, what="CausalAttention", device=device)
-    for T in (1, 5):
-        x = torch.randn(2, T, 4, generator=torch.Generator().manual_seed(course.seed + T)).to(device)
-        _check(student, course, module, reference, x, 9)
+    C.each((1, 5), lambda T: _check(student, course, module, reference,
+                                     torch.randn(2, T, 4, generator=torch.Generator().manual_seed(course.seed + T)).to(device), 9))
 
 
 @pytest.mark.rule

@@ -2,7 +2,7 @@
 import hints_causal as known
 import pytest
 import torch
-from checking import attempt, linear_layers, shaped, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
+from checking import attempt, dropout_on_weights, linear_layers, shaped, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 from torch import nn
 
 pytestmark = pytest.mark.causal
@@ -91,6 +91,12 @@ def test_causal_attention_rejects_long_sequence(impl, journey):
     module = make(impl, context_length=4)
     with pytest.raises(ValueError):
         module(journey.unsqueeze(0))
+
+
+def test_causal_attention_dropout_acts_on_the_weights(impl, journey):
+    """In training mode dropout acts once, on the attention weights after the softmax, and the output uses them."""
+    x = torch.stack([journey, journey])  # (2, 6, 3): 2 x 6 rows of 6 weights
+    dropout_on_weights(make(impl, dropout=0.5), x, weights=2 * 6 * 6, rows=2 * 6, halved=lambda out: out * 0.5)
 
 
 def test_causal_attention_dropout_only_in_training(impl, journey, close):

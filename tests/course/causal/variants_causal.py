@@ -51,6 +51,10 @@ bug("causal", "init_order", "CausalAttention creates W_value before W_query and 
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)"""))
 part("causal", "batch_loop", "CausalAttention computes the scores of each batch element in a Python loop",
      (CS, "scores = torch.stack([q @ k.transpose(-2, -1) for q, k in zip(queries, keys)]) / math.sqrt(keys.shape[-1])"))
+ok("causal", "mask_if_any_hidden", "causal that masks only when the mask hides something (a bool mask's .all() in an if, "
+   "which the syllabus allows off the differentiable path)",
+   (CF, "allowed = self.mask[:T, :T]\n        if not allowed.all():\n            scores = scores.masked_fill(~allowed, "
+        "float(\"-inf\"))"))
 ok("causal", "where_float_mask", "causal with a float tril buffer, torch.where and F.dropout(training=self.training)",
    ('self.register_buffer("mask", causal_mask(context_length), persistent=False)',
     'self.register_buffer("mask", torch.tril(torch.ones(context_length, context_length)))'),

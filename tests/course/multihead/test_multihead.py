@@ -2,7 +2,7 @@
 import hints_multihead as known
 import pytest
 import torch
-from checking import attempt, linear_layers, shaped, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
+from checking import attempt, dropout_on_weights, linear_layers, shaped, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 from torch import nn
 
 pytestmark = pytest.mark.multihead
@@ -44,8 +44,7 @@ def test_multihead_rejects_indivisible_d_out(impl):
 def test_multihead_layers(impl):
     """W_query, W_key, W_value are nn.Linear(d_in, d_out) and out_proj is nn.Linear(d_out, d_out), in that order."""
     module = make(impl)
-    linear_layers(module, ["W_query", "W_key", "W_value"], 3, 4)
-    assert [name for name, _ in module.named_children()][3:4] == ["out_proj"], "out_proj is made after W_value"
+    linear_layers(module, ["W_query", "W_key", "W_value"], 3, 4, after=("out_proj",))
     assert isinstance(module.out_proj, nn.Linear), "out_proj is an nn.Linear(d_out, d_out)"
     assert tuple(module.out_proj.weight.shape) == (4, 4), "out_proj is an nn.Linear(d_out, d_out): its weight is (4, 4)"
     assert isinstance(module.dropout, nn.Dropout), "dropout is an nn.Dropout(dropout)"
@@ -89,6 +88,14 @@ def test_multihead_rejects_long_sequence(impl, journey):
     module = make(impl, context_length=4)
     with pytest.raises(ValueError):
         module(journey.unsqueeze(0))
+
+
+def test_multihead_dropout_acts_on_the_weights(impl, journey):
+    """In training mode dropout acts once, on every head's attention weights after the softmax, before out_proj."""
+    x = torch.stack([journey, journey])  # (2, 6, 3), 2 heads: 2 x 2 x 6 rows of 6 weights
+    module = make(impl, dropout=0.5)
+    bias = module.out_proj.bias.detach()  # out_proj(merged / 2) = (out_proj(merged) - bias) / 2 + bias
+    dropout_on_weights(module, x, weights=2 * 2 * 6 * 6, rows=2 * 2 * 6, halved=lambda out: (out - bias) * 0.5 + bias)
 
 
 def test_multihead_dropout_only_in_training(impl, journey, close):

@@ -217,7 +217,7 @@ def test_copy_linear_weights(student, course, device, case):
     dst.to.build(device=device)
     on = f"d_in={case.d_in}, d_out={case.d_out}"
     returned = C.attempt(lambda: student.qkv.copy_linear_weights.run((src, dst), handles=True).value,
-                         "copy_linear_weights(src, dst)", on)
+                         "copy_linear_weights(src, dst)", on, known.copy_hints(case.d_in, case.d_out))
     if getattr(returned, "id", None) != dst.id:
         raise C.CheckFailed(f"copy_linear_weights(src, dst) should return dst itself ({on}); it returned "
                             f"{'None' if returned is None else 'something else'}.")

@@ -36,3 +36,12 @@ def self_attention_hints(q, k, v, d_in: int, x=None, linear_weights=None) -> lis
                           "layer itself, self.W_query(x), which multiplies by weight.T and adds the bias.",
                           untransposed, "qkv.linear_weight_untransposed"))
     return hints
+
+
+def copy_hints(d_in: int, d_out: int) -> list[Hint]:
+    """Mistakes of copy_linear_weights(src, dst) between modules of sizes d_in, d_out, named by the error they raise."""
+    def untransposed():
+        with torch.no_grad():
+            torch.nn.Parameter(torch.empty(d_in, d_out)).copy_(torch.nn.Linear(d_in, d_out, bias=False).weight)
+    return [Hint("nn.Linear keeps its weight as (d_out, d_in), and SelfAttention's W_query is (d_in, d_out): copy "
+                 "linear.weight.T, not linear.weight.", untransposed, "qkv.copy_untransposed")]

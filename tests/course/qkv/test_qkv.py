@@ -183,7 +183,7 @@ def test_copy_linear_weights(impl, journey, close):
     src = impl.qkv.SelfAttentionLinear(d_in=3, d_out=2)
     torch.manual_seed(123)
     dst = impl.qkv.SelfAttention(d_in=3, d_out=2)
-    returned = impl.qkv.copy_linear_weights(src, dst)
+    returned = attempt(lambda: impl.qkv.copy_linear_weights(src, dst), known.copy_hints(3, 2))
     assert returned is dst, "copy_linear_weights returns dst"
     close(dst(journey), SEED_789_OUTPUT, atol=1e-4)
     close(dst(journey), src(journey))

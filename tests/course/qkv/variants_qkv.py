@@ -52,6 +52,11 @@ bug("qkv", "self_attention_T", "SelfAttention computes its own attention with ke
 bug("qkv", "linear_weight_untransposed", "SelfAttentionLinear multiplies by .weight without transposing it",
     ("queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)  # (..., T, d_out) each",
      "queries, keys, values = x @ self.W_query.weight, x @ self.W_key.weight, x @ self.W_value.weight"), shows=("qkv.linear_weight_untransposed",))
+bug("qkv", "copy_untransposed", "copy_linear_weights copies the nn.Linear weight as stored, without .T",
+    ("""    if any(param.shape != linear.weight.T.shape for param, linear in pairs):
+        raise ValueError(f"sizes differ: dst holds {tuple(dst.W_query.shape)}, src holds {tuple(src.W_query.weight.T.shape)}")
+""", ""), ("param.copy_(linear.weight.T)  # (d_in, d_out)", "param.copy_(linear.weight)"),
+    shows=("qkv.copy_untransposed",))
 bug("qkv", "copy_reshaped", "copy_linear_weights reshapes the nn.Linear weight instead of transposing it",
     ("param.copy_(linear.weight.T)  # (d_in, d_out)", "param.copy_(linear.weight.reshape(param.shape))"))
 bug("qkv", "project_no_width_check", "project does not check that W_query and W_key have the same width",

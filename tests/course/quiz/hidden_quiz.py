@@ -93,7 +93,8 @@ def test_return_weights(student, course, device, case):
     swapped = "the pair is (v, alphas), in that order"
     if (tuple(v_want.shape) != tuple(alphas_want.shape)
             and tuple(got[0].shape) == tuple(alphas_want.shape) and tuple(got[1].shape) == tuple(v_want.shape)):
-        raise C.CheckFailed(f"decoder_attention(..., return_weights=True) returned (alphas, v) on {on}. Hint: {swapped}.")
+        raise C.CheckFailed(f"decoder_attention(..., return_weights=True) returned (alphas, v) on {on}. Hint: {swapped}.",
+                            misconception="quiz.swapped_return")
     C.close(got[1], alphas_want, what="the alphas of decoder_attention", on=on, course=course,
             hints=known.alphas_hints(s, H))
     C.close(got[0], v_want, what="the v of decoder_attention", on=on, course=course,

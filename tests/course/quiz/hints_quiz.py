@@ -25,5 +25,7 @@ def decoder_hints(s, H) -> list[Hint]:
 
 def alphas_hints(s, H) -> list[Hint]:
     """Mistakes of the weights decoder_attention returns."""
-    return [Hint("the alphas are the raw scores: apply the softmax over the n states.",
-                 lambda: (H.double() * s.double().unsqueeze(-2)).sum(-1), "quiz.no_softmax")]
+    scores = (H.double() * s.double().unsqueeze(-2)).sum(-1)
+    return [Hint("the alphas are the raw scores: apply the softmax over the n states.", lambda: scores, "quiz.no_softmax"),
+            Hint("these are v, not the alphas: the pair is (v, alphas), in that order.",
+                 lambda: (softmax(scores).unsqueeze(-1) * H.double()).sum(-2), "quiz.swapped_return")]

@@ -14,7 +14,8 @@ bug("quiz", "softmax_dim0", "decoder_attention normalizes the scores over dim 0 
 bug("quiz", "no_softmax", "decoder_attention uses the raw scores as weights (no softmax)",
     (QS, "alphas = scores"), shows=("quiz.no_softmax",))
 bug("quiz", "swapped_return", "decoder_attention returns (alphas, v) instead of (v, alphas)",
-    ("return (v, alphas) if return_weights else v", "return (alphas, v) if return_weights else v"))
+    ("return (v, alphas) if return_weights else v", "return (alphas, v) if return_weights else v"),
+    shows=("quiz.swapped_return",))
 bug("quiz", "answer_float64", "quiz_answer returns a float64 tensor",
     ("s = torch.tensor([0.4685, 0.9785])  # (d,)", "s = torch.tensor([0.4685, 0.9785], dtype=torch.float64)"),
     ("H = torch.tensor([[0.5539, 0.7239], [0.4111, 0.3878], [0.2376, 0.1264]])  # (n, d)",

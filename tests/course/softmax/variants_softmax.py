@@ -45,6 +45,9 @@ part("softmax", "special_softmax", "softmax calls torch.special.softmax (a banne
      (SOFTMAX_BODY, "    return torch.special.softmax(x / temperature, dim=dim)"))
 part("softmax", "aten_softmax", "softmax calls the operator torch.ops.aten._softmax directly (a banned built-in)",
      (SOFTMAX_BODY, "    return torch.ops.aten._softmax.default(x / temperature, dim, False)"))
+ok("softmax", "safe_rows", "softmax that shifts a row whose max is -inf by 0 instead, in an if on any such row",
+   (SM, "row_max = z.amax(dim=dim, keepdim=True)\n    if torch.isneginf(row_max).any():\n        row_max = "
+        "torch.where(torch.isneginf(row_max), torch.zeros_like(row_max), row_max)\n    z = z - row_max"))
 ok("softmax", "logsumexp", "softmax as exp(z - logsumexp(z))",
    ("""    z = z - z.amax(dim=dim, keepdim=True)  # largest entry of each row is now 0
     e = z.exp()
