@@ -25,7 +25,7 @@ import torch
 
 from grader.course import SUITE_PREFIX
 from grader.points import DEFERRED
-from grader.sandbox.host.problems import STUB_PHRASE, StudentError, SubmissionProblem
+from grader.sandbox.host.problems import STUB_PHRASE, SubmissionProblem
 from grader.sandbox.imports import forbidden, rule
 from grader.suites import checks as C
 from grader.suites import modules as M
@@ -273,24 +273,9 @@ def test_device_kept(student, course, device, exercise, contract):
                                 "module to its device")
             else:
                 call, where = subject.remote(student, exercise), hint
-            try:
-                got = call(*meta)
-            except StudentError as error:
-                if not C.reads_values(error):
-                    raise C.failed(error, subject.what, on, note=where) from None
-                _device_kept_on(student, course, exercise, subject, device)  # a value read off the graph: allowed
-                return
+            got = C.attempt(lambda: call(*meta), subject.what, on, note=where)
             C.kept_on(got, "meta", what=subject.what, on=on)
         judged(student, course, exercise, subject, device, check)
-
-
-def _device_kept_on(student, course, exercise, subject: Subject, device) -> None:
-    """The device rule for code that reads a tensor's value (a mask's ``.all()`` in an ``if``, which the syllabus
-    allows off the differentiable path, and which meta tensors cannot answer): judged on the grading device."""
-    case = prepare(student, exercise, subject, device, torch.float32, course.seed)
-    on = subject.on(case.args)
-    C.kept_on(C.attempt(lambda: case.call(*case.args), subject.what, on), torch.device(device).type, what=subject.what,
-              on=on)
 
 
 @checks("autograd")

@@ -174,3 +174,30 @@ def test_a_failing_test_reports_the_mistake_most_of_its_failing_cases_name(named
     assert failure.value.misconception == reported
     assert str(failure.value) == f"case {named.index(reported) if reported else 0}"
     assert ran == ([0] if named[0] else list(range(len(named))))
+
+
+def test_the_failures_a_test_keeps_hold_none_of_their_results():
+    """checks.each keeps a failing case's failure without its traceback, whose frames hold the case's results (found
+    by our ninth red team: a softmax returning one 96 MB tensor to each of 14 cases held them all, a grader fault)."""
+    import gc
+    import weakref
+
+    from grader.suites.checks import CheckFailed, each
+
+    class Result:
+        pass
+
+    results = []
+
+    def check(n):
+        result = Result()  # what a case's frames hold: the student's result, a view of the reply's bytes
+        results.append(weakref.ref(result))
+        raise CheckFailed(f"case {n}")
+
+    gc.disable()  # only reference counting frees them: no collector ran before the next reply was read
+    try:
+        with pytest.raises(CheckFailed):
+            each(range(5), check)
+        assert [ref() for ref in results] == [None] * 5
+    finally:
+        gc.enable()

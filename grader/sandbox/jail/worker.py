@@ -219,6 +219,23 @@ class Watch(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+class MetaValues(TorchFunctionMode):
+    """Reading one value of a meta tensor, which has none, answers a stand-in (True, 1, 0.0) instead of raising: the
+    syllabus allows reading a value off the differentiable path (a mask's ``.all()`` in an ``if``), and the device rule,
+    which calls with meta tensors, then sees what the code does with devices (it lost the rule before our fairness
+    review). Copying values out (``.tolist()``, ``.cpu()``) still raises."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in META_READS and args and isinstance(args[0], torch.Tensor) and args[0].is_meta:
+            tensor = args[0]
+            return META_READS[func](True if tensor.dtype == torch.bool else 1 if not tensor.is_floating_point() else 0.0)
+        return func(*args, **(kwargs or {}))
+
+
+META_READS = {torch.Tensor.__bool__: bool, torch.Tensor.item: lambda v: v, torch.Tensor.__int__: int,
+              torch.Tensor.__index__: int, torch.Tensor.__float__: float}
+
+
 class StudentFailure(Exception):
     """Something about the submission (not a call) failed: a missing file, a broken import, a missing name."""
 
@@ -368,7 +385,8 @@ class Worker:
         watch = Watch(names)
         keyed = KeyedDropout() if message.get("dropout") == "keyed" else contextlib.nullcontext()
         placed = self.placed(args, kwargs, as_on_cpu=bool(message.get("as_on_cpu")))
-        with placed, watch, keyed:  # every call alike: the grading process sends the course's whole watch list each time
+        values = MetaValues() if _names_meta((args, kwargs)) else contextlib.nullcontext()
+        with placed, watch, keyed, values:  # every call alike: the grading process sends the course's whole watch list each time
             value = function(*args, **kwargs)
         reply = {"ok": True, "value": value, "called": sorted(watch.seen), "ops": watch.count}
         if message.get("return_args"):

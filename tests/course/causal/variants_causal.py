@@ -37,6 +37,11 @@ bug("causal", "mask_ignores_device", "causal_mask ignores its device argument",
     (CM, "return torch.ones(T, T, dtype=torch.bool).tril()"))
 bug("causal", "mask_not_buffer", "CausalAttention keeps the mask as a plain attribute, not a buffer",
     ('self.register_buffer("mask", causal_mask(context_length), persistent=False)', "self.mask = causal_mask(context_length)"))
+bug("causal", "mask_not_buffer_reading_x", "CausalAttention keeps the mask as a plain attribute and reads a value of x "
+    "first (an if on isfinite(x).all(), which meta tensors answered by raising: the device rule was judged elsewhere)",
+    ('self.register_buffer("mask", causal_mask(context_length), persistent=False)', "self.mask = causal_mask(context_length)"),
+    ("        T = x.shape[-2]\n", "        if not torch.isfinite(x).all():\n            raise ValueError(\"x holds NaN or inf\")\n"
+                                   "        T = x.shape[-2]\n"))
 bug("causal", "no_length_check", "CausalAttention does not raise ValueError for T > context_length",
     ("""        if T > self.mask.shape[0]:
             raise ValueError(f"sequence length {T} exceeds context_length {self.mask.shape[0]}")
