@@ -135,8 +135,8 @@ def each(cases, check: Callable) -> None:
         except CheckFailed as failure:
             if not failures and failure.misconception:
                 raise
-            # Kept without its traceback: its frames hold the case's results, and so the reply's bytes (a softmax
-            # returning one 96 MB tensor to each of 14 cases held them all at once).
+            # Kept without its traceback: its frames hold the case's results, and so the reply's bytes (one 96 MB
+            # tensor returned to each of 14 cases held them all at once).
             failure.__traceback__ = failure.__context__ = failure.__cause__ = None
             failures.append(failure)
     named = Counter(failure.misconception for failure in failures if failure.misconception)

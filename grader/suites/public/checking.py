@@ -119,7 +119,7 @@ class _HalvingDropout(TorchFunctionMode):
 
 def dropout_on_weights(module, x, weights: int, rows: int, halved) -> None:
     """In training mode ``module(x)`` calls dropout once, on the attention weights (``weights`` entries, each >= 0,
-    ``rows`` rows summing to 1: their total), after the softmax; with a dropout that halves what it is given, the
+    ``rows`` rows summing to 1: their total), once normalized; with a dropout that halves what it is given, the
     result is ``halved(eval-mode result)``."""
     __tracebackhide__ = True
     with torch.no_grad():
@@ -133,11 +133,11 @@ def dropout_on_weights(module, x, weights: int, rows: int, halved) -> None:
     given = dropout.inputs[0]
     if given.numel() != weights:
         raise Failure(f"dropout acts on a tensor of {given.numel()} entries; the attention weights here have {weights}: "
-                      f"apply dropout to the weights, not to the scores' projections or the output")
+                      f"apply dropout to the weights, not to the projections or the output")
     total = float(given.double().sum())
     if bool((given < 0).any()) or not bool(torch.isfinite(given).all()) or abs(total - rows) > 1e-4 * rows:
         raise Failure("dropout's input is not the attention weights (each row of weights is >= 0 and sums to 1): "
-                      "apply dropout after the softmax, to its weights")
+                      "apply dropout to the weights once they are normalized")
     close(got, want)
 
 
