@@ -295,11 +295,51 @@ def _ci(args) -> int:
         zygote.close()
 
 
+def _above_zero(kind):
+    """An argparse type: a number of ``kind`` above zero (``--jobs 0`` was a traceback from the pool)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole ' * (kind is int)}number") from None
+        if not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+        return value
+    return parse
+
+
+def _share(text: str) -> float:
+    """An argparse type: a share from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"a score from 0 to 1, not {text}")
+    return value
+
+
+def _folder(text: str) -> str:
+    """An argparse type: a folder to write into, made if missing (a file there was a traceback after grading began)."""
+    if Path(text).exists() and not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
+    return text
+
+
+def _dask_address(text: str) -> str:
+    """An argparse type: a Dask scheduler's address (PROTOCOL://HOST:PORT) or 'local'."""
+    if text != "local" and not re.fullmatch(r"((tcp|tls|ucx|inproc)://)?[^\s/:]+:\d{1,5}", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is no scheduler address: tcp://HOST:PORT, or 'local' for a "
+                                         "LocalCluster")
+    return text
+
+
 def _class_flags(parser) -> None:
     """The options of a command that grades a whole class (batch, collect): where, how many at once, on what, with
     which course."""
-    parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--jobs", type=int, default=max(1, len(os.sched_getaffinity(0))), help="parallel gradings (default: CPUs)")
+    parser.add_argument("--out", required=True, type=_folder, help="output folder")
+    parser.add_argument("--jobs", type=_above_zero(int), default=max(1, len(os.sched_getaffinity(0))),
+                        help="parallel gradings (default: CPUs)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto; default: %(default)s")
     parser.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to grade with")
 
@@ -359,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     _class_flags(batch)
     batch.add_argument("--force", action="store_true", help="regrade even submissions whose results are up to date")
     _sandbox_flags(batch)
-    batch.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster: tcp://SCHEDULER:8786, or 'local' for a LocalCluster")
+    batch.add_argument("--dask", metavar="ADDRESS", type=_dask_address, help="run on a Dask cluster: tcp://SCHEDULER:8786, or 'local' for a LocalCluster")
     batch.add_argument("--assignment", metavar="NAME", help="grade every submission as this assignment (default: the whole course; nbgrader's submitted/: each notebook as its own)")
     _record_flags(batch)
     batch.set_defaults(run=_batch, needs=("plots",))
@@ -375,9 +415,10 @@ def build_parser() -> argparse.ArgumentParser:
     similarity = commands.add_parser("similarity", help="flag submissions whose code is alike (similarity.html); "
                                                          "evidence to look at, never a score", formatter_class=DefaultsFormatter)
     similarity.add_argument("submissions", help="a folder of submissions or a text file listing paths (as for batch)")
-    similarity.add_argument("--out", required=True, help="output folder (receives similarity.html and similarity.json)")
+    similarity.add_argument("--out", required=True, type=_folder,
+                            help="output folder (receives similarity.html and similarity.json)")
     similarity.add_argument("--course", default=str(COURSE_FILE), help="course.yaml (its intake limits)")
-    similarity.add_argument("--threshold", type=float, help="score (0..1) from which a pair is flagged (default: "
+    similarity.add_argument("--threshold", type=_share, help="score (0..1) from which a pair is flagged (default: "
                             "{grader.similarity.compare:THRESHOLD}, calibrated in docs/similarity.md)")
     similarity.set_defaults(run=_similarity)
 
@@ -389,9 +430,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                            "it is graded (e.g. 2026-12-01T23:59:00+01:00)")
     _class_flags(collect)
     collect.add_argument("--assignment", metavar="NAME", help="grade every repository as this assignment")
-    collect.add_argument("--clone-seconds", type=float, help="time bound of one clone, in seconds (default: "
+    collect.add_argument("--clone-seconds", type=_above_zero(float), help="time bound of one clone, in seconds (default: "
                                                              "{grader.collect:CLONE_SECONDS})")
-    collect.add_argument("--clone-mb", type=int, help="size bound of one repository, in MB (default: {grader.collect:CLONE_MB})")
+    collect.add_argument("--clone-mb", type=_above_zero(int), help="size bound of one repository, in MB (default: {grader.collect:CLONE_MB})")
     collect.set_defaults(run=_collect, needs=("plots",))
 
     ci = commands.add_parser("ci", help="grade a checkout in GitHub Actions: job summary, annotations, Classroom result, score")

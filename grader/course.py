@@ -10,7 +10,9 @@ lesson ``lesson.md``. Beside the folders, ``tests/course/`` holds what the exerc
 from __future__ import annotations
 
 import difflib
+import keyword
 import re
+import sys
 from dataclasses import fields, is_dataclass
 from datetime import timedelta
 from functools import cache
@@ -39,6 +41,20 @@ from grader.sandbox.limits import Limits
 DTYPES = ("float64", "float32", "float16", "bfloat16")
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 MODULE_NAME = re.compile(r"[a-z][a-z0-9_]*")
+# Names an exercise's file cannot take: it would shadow what the exercises, the suites or the handout's checks import.
+TAKEN_NAMES = frozenset({"torch", "solutions", "exercises", "conftest", "hints"} | set(sys.stdlib_module_names)
+                        | {path.stem for path in (Path(__file__).parent / "suites" / "public").glob("*.py")})
+
+
+def module_name_problem(module: str) -> str | None:
+    """Why ``module`` cannot name an exercise (its file, its marker, its folder), or None."""
+    if not MODULE_NAME.fullmatch(module):
+        return f"{module!r} is not a lowercase identifier (letters, digits and _, a letter first)"
+    if keyword.iskeyword(module):
+        return f"{module!r} is a Python keyword: no module can be imported by that name"
+    if module in TAKEN_NAMES:
+        return f"{module!r} is the name of a module the exercises, the suites or the public checks import: choose another"
+    return None
 WHOLE_COURSE = "course"  # late.due's key for a batch graded on the whole course
 ASSIGNMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # part of file names (results/<student>/<name>.json)
 EXERCISES_FOLDER = "tests/course"  # the exercises' folders, relative to the course root
@@ -66,8 +82,9 @@ class Exercise(Strict):
     @field_validator("module")
     @classmethod
     def _identifier(cls, module: str) -> str:
-        if not MODULE_NAME.fullmatch(module):
-            raise ValueError(f"module {module!r} is not a lowercase identifier (letters, digits and _, a letter first)")
+        problem = module_name_problem(module)
+        if problem:
+            raise ValueError(f"module {problem}")
         return module
 
 

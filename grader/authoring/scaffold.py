@@ -22,7 +22,7 @@ from pathlib import Path
 from grader.authoring.notebooks import generate_course, stale_notebooks
 from grader.authoring.release import render
 from grader.authoring.stubs import stale_files, write_exercises
-from grader.course import MODULE_NAME, Course, CourseError, load_course
+from grader.course import Course, CourseError, load_course, module_name_problem
 
 TEMPLATES = "exercise"  # grader/authoring/templates/exercise/<part>.tmpl
 PARTS = {"reference.py.tmpl": "solutions/{module}.py", "hidden.py.tmpl": "{folder}/hidden_{module}.py",
@@ -38,8 +38,9 @@ class ScaffoldError(ValueError):
 def new_exercise(course_file: Path, module: str, title: str, points: int) -> list[Path]:
     """Make exercise ``module`` in the course of ``course_file``; return the files written (course.yaml included)."""
     course = load_course(course_file)
-    if not MODULE_NAME.fullmatch(module):
-        raise ScaffoldError(f"{module!r} is not a lowercase identifier (letters, digits and _, a letter first)")
+    problem = module_name_problem(module)
+    if problem:
+        raise ScaffoldError(problem)
     if module in course.course_modules:
         raise ScaffoldError(f"course.yaml already has an exercise {module}")
     if points < 1:
@@ -95,7 +96,7 @@ def check_exercise(course_file: Path, module: str, progress=None) -> list[Check]
     from grader.grade import grade_submission
     from grader.sandbox.host.zygote import Zygote
     from grader.suites.plugin import check_suites
-    from grader.suites.variants import judge, variants_of
+    from grader.suites.variants import StaleEdit, judge, variants_of
 
     course = load_course(course_file)
     if module not in course.course_modules:
@@ -137,7 +138,12 @@ def check_exercise(course_file: Path, module: str, progress=None) -> list[Check]
             shown: set[str] = set()
             for variant in variants:
                 say(variant.id)
-                problems = judge(variant, grade(variant))
+                try:
+                    problems = judge(variant, grade(variant))
+                except StaleEdit as error:  # the reference changed under it: the other checks still run
+                    checks.append(Check(f"variant {variant.id}", False, f"{error}: write its edit again for the "
+                                                                        f"reference as it is now (variants_{module}.py)"))
+                    continue
                 checks.append(Check(f"variant {variant.id}", not problems, "; ".join(problems)))
                 shown |= set(variant.shows)
     finally:

@@ -37,7 +37,7 @@ class Records:
 
     roster: Roster | None = None
     overrides: tuple[Override, ...] = ()
-    submitted: Times = field(default_factory=dict)
+    submitted: Times = field(default_factory=Times)
     extensions: Extensions = field(default_factory=dict)
 
 
@@ -65,7 +65,7 @@ def load_records(course: Course, roster: str | Path | None = None, overrides: st
     """Read the files given; a bad one raises ``TableError`` (one line naming the file and the line)."""
     return Records(load_roster(roster) if roster else None,
                    tuple(load_overrides(overrides, course)) if overrides else (),
-                   load_submitted(submitted, course) if submitted else {},
+                   load_submitted(submitted, course) if submitted else Times(),
                    load_extensions(extensions, course) if extensions else {})
 
 
@@ -156,6 +156,7 @@ def check_records(course: Course, records: Records, planned: Sequence[tuple[str,
     overrides = [o for o in records.overrides if now(o.student)]
     _check_overrides(overrides, rows)
     _check_extensions({key: e for key, e in records.extensions.items() if now(e.student)}, rows)
+    _check_times(records.submitted, [key for key in records.submitted if now(key[0])], students)
     for override in overrides:
         for row in rows:
             if not override.check and _applies(override, row):
@@ -279,6 +280,15 @@ def _check_extensions(extensions: Extensions, rows: Sequence[dict]) -> None:
             raise TableError(f"{extension.where}: no student {clean(extension.student, MAX_NAME)!r}"
                              + (f" with a record of {extension.assignment}" if extension.assignment else "")
                              + " in this class or its roster")
+
+
+def _check_times(times: Times, keys, students: Collection[str]) -> None:
+    """Each listed time (of ``keys``) names a student of the class or of the roster: a misspelled id left its student
+    without a time, unsaid (found by our instructor's walk-through)."""
+    for key in keys:
+        if key[0] not in students:
+            raise TableError(f"{times.where.get(key, 'the list of submission times')}: no student "
+                             f"{clean(key[0], MAX_NAME)!r} in this class or its roster")
 
 
 def _applies(override: Override, row: Mapping) -> bool:

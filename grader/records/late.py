@@ -33,7 +33,12 @@ MAX_TIMESTAMP_BYTES = 200
 
 EXTENSION_COLUMNS = ("student", "assignment", "due")
 
-Times = dict[tuple[str, "str | None"], datetime]  # (student, assignment or None: any) -> submitted at
+class Times(dict):
+    """(student, assignment or None: any) -> submitted at; ``where``: each key's file:line."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.where: dict[tuple[str, str | None], str] = {}
 Extensions = dict[tuple[str, "str | None"], "Extension"]  # (student, assignment or None: any) -> their extension
 
 
@@ -59,7 +64,7 @@ def load_submitted(path: str | Path, course: Course) -> Times:
     if student is None or when is None:
         raise TableError(f"{path}:1: a list of submission times needs a student column ({', '.join(STUDENT_COLUMNS)}) "
                          f"and a time column ({', '.join(TIME_COLUMNS)})")
-    times: Times = {}
+    times = Times()
     for row in rows:
         if not row[student]:
             raise TableError(f"{row.where}: no student in this row")
@@ -72,6 +77,7 @@ def load_submitted(path: str | Path, course: Course) -> Times:
             raise TableError(f"{row.where}: a second time for student {clean(key[0], MAX_NAME)!r}")
         if row[when]:
             times[key] = parse_time(row[when], zone(course.late), row.where)
+            times.where[key] = row.where
     return times
 
 

@@ -6,12 +6,12 @@ A CSV file, one override per row: ``student`` (required), ``assignment`` (option
 feedback page shows it), then ``points`` (the score to give the target) or ``penalty`` (points to take away from
 it), and ``reason`` (required: the student reads it on their feedback page). Without an exercise the override is
 on the whole submission. Overrides are applied in the file's order, at report time, on top of the graded record
-(never written into it), so a regrade keeps them.
+(never written into it), so a regrade keeps them. A row alike to an earlier one in every column is refused.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 
 from grader.course import WHOLE_COURSE, Course
@@ -47,7 +47,16 @@ def load_overrides(path: str | Path, course: Course) -> list[Override]:
                          f"(student and reason required; points or penalty)"
                          + (f", not {clean(unknown[0], MAX_NAME)!r}" if unknown else ""))
     assignments = set(course.assignment_modules())
-    return [_override(row, course, assignments) for row in rows]
+    overrides, lines = [], {}
+    for row in rows:
+        override = _override(row, course, assignments)
+        same = astuple(replace(override, where=""))
+        if same in lines:  # a row pasted twice would apply twice
+            raise TableError(f"{override.where}: the same override as line {lines[same]} (every column alike): remove "
+                             f"one, or say in the reason why it is given twice")
+        lines[same] = row.line
+        overrides.append(override)
+    return overrides
 
 
 def _override(row, course: Course, assignments: set[str]) -> Override:

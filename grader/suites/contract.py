@@ -156,14 +156,10 @@ def parametrize(metafunc, prop: str, course) -> None:
     params = []
     for exercise in course.modules:
         declared = contract_of(exercise)
+        if prop == "own_implementation":
+            _banned_entries_checked(exercise, declared, course)
         if declared is None or not declared.applies(prop):
             continue
-        if prop == "own_implementation":
-            for subject in declared.subjects:
-                if subject.instead and f"{exercise}.{subject.name}" not in course.banned:
-                    raise ContractError(f"{exercise}: {subject.name} says what to do instead of a built-in, but "
-                                        f"course.yaml's banned: has no entry {exercise}.{subject.name} (list the torch "
-                                        f"calls that would do its whole job)")
         marks = [getattr(pytest.mark, exercise), pytest.mark.weight(declared.weight(prop)), pytest.mark.rule]
         for dtype in (C.HALF_DTYPES if prop == "half_precision" else (None,)):
             values = (exercise, declared) if dtype is None else (exercise, declared, dtype)
@@ -171,6 +167,23 @@ def parametrize(metafunc, prop: str, course) -> None:
             params.append(pytest.param(*values, marks=marks, id=label))
     names = ["exercise", "contract"] + (["dtype"] if prop == "half_precision" else [])
     metafunc.parametrize(names, params)
+
+
+def _banned_entries_checked(exercise: str, declared: Contract | None, course) -> None:
+    """course.yaml's banned: entries of ``exercise`` are those its own-implementation rule checks, its subjects that
+    say what to do instead of a built-in: one without its entry has no list to check; an entry no rule reads (a typo
+    of a function's name, a function without that rule) bans nothing, though the handout tells students it does."""
+    checked = {f"{exercise}.{subject.name}" for subject in declared.subjects if subject.instead} \
+        if declared is not None and declared.applies("own_implementation") else set()
+    for target in sorted(checked - set(course.banned)):
+        raise ContractError(f"{exercise}: {target.split('.', 1)[1]} says what to do instead of a built-in, but "
+                            f"course.yaml's banned: has no entry {target} (list the torch calls that would do its "
+                            f"whole job)")
+    for target in sorted(t for t in course.banned if t.split(".", 1)[0] == exercise and t not in checked):
+        raise ContractError(f"banned: {target}: no check of {exercise} reads this entry, so it bans nothing (the "
+                            f"handout would tell students it does): its own-implementation rule checks "
+                            f"{', '.join(sorted(checked)) or 'none of its functions'}; remove the entry, or give "
+                            f"that subject of its CONTRACT an instead=")
 
 
 def prepare(student, exercise: str, subject: Subject, device, dtype, seed: int) -> Prepared:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -104,6 +105,23 @@ class GradingPlugin:
         config.addinivalue_line("markers", "weight(n): the test's share of its exercise's points (default 1)")
         config.addinivalue_line("markers", "rule: a rule any result may follow (errors, in place, device, autograd, ...), "
                                            "paid in proportion to its exercise's values checks (grader/points.py)")
+
+    def pytest_collectreport(self, report):
+        """A suite file that cannot be imported (a syntax error, a missing module) is the course's to fix: one line
+        naming the file, the line and the error, never a traceback."""
+        if report.failed and self.course_error is None:
+            text = str(report.longrepr)
+            places = re.findall(r'File "([^"]+)", line (\d+)|^(\S+\.py):(\d+): in ', text, re.MULTILINE)
+            places = [(a or c, b or d) for a, b, c, d in places]
+            errors = [line.removeprefix("E").strip() for line in text.splitlines()
+                      if line.startswith("E ") and re.search(r"\w+(Error|Exception)\b", line)]
+            where = report.nodeid
+            if places:
+                path = Path(places[-1][0])
+                shown = path.relative_to(self._course.root) if path.is_relative_to(self._course.root) else path
+                where = f"{shown}:{places[-1][1]}"
+            self.course_error = (f"{self._course.file}: {where}: a suite of the course cannot be imported: "
+                                 f"{clean(errors[-1] if errors else text.strip().splitlines()[-1], 300)}")
 
     def pytest_collection_modifyitems(self, config, items):
         graded, left_out = [], []

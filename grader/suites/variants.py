@@ -47,7 +47,7 @@ class Variant:
                 continue
             count = text.count(old)
             if count != 1:
-                raise ValueError(f"{self.id}: {old!r} occurs {count} times in solutions/{self.module}.py")
+                raise StaleEdit(f"{self.id}: {old!r} occurs {count} times in solutions/{self.module}.py")
             text = text.replace(old, new)
         lines = text.splitlines(keepends=True)
         tree = ast.parse(text)
@@ -55,6 +55,10 @@ class Variant:
         rest = "".join(lines[tree.body[0].end_lineno if has_docstring else 0:])  # the module's docstring is replaced
         body = f'"""{self.title}\n\nA variant of exercise {self.module}: the reference with one change.\n"""\n' + rest
         return "\n".join(line for line in body.splitlines() if line.strip() not in MARKERS) + "\n"
+
+
+class StaleEdit(ValueError):
+    """A variant's edit no longer occurs exactly once in the reference (its author changed the reference since)."""
 
 
 class Variants:

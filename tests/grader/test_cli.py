@@ -54,6 +54,28 @@ def test_a_wrong_option_shows_its_commands_usage(tmp_path, capsys, command):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("option, value, said", [
+    ("--jobs", "0", "argument --jobs: must be above 0, not 0"), ("--jobs", "-1", "argument --jobs: must be above 0, not -1"),
+    ("--jobs", "two", "argument --jobs: 'two' is not a whole number"),
+    ("--dask", "nonsense", "argument --dask: 'nonsense' is no scheduler address: tcp://HOST:PORT, or 'local'"),
+    ("--out", "FILE", "argument --out: FILE is a file, not a folder"),
+])
+def test_a_bad_value_is_one_line_before_any_work(tmp_path, capsys, option, value, said):
+    """A value no grading can use is the command's one-line usage error (exit status 2), nothing written (found by our
+    instructor's walk-through: --jobs 0, --dask nonsense and --out naming a file were tracebacks, --jobs 0 after
+    making the output folder)."""
+    file = tmp_path / "notes.txt"
+    file.write_text("not a folder", encoding="utf-8")
+    value = value.replace("FILE", str(file))
+    out = str(file) if option == "--out" else str(tmp_path / "out")
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["batch", str(ROOT / "examples" / "submissions"), "--out", out, option, value])
+    assert stopped.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"grader batch: error: {said.replace('FILE', str(file))}"), last
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
 @pytest.mark.parametrize("command", ["similarity", "collect"])
 def test_help_shows_the_defaults_values_not_code(capsys, command):
     """Help shows a default as its value, the one the command uses, never as the code that holds it (it showed

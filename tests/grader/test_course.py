@@ -224,13 +224,17 @@ def test_a_folder_of_no_exercise_is_a_course_error(tmp_path, course_data):
     assert "tests/course/soft_max: a folder of exercises that course.yaml does not list" in message
 
 
-@pytest.mark.parametrize("module", ["Softmax", "2d", "soft-max", "", "x y"])
-def test_a_module_that_is_no_lowercase_identifier(tmp_path, course_data, module):
-    """A module name that is not a lowercase identifier is named in a one-line CourseError."""
+@pytest.mark.parametrize("module, why", [("Softmax", "lowercase identifier"), ("2d", "lowercase identifier"),
+                                         ("soft-max", "lowercase identifier"), ("", "lowercase identifier"),
+                                         ("x y", "lowercase identifier"), ("class", "Python keyword"),
+                                         ("torch", "a module the exercises"), ("math", "a module the exercises")])
+def test_a_module_that_cannot_be_an_exercise(tmp_path, course_data, module, why):
+    """A module name that is not a lowercase identifier, is a keyword or would shadow a module the code imports is
+    named in a one-line CourseError."""
     course_data["exercises"][0]["module"] = module
     course_data["banned"] = {}
     message = course_error(write(tmp_path, course_data))
-    assert "exercises.0.module" in message and "lowercase identifier" in message
+    assert "exercises.0.module" in message and why in message
 
 
 def test_assignments(tmp_path, course_data):
@@ -381,6 +385,16 @@ COURSE_ERRORS = {  # what is wrong -> (how to make it in the copy, what the one 
     "a suite marked with no exercise of course.yaml": (
         lambda data, tmp_path: _softmax_suite_marked(tmp_path, "softmaxx"),
         "a test of the suites needs exactly one exercise marker of course.yaml"),
+    "a banned entry no check reads": (  # found by our instructor's walk-through: a misspelled function banned nothing
+        lambda data, tmp_path: data["banned"].update({"scores.pairwise_score": ["matmul"]}),
+        "banned: scores.pairwise_score: no check of scores reads this entry, so it bans nothing"),
+    "a suite with a syntax error": (  # found by our instructor's walk-through: a traceback, exit status 1
+        lambda data, tmp_path: _softmax_suite_marked(tmp_path, "softmax\ndef broken(:"),
+        "tests/course/softmax/hidden_softmax.py:14: a suite of the course cannot be imported: SyntaxError"),
+    "a suite importing a module that is not there": (
+        lambda data, tmp_path: _softmax_suite_marked(tmp_path, "softmax\nimport nonexistent_helper"),
+        "tests/course/softmax/hidden_softmax.py:14: a suite of the course cannot be imported: ModuleNotFoundError: No "
+        "module named 'nonexistent_helper'"),
 }
 
 

@@ -57,7 +57,7 @@ def files_of(root: Path) -> dict[str, str]:
 def test_a_new_exercise_works_at_once(tmp_path):
     """`grader new-exercise` writes a complete exercise (reference, hidden suite, public checks, a hint, variants,
     lesson, course.yaml entry, stub, notebook) that passes `grader check-exercise` as it is; a name that is taken,
-    or no identifier, is refused in one line."""
+    or no identifier, a Python keyword or a module the code imports (torch), is refused in one line, writing nothing."""
     root = copy_course(tmp_path)
     made = grader("new-exercise", "layer_scale", "--points", "5", "--course", "course.yaml", cwd=root)
     data = yaml.safe_load((root / "course.yaml").read_text(encoding="utf-8"))
@@ -69,9 +69,12 @@ def test_a_new_exercise_works_at_once(tmp_path):
         assert f"wrote tests/course/layer_scale/{part}" in made.stdout
     checked = grader("check-exercise", "layer_scale", "--course", "course.yaml", cwd=root)
     assert checked.stdout.strip().splitlines()[-1].endswith("checks hold"), checked.stdout
-    for name, why in (("layer_scale", "already has an exercise layer_scale"), ("Bad-Name", "not a lowercase identifier")):
+    for name, why in (("layer_scale", "already has an exercise layer_scale"), ("Bad-Name", "not a lowercase identifier"),
+                      ("class", "is a Python keyword"), ("torch", "a module the exercises, the suites or the public checks "
+                                                            "import")):  # class: half written, then a crash before
         refused = grader("new-exercise", name, "--course", "course.yaml", cwd=root, status=2)
         assert refused.stderr.startswith("grader: ") and why in refused.stderr and refused.stderr.count("\n") == 1
+        assert name == "layer_scale" or not (root / "solutions" / f"{name}.py").exists()
 
 
 @pytest.fixture(scope="module")
@@ -111,18 +114,22 @@ def test_check_exercise_passes(course):
 
 
 def test_check_exercise_names_what_fails(course, tmp_path):
-    """A variant whose hint is not the one named, and a stale stub, fail check-exercise (status 1), each named."""
+    """A variant whose hint is not the one named, a variant whose edit the reference no longer holds (a traceback
+    before our instructor's walk-through) and a stale stub fail check-exercise (status 1), each named."""
     root = tmp_path / "course"
     shutil.copytree(course[0], root, ignore=shutil.ignore_patterns("__pycache__"))
     variants = root / "tests" / "course" / "gqa" / "variants_gqa.py"
     variants.write_text(variants.read_text(encoding="utf-8").replace('shows=("gqa.no_scaling",)',
                                                                      'shows=("gqa.scale_by_d",)'), encoding="utf-8")
+    variants.write_text(variants.read_text(encoding="utf-8") + 'bug("gqa", "stale", "an edit of an older reference", '
+                        '("this line is not in the reference", "x"))\n', encoding="utf-8")
     stub = root / "exercises" / "gqa.py"
     stub.write_text(stub.read_text(encoding="utf-8") + "\n# edited by hand\n", encoding="utf-8")
     checked = grader("check-exercise", "gqa", "--course", "course.yaml", cwd=root, status=1)
     assert "stub up to date" in checked.stdout and "run `grader stubs`" in checked.stdout
     assert "its mistake gqa.scale_by_d is never named" in checked.stdout
     assert "names a hint that is not its bug's: gqa.no_scaling" in checked.stdout
+    assert "buggy/gqa/stale" in checked.stdout and "occurs 0 times" in checked.stdout  # a table row, not a traceback
 
 
 def test_public_checks_run_on_the_reference(course):

@@ -150,6 +150,17 @@ def test_a_bad_override_is_one_line_naming_file_and_line(tmp_path, row, words):
     assert message.startswith(f"{path}:3:") and words in message, message
 
 
+def test_an_override_row_pasted_twice_is_refused(tmp_path):
+    """A row alike to an earlier one in every column would apply twice (found by our instructor's walk-through: a
+    penalty of 2 pasted twice took 4, unsaid); two different overrides of one target still stack."""
+    path = _write(tmp_path / "overrides.csv", "student,assignment,exercise,check,points,penalty,reason\n"
+                                              "ann,,softmax,,,2,late fix\nbob,,softmax,,,2,late fix\nann,,softmax,,,2,late fix\n")
+    assert _error(load_overrides, path, COURSE) == (f"{path}:4: the same override as line 2 (every column alike): "
+                                                    "remove one, or say in the reason why it is given twice")
+    stacked = _write(tmp_path / "stacked.csv", "student,exercise,penalty,reason\nann,softmax,2,late\nann,softmax,2,copied\n")
+    assert len(load_overrides(stacked, COURSE)) == 2
+
+
 def test_an_overrides_file_with_an_unknown_column_is_refused(tmp_path):
     path = _write(tmp_path / "overrides.csv", "student,points,reason,comment\nann,5,x,y\n")
     assert _error(load_overrides, path, COURSE).startswith(f"{path}:1:")
@@ -335,6 +346,16 @@ def test_the_submission_times_list_takes_grader_collects_commit_time(tmp_path):
     assert "no assignment 'week9'" in _error(load_submitted, unknown, COURSE)
     nameless = _write(tmp_path / "nameless.csv", "who,submitted_at\nann,2026-11-21T10:00:00Z\n")
     assert _error(load_submitted, nameless, COURSE).startswith(f"{nameless}:1:")
+
+
+def test_a_time_of_a_student_neither_in_the_class_nor_on_the_roster_is_refused(tmp_path):
+    """A misspelled id in the list of submission times left its student without a time, unsaid (found by our
+    instructor's walk-through): checked before grading, one line naming the line; a roster student is no typo."""
+    path = _write(tmp_path / "times.csv", "student,submitted_at\nann,2026-11-21T10:00:00Z\nanm,2026-11-21T10:00:00Z\n")
+    records = Records(submitted=load_submitted(path, _late()))
+    assert _error(check_records, _late(), records, [("ann", None)]) == f"{path}:3: no student 'anm' in this class or its roster"
+    roster = load_roster(_write(tmp_path / "roster.csv", "id,name\nann,Ann Lee\nanm,Anm Roe\n"))
+    assert check_records(_late(), Records(roster=roster, submitted=records.submitted), [("ann", None)]) is None
 
 
 def test_an_extension_moves_the_due_date_of_its_student_alone(tmp_path):
