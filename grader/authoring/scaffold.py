@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import COURSE_FILE
 from grader.authoring.notebooks import generate_course, stale_notebooks
 from grader.authoring.release import render
 from grader.authoring.stubs import stale_files, write_exercises
@@ -104,11 +105,12 @@ def check_exercise(course_file: Path, module: str, progress=None) -> list[Check]
     check_suites(course)
     alone = course.assignment(course.notebook_name(module))
     say = progress or (lambda text: None)
+    flag = "" if course.file.resolve() == COURSE_FILE.resolve() else f" --course {course_file}"  # the command to run
     checks = [Check("stub up to date", f"{module}.py" not in stale_files(course=alone),
-                    "run `grader stubs`"),
+                    f"run `grader stubs{flag}`"),
               Check("notebook up to date", not [n for n in stale_notebooks(course=course)
                                                 if n.startswith(f"source/{course.notebook_name(module)}/")],
-                    "run `grader notebooks`")]
+                    f"run `grader notebooks{flag}`")]
     say("public checks on the reference")
     public = subprocess.run([sys.executable, "-m", "pytest", str(course.exercise_dir(module)), "--impl", "solutions",
                              "-q", "-p", "no:cacheprovider"], cwd=course.root, capture_output=True, text=True)

@@ -104,7 +104,9 @@ def _from_folder(root: Path, limits: Intake, modules, problems: dict[str, str], 
     except OSError as error:
         raise IntakeError(f"{_show(root.name or root)} cannot be read: {error.strerror}") from None
     folders: dict[str, set[str]] = {}
+    names = []
     for parts, info in listing(root, limits, modules):
+        names.append(parts[-1])
         if (info and stat.S_ISDIR(info.st_mode)) or not intake_reads(parts, modules):
             continue
         if module_of(parts[-1], modules):  # a link or a special file is taken to say why it is refused
@@ -113,6 +115,7 @@ def _from_folder(root: Path, limits: Intake, modules, problems: dict[str, str], 
             notebooks.append(parts)
     chosen = _choose_folder(folders, notes)
     taken: dict[str, bytes] = {}
+    _misnamed(names, modules, folders, problems, notes)
     if chosen is None:
         return taken
     limit = int(limits.max_file_mb * 2**20)
@@ -146,6 +149,24 @@ def _from_folder(root: Path, limits: Intake, modules, problems: dict[str, str], 
         if data is not None:
             taken[module] = data
     return taken
+
+
+MISNAMED = " is not read: name it "
+
+
+def _misnamed(names, modules, folders: dict[str, set[str]], problems: dict[str, str], notes: list[str]) -> None:
+    """An exercise whose file is nowhere, though a file of its name in other letter cases is (``Softmax.py``): its
+    problem says to rename that file (else: "softmax.py is not in the submission", which the student cannot see);
+    where no exercise file is there at all, a note that the refusal of the submission repeats."""
+    present = {name for found in folders.values() for name in found}
+    for name in names:
+        module = module_of(name.lower(), modules)
+        if module and f"{module}.py" not in present and module not in problems:
+            said = f"{_show(name)}{MISNAMED}{module}.py, in lower case, as in the handout"
+            if folders:
+                problems[module] = said
+            else:
+                notes.append(said)
 
 
 def _from_zip(path: Path, limits: Intake, modules, problems: dict[str, str], notes: list[str],
@@ -194,6 +215,7 @@ def _from_zip(path: Path, limits: Intake, modules, problems: dict[str, str], not
             notes.append(f"ignored {len(ignored) - MAX_NOTES} more entries whose paths leave the archive")
         chosen = _choose_folder(folders, notes)
         taken: dict[str, bytes] = {}
+        _misnamed([PurePosixPath(m.filename).name for m in members], modules, folders, problems, notes)
         if chosen is None:
             return taken
         for name in sorted(folders[chosen]):
@@ -435,7 +457,7 @@ def nothing_to_grade(name: str, course: Course, notes: list[str]) -> str:
     """Why a submission holding nothing to grade is refused: what was looked for (the exercise files, and the course's
     notebooks wherever they are), and why the notebooks it holds, if any, gave nothing."""
     names = [f"{course.notebook_name(m)}.ipynb" for m in course.modules]
-    unread = [note for note in notes if " was not graded: " in note]
+    unread = [note for note in notes if " was not graded: " in note or MISNAMED in note]
     return (f"{name} holds none of the exercise files ({', '.join(m + '.py' for m in course.modules)}) and no course "
             f"notebook with a solution cell ({', '.join(names)}, in any folder): hand in your exercise files or your "
             "notebooks" + (f" ({'; '.join(unread[:MAX_NOTES])})" if unread else ""))

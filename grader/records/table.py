@@ -57,6 +57,9 @@ def read_table(path: str | Path, what: str) -> tuple[list[str], list[Row]]:
             if not any(cell.strip() for cell in cells):
                 continue
             if header is None:
+                if len(cells) == 1 and ";" in cells[0]:  # a spreadsheet's CSV where the decimal comma is the custom
+                    raise TableError(f"{path}:{reader.line_num}: the columns are separated by ';': save {what} as "
+                                     f"comma-separated CSV")
                 header = [column(cell) for cell in cells]
                 twice = sorted({c for c in header if c and header.count(c) > 1})
                 if twice:

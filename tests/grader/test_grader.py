@@ -516,11 +516,13 @@ def test_a_segfault_loses_only_its_exercise(tmp_path, zygote, quick_course):
 
 
 def test_a_syntax_error_loses_only_its_exercise_naming_file_and_line(tmp_path, zygote, course):
-    """A syntax error in qkv.py: qkv scores 0, its problem names SyntaxError, the file and the line."""
+    """A syntax error in qkv.py: qkv scores 0, its problem names SyntaxError, the file and the line, once (it said
+    "(qkv.py, line N) (qkv.py, line N: ...)")."""
     results = grade(submission(tmp_path, qkv=broken_qkv()), course, zygote)
     assert_only(results, "qkv")
     problem = next(line for line in results["output"].splitlines() if line.startswith("qkv:"))
     assert "SyntaxError" in problem and "qkv.py" in problem and f"line {SYNTAX_ERROR_LINE}" in problem, problem
+    assert problem.count(f"line {SYNTAX_ERROR_LINE}") == 1, problem
     assert "def oops(x:" in problem  # the offending line itself
 
 

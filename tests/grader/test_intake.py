@@ -99,6 +99,24 @@ def test_files_at_the_root_in_exercises_or_one_level_down_are_taken(tmp_path):
         assert tree_state(folder) == before
 
 
+def test_an_exercise_file_named_in_other_letter_cases_is_said_to_be_renamed(tmp_path):
+    """Softmax.py beside the other files (a folder or a zip) costs softmax, saying to rename it: the student read
+    "softmax.py is not in the submission" beside the Softmax.py they handed in (found by our instructor's
+    walk-through); alone, the refusal of the submission says it."""
+    folder = solutions_into(tmp_path / "caps")
+    (folder / "softmax.py").rename(folder / "Softmax.py")
+    entries = {("Softmax.py" if name == "softmax.py" else name): data for name, data in solution_entries().items()}
+    for submission in (folder, zip_of(tmp_path / "caps.zip", entries)):
+        files, problems, *_ = read_submission(submission, LIMITS)
+        assert "softmax" not in files and sorted(files) == sorted(m for m in MODULES if m != "softmax")
+        assert problems == {"softmax": "Softmax.py is not read: name it softmax.py, in lower case, as in the handout"}
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "SOFTMAX.PY").write_bytes((SOLUTIONS / "softmax.py").read_bytes())
+    with pytest.raises(IntakeError, match=r"\(SOFTMAX\.PY is not read: name it softmax\.py, in lower case"):
+        read_submission(alone, LIMITS)
+
+
 def test_only_the_eight_exercise_files_are_staged(tmp_path):
     """conftest.py, sitecustomize.py, usercustomize.py, .pth, pytest.ini, __init__.py, other modules, hidden and
     __pycache__ folders: none of it is staged."""

@@ -126,7 +126,7 @@ def test_check_exercise_names_what_fails(course, tmp_path):
     stub = root / "exercises" / "gqa.py"
     stub.write_text(stub.read_text(encoding="utf-8") + "\n# edited by hand\n", encoding="utf-8")
     checked = grader("check-exercise", "gqa", "--course", "course.yaml", cwd=root, status=1)
-    assert "stub up to date" in checked.stdout and "run `grader stubs`" in checked.stdout
+    assert "stub up to date" in checked.stdout and "run `grader stubs --course course.yaml`" in checked.stdout
     assert "its mistake gqa.scale_by_d is never named" in checked.stdout
     assert "names a hint that is not its bug's: gqa.no_scaling" in checked.stdout
     assert "buggy/gqa/stale" in checked.stdout and "occurs 0 times" in checked.stdout  # a table row, not a traceback

@@ -93,6 +93,16 @@ def test_a_bad_roster_is_one_line_naming_file_and_line(tmp_path, text, where, wo
     assert message.startswith(f"{path}:{where}:") and words in message, message
 
 
+def test_a_table_separated_by_semicolons_says_so(tmp_path):
+    """A spreadsheet's CSV where the decimal comma is the custom separates by ';': every records file says so, where it
+    said that a column was missing (found by our instructor's walk-through)."""
+    for load, text in ((load_roster, "id;name\nann;Ann\n"), (load_overrides, "student;penalty;reason\nann;2;late\n"),
+                       (load_submitted, "student;submitted_at\nann;2026-11-21T10:00:00Z\n")):
+        path = _write(tmp_path / f"{load.__name__}.csv", text)
+        message = _error(load, path, COURSE) if load is not load_roster else _error(load, path)
+        assert message.startswith(f"{path}:1: the columns are separated by ';'") and "comma-separated" in message
+
+
 def test_a_roster_that_is_not_utf8_or_empty_says_so(tmp_path):
     latin = tmp_path / "latin.csv"
     latin.write_bytes(b"id,name\nann,A\nbob,Bj\xf6rn\n")

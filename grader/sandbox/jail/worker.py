@@ -15,6 +15,7 @@ import importlib.util
 import itertools
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -296,7 +297,9 @@ class Worker:
             except BaseException as error:
                 detail = describe_exception(error)
                 where = f" ({detail['frames'][-1]})" if detail["frames"] else ""
-                raise StudentFailure("import", f"{name}.py does not import: {detail['type']}: {detail['message']}{where}") from None
+                said = re.sub(r" \(\w+\.py, line \d+\)$", "", detail["message"]) if where else detail["message"]  # a
+                # SyntaxError's message names the place the frame names too
+                raise StudentFailure("import", f"{name}.py does not import: {detail['type']}: {said}{where}") from None
         return self.modules[name]
 
     def placed(self, *values, as_on_cpu: bool = False):
