@@ -45,7 +45,7 @@ from grader.authoring.stubs import (
     solution_blocks,
     strip_solutions,
 )
-from grader.course import COURSE_FILE, Course, load_course
+from grader.course import COURSE_FILE, WHOLE_COURSE, Course, load_course
 from grader.suites import PUBLIC
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -128,6 +128,28 @@ def exercises_table(course: Course) -> str:
 def points_list(course: Course) -> str:
     lines = [f"- {e.title} (`{e.module}`): {e.points} points" for e in course.exercises]
     return "\n".join([*lines, f"- **total: {course.total_points} points**"])
+
+
+def handout_title(course: Course) -> str:
+    """The course's title, and the assignment's where the handout is one assignment's."""
+    name = course.assignment_name
+    if name is None:
+        return course.title
+    titles = {a.name: a.title for a in course.whole.assignments} | {
+        course.notebook_name(e.module): e.title for e in course.whole.exercises}
+    return f"{course.title}: {titles.get(name, name)}"
+
+
+def due_paragraph(course: Course) -> str:
+    """When the work is due and what a late hand-in costs (course.yaml's ``late``), or "" where no due date applies."""
+    late = course.whole.late
+    due = late.due.get(course.assignment_name or WHOLE_COURSE) if late else None  # as a batch of the handout applies it
+    if due is None:
+        return ""
+    grace = f" (nothing within {late.grace_minutes:g} minutes of it)" if late.grace_minutes else ""
+    cap = f", at most {late.cap_percent:g}%" if late.cap_percent < 100 else ""
+    return (f"**Due {due.isoformat(sep=' ', timespec='minutes')}.** Work handed in later loses {late.percent:g}% of "
+            f"the points possible per started {late.per} past it{cap}{grace}.\n\n")
 
 
 def banned_list(course: Course) -> str:
@@ -375,7 +397,9 @@ def handout_files(course: Course, *, grader_repository: str | None, grader_ref: 
         section = ""
         shown = notebooks.relative_to(course.root) if notebooks.is_relative_to(course.root) else notebooks
         notes.append(f"no notebooks released: {shown}/*/*.ipynb does not exist yet (rerun `grader release` once they do)")
-    values = {"TITLE": course.title, "PYTHON": PYTHON, "TORCH": torch, "PYTEST": pytest_version, "MATPLOTLIB": matplotlib,
+    values = {"TITLE": handout_title(course), "DUE": due_paragraph(course),
+              "WORTH": f"Assignment {course.assignment_name} is" if course.assignment_name else "The course is",
+              "PYTHON": PYTHON, "TORCH": torch, "PYTEST": pytest_version, "MATPLOTLIB": matplotlib,
               "EXERCISES": exercises_table(course), "POINTS": points_list(course),
               "TOTAL": str(course.total_points), "NOTEBOOKS": section, "FIRST": course.modules[0],
               "MODULES": ", ".join(course.modules), "FIRST_STUB": first_stub(exercises), "BANNED": banned_list(course),
