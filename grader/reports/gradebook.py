@@ -20,7 +20,7 @@ from pathlib import Path
 
 from grader.course import Course
 from grader.reports.advice import points
-from grader.reports.feedback import final_score
+from grader.reports.feedback import final_score, graded
 from grader.reports.files import write_atomic
 from grader.text import MAX_MESSAGE, MAX_NAME, csv_cell
 
@@ -38,15 +38,18 @@ def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
         late = -sum(a["points"] for a in data.get("adjustments", []) if a["kind"] == "late")
         listed = [csv_cell(data.get("name", ""), MAX_NAME), csv_cell(data.get("email", ""), MAX_NAME),
                   "yes" if data.get("on_roster") else "no"]
-        points_of = [data["score"], data.get("graded_score", data["score"]),
-                  *(data["exercises"].get(e.module, {}).get("score") for e in course.exercises)]
-        final, graded, *exercises = [points(value) if scored and value is not None else "" for value in points_of]
+        was_graded = graded(data)  # one that could not be graded has no graded points, even where an override gives it some
+        points_of = [data.get("graded_score", data["score"]),
+                     *(data["exercises"].get(e.module, {}).get("score") for e in course.exercises)]
+        final = points(data["score"]) if scored else ""
+        graded_score, *exercises = [points(value) if was_graded and value is not None else "" for value in points_of]
         table.append([csv_cell(data["student"], MAX_NAME), *(listed * roster),
-                      csv_cell(data.get("assignment") or "", MAX_NAME), final, graded, points(data["max_score"]),
+                      csv_cell(data.get("assignment") or "", MAX_NAME), final, graded_score, points(data["max_score"]),
                       *exercises, points(late) if late else "", csv_cell(reasons(data), MAX_MESSAGE),
                       csv_cell(data.get("submitted_at", ""), MAX_NAME), csv_cell(data.get("extended_to", ""), MAX_NAME),
                       csv_cell(data.get("status", "graded"), MAX_STATUS),
-                      csv_cell(data.get("graded_at", ""), MAX_NAME), csv_cell(data["submission_sha256"], MAX_NAME)])
+                      csv_cell(data.get("graded_at", ""), MAX_NAME),
+                      csv_cell(data["submission_sha256"] if was_graded else "", MAX_NAME)])
     write_csv(table, out / "gradebook.csv")
 
 

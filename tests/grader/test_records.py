@@ -524,7 +524,7 @@ def test_the_exports_have_the_lms_columns_and_the_final_scores(tmp_path):
     gradebook = {row["student"]: row for row in (dict(zip(header, line)) for line in lines)}
     assert list(gradebook) == ["ann", "bob", "cy", "dan", "eve"]
     assert [(r["on_roster"], r["status"], r["score"], r["graded_score"], r["late_penalty"]) for r in gradebook.values()] == [
-        ("yes", "graded", "18", "20", ""), ("yes", "graded", "13", "15", "2"), ("yes", "missing", "0", "0", ""),
+        ("yes", "graded", "18", "20", ""), ("yes", "graded", "13", "15", "2"), ("yes", "missing", "0", "", ""),
         ("no", "graded", "20", "20", ""), ("yes", "error: grader error: BrokenPipe", "", "", "")]
     assert gradebook["bob"]["submitted_at"] == "2026-11-21T23:58:00+00:00" and gradebook["bob"]["softmax"] == "5"
     summary = (tmp_path / "summary.html").read_text(encoding="utf-8")
@@ -552,7 +552,8 @@ def test_the_exports_read_as_a_person_and_an_lms_expect(tmp_path):
 
 def test_a_submission_that_could_not_be_graded_has_no_score_in_any_export(tmp_path):
     """A corrupt zip is left out of every statistic of the summary: the gradebook, the LMS files and the summary's
-    final score leave it blank (an LMS keeps what it has), until an override gives it points."""
+    final score leave it blank (an LMS keeps what it has), until an override gives it points (its graded points and
+    exercises stay blank)."""
     corrupt = {**_record("cy", softmax=0, scores=0), "status": "error: cannot grade: not a zip file"}
     publish(COURSE, tmp_path, [_record("ann"), corrupt], Records())
     header, *lines = _table(tmp_path / "gradebook.csv")
@@ -566,6 +567,9 @@ def test_a_submission_that_could_not_be_graded_has_no_score_in_any_export(tmp_pa
     graded_by_hand = _write(tmp_path / "o.csv", "student,points,reason\ncy,12,graded by hand from the e-mailed files\n")
     publish(COURSE, tmp_path, [_record("ann"), corrupt], load_records(COURSE, overrides=graded_by_hand))
     assert [row[-1] for row in _table(tmp_path / "canvas.csv")[2:]] == ["20", "12"]
+    header, *lines = _table(tmp_path / "gradebook.csv")
+    cy = dict(zip(header, lines[1]))  # the override's final score; nothing graded (it showed 0s and a hash of zeros)
+    assert (cy["score"], cy["graded_score"], cy["softmax"], cy["submission_sha256"]) == ("12", "", "", "")
     said = {"cy.md": "+12: graded by hand", "cy.html": "+12</td><td>graded by hand"}
     for page, override in said.items():  # the student reads the score given by hand and why, never "submit again"
         text = (tmp_path / "feedback" / page).read_text(encoding="utf-8")
