@@ -69,7 +69,7 @@ def test_padded_copies_are_flagged_among_the_honest_ones(kind):
     padded with code that changes nothing (tests/grader/corpus/padding.py: an unused line of numbers, unused
     assignments, an unused helper, ``if _DEBUG:`` blocks, a helper that runs, all of them; alone or renamed and
     reordered too): exactly the copies are flagged, each with its original. Scored as a symmetric Dice coefficient
-    of everything, between 0 and 22 of these 31 copies were flagged."""
+    of everything, between 0 and 22 of the 31 copies of that day were flagged."""
     klass = _examples()
     copies = set()
     for variant in VARIANTS:
@@ -80,7 +80,7 @@ def test_padded_copies_are_flagged_among_the_honest_ones(kind):
     for number, (student, module) in enumerate(originals):
         klass[f"copy-{number}"] = {module: padded(klass[student][module], kind, f"c{number}")}
         copies.add((module, *sorted((student, f"copy-{number}"))))
-    assert len(copies) == 31
+    assert len(copies) == len(originals) >= 20  # one copy of each: the corpus grows, the test holds
     assert _flagged(compare_class(klass)) == copies
 
 
