@@ -38,20 +38,22 @@ sys.path[:0] = [str(ROOT / "tests" / "grader" / "corpus"), str(ROOT / "tests" / 
 from variants import VARIANTS  # noqa: E402
 
 
-def synthetic_class(target: Path, count: int, seed: int = 0) -> None:
-    """``count`` submissions: 35% the references, 35% one correct variant, 25% one bug, 5% one hostile module."""
+def synthetic_class(target: Path, count: int, seed: int = 0, hostile: bool = True) -> None:
+    """``count`` submissions: 35% the references, 35% one correct variant, 25% one bug, 5% one hostile module (the
+    references instead without ``hostile``: some take a minute each, up to their time limit)."""
     rng = random.Random(seed)
     variants = {kind: [v for v in VARIANTS if v.kind == kind] for kind in ("correct", "buggy")}
-    hostile = sorted(p for p in (ROOT / "tests" / "grader" / "hostile").glob("*/*.py") if p.stem in course().modules)
+    tricks = sorted(p for p in (ROOT / "tests" / "grader" / "hostile").glob("*/*.py") if p.stem in course().modules)
     for n in range(count):
         folder = target / f"student{n:04d}"
         folder.mkdir(parents=True)
         for module in course().modules:
             shutil.copy(ROOT / "solutions" / f"{module}.py", folder / f"{module}.py")
         draw = rng.random()
-        if draw >= 0.95 and hostile:
-            trick = rng.choice(hostile)
-            shutil.copy(trick, folder / trick.name)
+        if draw >= 0.95:
+            trick = rng.choice(tricks)
+            if hostile:
+                shutil.copy(trick, folder / trick.name)
         elif draw >= 0.35:
             variant = rng.choice(variants["correct" if draw < 0.7 else "buggy"])
             (folder / f"{variant.module}.py").write_text(variant.source(), encoding="utf-8")

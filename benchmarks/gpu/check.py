@@ -16,7 +16,7 @@ Stages, each recorded in OUT/summary.json (ok, seconds, findings) and logged, no
 - leftovers: after each stage, no process of the grader is left and (on a GPU) no process holds the GPU.
 
 With ``--device cpu`` it is a dry run of the same (tests/grader/test_gpu_script.py runs it with ``--quick``, a
-few variants and hostile cases), so that a lent GPU's minutes go to the GPU.
+few variants, a class of four and a few hostile cases), so that a lent GPU's minutes go to the GPU.
 """
 from __future__ import annotations
 
@@ -41,9 +41,10 @@ from variants import VARIANTS  # noqa: E402
 
 from grader.course import course  # noqa: E402
 
-QUICK_VARIANTS = 6  # variants of each kind in a --quick run
+QUICK_VARIANTS = 2  # variants of each kind in a --quick run (the dry run checks the plumbing: 5 minutes of CI at 6)
 QUICK_HOSTILE = "zeros or endless_loop or memory_bomb or unusable_device or other_gpu"  # -k of a --quick hostile run
 SYNTHETIC_CLASS = 16
+QUICK_CLASS = 4  # the synthetic class of a --quick run (without its hostile modules)
 GRACE_SECONDS = 10
 
 
@@ -321,11 +322,11 @@ def hostile(options) -> dict:
 def batch(options) -> dict:
     from batch import synthetic_class
 
-    target = options.work / "class"
-    synthetic_class(target, SYNTHETIC_CLASS)
+    target, size = options.work / "class", QUICK_CLASS if options.quick else SYNTHETIC_CLASS
+    synthetic_class(target, size, hostile=not options.quick)  # the hostile stage has the hostile cases
     figures, findings, _ = two_batches(options, target, "class", 2, options.corpus_seconds)
     cpu, other = figures["0-cpu"]["seconds"], figures[f"1-{options.device}"]["seconds"]
-    figures.update(submissions=SYNTHETIC_CLASS, ratio_device_to_cpu=round(other / cpu, 2))
+    figures.update(submissions=size, ratio_device_to_cpu=round(other / cpu, 2))
     return {"figures": figures, "findings": findings}
 
 

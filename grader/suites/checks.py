@@ -122,14 +122,20 @@ def diagnosed(message: str, hint: Hint | None) -> CheckFailed:
     return CheckFailed(message + phrase(hint), misconception=hint.id if hint else "")
 
 
+WITNESSES = 4  # failing cases a test looks at for the mistake most of them name, when its first names none
+
+
 def each(cases, check: Callable) -> None:
     """``check(case)`` for every case, stopping at a first failure that names a known mistake; where the first names
-    none, the failure raised is the first naming a mistake that most of the failing cases name (at least half), else
-    the first. The smallest case is often one where several mistakes give the same result, so none can be named
-    (``tril(-1)`` and ``triu(1)`` at T=1); a mistake named on one case of many is a coincidence of sizes (sqrt(T) =
-    d_out where T = d_out ** 2), not the student's."""
+    none, at WITNESSES failing cases (or the last case), and the failure raised is the first naming a mistake that
+    most of the failing cases seen name (at least half), else the first. The smallest case is often one where several
+    mistakes give the same result, so none can be named (``tril(-1)`` and ``triu(1)`` at T=1); a mistake named on one
+    case of many is a coincidence of sizes (sqrt(T) = d_out where T = d_out ** 2), not the student's. The bound keeps
+    a test that fails on every case from costing every case (a 128 MiB reply to each)."""
     failures: list[CheckFailed] = []
     for case in cases:
+        if len(failures) >= WITNESSES:
+            break
         try:
             check(case)
         except CheckFailed as failure:

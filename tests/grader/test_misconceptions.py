@@ -157,11 +157,12 @@ def test_zeros_are_no_known_mistake_of_one_hot():
     (["", "b", "", "", "", ""], ""),  # one case of six names one: a coincidence of sizes, the first failure stands
     (["c", "a", "a"], "c"),  # the first failure names its mistake: it is the one raised, and the others never run
     (["", ""], ""),
+    (["", "", "", "a", "a", "a", "a"], ""),  # four failing cases seen, one names a mistake; the later ones never run
 ])
 def test_a_failing_test_reports_the_mistake_most_of_its_failing_cases_name(named, reported):
-    """checks.each runs a check on every case: the failure raised is the first when it names a mistake, else the first
-    naming a mistake that at least half the failing cases name, else the first."""
-    from grader.suites.checks import CheckFailed, each
+    """checks.each runs a check on the cases up to WITNESSES failing ones: the failure raised is the first when it
+    names a mistake, else the first naming a mistake that at least half the failing cases seen name, else the first."""
+    from grader.suites.checks import WITNESSES, CheckFailed, each
 
     ran = []
 
@@ -173,7 +174,7 @@ def test_a_failing_test_reports_the_mistake_most_of_its_failing_cases_name(named
         each(range(len(named)), check)
     assert failure.value.misconception == reported
     assert str(failure.value) == f"case {named.index(reported) if reported else 0}"
-    assert ran == ([0] if named[0] else list(range(len(named))))
+    assert ran == ([0] if named[0] else list(range(min(len(named), WITNESSES))))
 
 
 def test_the_failures_a_test_keeps_hold_none_of_their_results():
@@ -198,6 +199,6 @@ def test_the_failures_a_test_keeps_hold_none_of_their_results():
     try:
         with pytest.raises(CheckFailed):
             each(range(5), check)
-        assert [ref() for ref in results] == [None] * 5
+        assert len(results) > 1 and [ref() for ref in results] == [None] * len(results)
     finally:
         gc.enable()
