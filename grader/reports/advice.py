@@ -27,7 +27,10 @@ def points(value: float) -> str:
 
 
 def signed(value: float) -> str:
-    """Points added or taken, with their sign (``+2.5``, ``-10``)."""
+    """Points added or taken, with their sign (``+2.5``, ``-10``); none for none (``0``: a penalty that found nothing to
+    take read "+0")."""
+    if points(abs(value)) == "0":
+        return "0"
     return f"{'+' if value >= 0 else '-'}{points(abs(value))}"
 
 

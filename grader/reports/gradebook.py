@@ -55,7 +55,8 @@ def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
 
 def reasons(data: dict) -> str:
     """The adjustments of a record in one line: ``late: ... (-10); <module>: regraded by hand (+2)``."""
-    return "; ".join(f"{a['target'] + ': ' if a['target'] else ''}{a['reason']} ({a['points']:+.2f})"
+    return "; ".join(f"{a['target'] + ': ' if a['target'] else ''}{a['reason']} "
+                     f"({a['points']:+.2f})".replace("(+0.00)", "(0.00)").replace("(-0.00)", "(0.00)")
                      for a in data.get("adjustments", []))
 
 

@@ -578,6 +578,17 @@ def test_a_submission_that_could_not_be_graded_has_no_score_in_any_export(tmp_pa
         assert "submit again" not in text and "graded, before the adjustments" not in text, text
 
 
+def test_a_penalty_that_finds_nothing_to_take_reads_as_none(tmp_path):
+    """A penalty on a submission that scored nothing takes nothing: the feedback page and the gradebook say 0 (they
+    said "+0" and "(+0.00)", a bonus; found by our instructor's walk-through)."""
+    penalty = _write(tmp_path / "o.csv", "student,penalty,reason\nann,5,late policy\n")
+    publish(COURSE, tmp_path, [_record("ann", softmax=0, scores=0)], load_records(COURSE, overrides=penalty))
+    page = (tmp_path / "feedback" / "ann.md").read_text(encoding="utf-8")
+    assert "- 0: late policy" in page and "+0" not in page, page
+    header, *lines = _table(tmp_path / "gradebook.csv")
+    assert dict(zip(header, lines[0]))["adjustments"] == "late policy (0.00)"
+
+
 def test_an_exercise_override_is_said_under_its_exercise(tmp_path):
     """The feedback page says under an overridden exercise what changed its points and why, so that its heading
     and its checks add up (the heading said 0 / 10 above checks that all passed)."""
