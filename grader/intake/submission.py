@@ -155,9 +155,9 @@ MISNAMED = " is not read: name it "
 
 
 def _misnamed(names, modules, folders: dict[str, set[str]], problems: dict[str, str], notes: list[str]) -> None:
-    """An exercise whose file is nowhere, though a file of its name in other letter cases is (``Softmax.py``): its
-    problem says to rename that file (else: "softmax.py is not in the submission", which the student cannot see);
-    where no exercise file is there at all, a note that the refusal of the submission repeats."""
+    """An exercise whose file is nowhere, though a file of its name in other letter cases is (``Dot.py`` for
+    ``dot.py``): its problem says to rename that file (else: "dot.py is not in the submission", beside the Dot.py the
+    student sees); where no exercise file is there at all, a note that the refusal of the submission repeats."""
     present = {name for found in folders.values() for name in found}
     for name in names:
         module = module_of(name.lower(), modules)
