@@ -27,6 +27,14 @@ def handout_checks(target: Path) -> None:
     for relative, text in public_checks(COURSE).items():
         (target / relative).parent.mkdir(parents=True, exist_ok=True)
         (target / relative).write_text(text, encoding="utf-8")
+
+
+def filled_handout(target: Path) -> Path:
+    """A handout-like folder at ``target`` whose exercises are the references: its public checks and pytest settings."""
+    shutil.copytree(ROOT / "solutions", target / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
+    handout_checks(target)
+    shutil.copy(ROOT / "pyproject.toml", target / "pyproject.toml")
+    return target
 STUB_LINE = re.compile(r"^(?P<module>\w+)\.[\w.]+ is not implemented yet: fill in the stub in exercises/(?P<file>\w+)\.py$")
 
 
@@ -195,10 +203,7 @@ def test_failures_with_one_cause_are_said_once(tmp_path):
     """Checks that all fail with the same error say it once, with what torch's error means, how many it stopped and
     which (a view of a transposed tensor printed torch's message once per check, 7 times; then the count alone, and
     keys computed with W_query printed "wrong values" and "2 checks failed for this reason", naming no check)."""
-    copy = tmp_path / "repo"
-    shutil.copytree(ROOT / "solutions", copy / "exercises")
-    handout_checks(copy)
-    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    copy = filled_handout(tmp_path / "repo")
     multihead = copy / "exercises" / "multihead.py"
     merge = "context = (weights @ values).transpose(1, 2).reshape(B, T, -1)"
     assert merge in multihead.read_text()
@@ -214,10 +219,7 @@ def test_failures_with_one_cause_are_said_once(tmp_path):
 def test_a_wrong_layer_or_shape_is_named_not_an_assert_expression(tmp_path):
     """nn.Linear(d_in, d_out) without bias=qkv_bias: the layers' check names the layer and the fix, where an ``and``
     of asserts printed "failed: assert (True and torch.Size([2, 3]) == (2, 3))"."""
-    copy = tmp_path / "repo"
-    shutil.copytree(ROOT / "solutions", copy / "exercises")
-    handout_checks(copy)
-    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    copy = filled_handout(tmp_path / "repo")
     qkv = copy / "exercises" / "qkv.py"
     made = "self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)"
     assert made in qkv.read_text()
@@ -231,10 +233,7 @@ def test_a_wrong_layer_or_shape_is_named_not_an_assert_expression(tmp_path):
 def test_dropout_made_before_the_layers_passes(tmp_path):
     """The syllabus orders the layers with weights (their random draws); a dropout, which draws nothing when made, may
     come first: the layers' checks of causal and multihead pass (found by our fairness review: they failed)."""
-    copy = tmp_path / "repo"
-    shutil.copytree(ROOT / "solutions", copy / "exercises")
-    handout_checks(copy)
-    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    copy = filled_handout(tmp_path / "repo")
     for module in ("causal", "multihead"):
         path = copy / "exercises" / f"{module}.py"
         lines = path.read_text().splitlines(keepends=True)
@@ -257,10 +256,7 @@ def test_every_correct_variant_passes_the_public_checks(tmp_path):
     by_module = [[v for v in VARIANTS if v.kind == "correct" and v.module == module] for module in MODULES]
     failures = []
     for n, round_ in enumerate(itertools.zip_longest(*by_module)):
-        copy = tmp_path / f"round{n}"
-        shutil.copytree(ROOT / "solutions", copy / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
-        handout_checks(copy)
-        shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+        copy = filled_handout(tmp_path / f"round{n}")
         for variant in filter(None, round_):
             (copy / "exercises" / f"{variant.module}.py").write_text(variant.source(), encoding="utf-8")
         process, results = run_public(tmp_path, root=copy)
