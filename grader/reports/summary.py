@@ -245,7 +245,8 @@ def _lead(done: list[dict], failed: list[dict], total: float, missing: int) -> s
         text += f"; {missing} on the roster handed in nothing (<a href='#roster'>listed below</a>)"
     if done:
         marks = [row["score"] for row in done]
-        text += (f". Graded work: mean {points(statistics.fmean(marks))}, median {points(statistics.median(marks))} "
+        text += (f". Final scores of the graded work: mean {points(statistics.fmean(marks))}, median "
+                 f"{points(statistics.median(marks))} "
                  f"of {points(total)}; {sum(s >= total for s in marks)} with full marks")
     return f"<p>{text}.</p>"
 
