@@ -245,7 +245,7 @@ def _lead(done: list[dict], failed: list[dict], total: float, missing: int) -> s
         text += f"; {missing} on the roster handed in nothing (<a href='#roster'>listed below</a>)"
     if done:
         marks = [row["score"] for row in done]
-        text += (f". Final scores of the graded work: mean {points(statistics.fmean(marks))}, median "
+        text += (f". Graded work, final points after adjustments: mean {points(statistics.fmean(marks))}, median "
                  f"{points(statistics.median(marks))} "
                  f"of {points(total)}; {sum(s >= total for s in marks)} with full marks")
     return f"<p>{text}.</p>"
