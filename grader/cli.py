@@ -295,28 +295,26 @@ def _ci(args) -> int:
         zygote.close()
 
 
-def _above_zero(kind):
-    """An argparse type: a number of ``kind`` above zero (``--jobs 0`` was a traceback from the pool)."""
+def _number(kind, within, what: str):
+    """An argparse type: a number of ``kind`` for which ``within(value)`` holds, else an error saying ``what`` it must
+    be (``--jobs 0`` was a traceback from the pool)."""
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole ' * (kind is int)}number") from None
-        if not 0 < value < float("inf"):
-            raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+        if not within(value):
+            raise argparse.ArgumentTypeError(f"{what}, not {text}")
         return value
     return parse
 
 
-def _share(text: str) -> float:
-    """An argparse type: a share from 0 to 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"a score from 0 to 1, not {text}")
-    return value
+def _above_zero(kind):
+    """An argparse type: a finite number of ``kind`` above zero."""
+    return _number(kind, lambda value: 0 < value < float("inf"), "must be above 0")
+
+
+_share = _number(float, lambda value: 0 <= value <= 1, "a score from 0 to 1")  # an argparse type: a share
 
 
 def _folder(text: str) -> str:
@@ -399,7 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     _class_flags(batch)
     batch.add_argument("--force", action="store_true", help="regrade even submissions whose results are up to date")
     _sandbox_flags(batch)
-    batch.add_argument("--dask", metavar="ADDRESS", type=_dask_address, help="run on a Dask cluster: tcp://SCHEDULER:8786, or 'local' for a LocalCluster")
+    batch.add_argument("--dask", metavar="ADDRESS", type=_dask_address,
+                       help="run on a Dask cluster: tcp://SCHEDULER:8786, or 'local' for a LocalCluster")
     batch.add_argument("--assignment", metavar="NAME", help="grade every submission as this assignment (default: the whole course; nbgrader's submitted/: each notebook as its own)")
     _record_flags(batch)
     batch.set_defaults(run=_batch, needs=("plots",))
@@ -430,9 +429,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                            "it is graded (e.g. 2026-12-01T23:59:00+01:00)")
     _class_flags(collect)
     collect.add_argument("--assignment", metavar="NAME", help="grade every repository as this assignment")
-    collect.add_argument("--clone-seconds", type=_above_zero(float), help="time bound of one clone, in seconds (default: "
-                                                             "{grader.collect:CLONE_SECONDS})")
-    collect.add_argument("--clone-mb", type=_above_zero(int), help="size bound of one repository, in MB (default: {grader.collect:CLONE_MB})")
+    collect.add_argument("--clone-seconds", type=_above_zero(float),
+                         help="time bound of one clone, in seconds (default: {grader.collect:CLONE_SECONDS})")
+    collect.add_argument("--clone-mb", type=_above_zero(int),
+                         help="size bound of one repository, in MB (default: {grader.collect:CLONE_MB})")
     collect.set_defaults(run=_collect, needs=("plots",))
 
     ci = commands.add_parser("ci", help="grade a checkout in GitHub Actions: job summary, annotations, Classroom result, score")

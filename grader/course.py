@@ -44,6 +44,14 @@ MODULE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 # Names an exercise's file cannot take: it would shadow what the exercises, the suites or the handout's checks import.
 TAKEN_NAMES = frozenset({"torch", "solutions", "exercises", "conftest", "hints"} | set(sys.stdlib_module_names)
                         | {path.stem for path in (Path(__file__).parent / "suites" / "public").glob("*.py")})
+WHOLE_COURSE = "course"  # late.due's key for a batch graded on the whole course
+ASSIGNMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # part of file names (results/<student>/<name>.json)
+EXERCISES_FOLDER = "tests/course"  # the exercises' folders, relative to the course root
+SUITE_PREFIX = "hidden_"  # an exercise's hidden suite: hidden_<module>.py in its folder
+# What tests/course holds beside the exercises' folders: the known mistakes several exercises share, the public
+# checks' set-up when run from the course repository, the suite of the shared contract, and the texts every
+# notebook shares.
+SHARED_FILES = ("hints.py", "conftest.py", "hidden_contract.py", "notebook.md")
 
 
 def module_name_problem(module: str) -> str | None:
@@ -53,16 +61,9 @@ def module_name_problem(module: str) -> str | None:
     if keyword.iskeyword(module):
         return f"{module!r} is a Python keyword: no module can be imported by that name"
     if module in TAKEN_NAMES:
-        return f"{module!r} is the name of a module the exercises, the suites or the public checks import: choose another"
+        return (f"{module!r} is the name of a module the exercises, the suites or the public checks import: choose "
+                "another")
     return None
-WHOLE_COURSE = "course"  # late.due's key for a batch graded on the whole course
-ASSIGNMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # part of file names (results/<student>/<name>.json)
-EXERCISES_FOLDER = "tests/course"  # the exercises' folders, relative to the course root
-SUITE_PREFIX = "hidden_"  # an exercise's hidden suite: hidden_<module>.py in its folder
-# What tests/course holds beside the exercises' folders: the known mistakes several exercises share, the public
-# checks' set-up when run from the course repository, the suite of the shared contract, and the texts every
-# notebook shares.
-SHARED_FILES = ("hints.py", "conftest.py", "hidden_contract.py", "notebook.md")
 
 
 class CourseError(ValueError):

@@ -60,8 +60,10 @@ PYTHON = "3.11"
 # course (its suites, its references and course.yaml, from the course root).
 GRADER_SOURCES = ("grader", "pyproject.toml", "README.md")
 COURSE_SOURCES = ("solutions", "tests/course", "course.yaml")  # the suites, their hints, references and the course
+# tests/public/<name> <- grader/suites/public/<file>
 PUBLIC_MACHINERY = {"conftest.py": "harness.py", "checking.py": "checking.py", "diagnosis.py": "diagnosis.py",
-                    "import_rule.py": "import_rule.py", "stub_message.py": "stub_message.py", "wording.py": "wording.py"}  # tests/public/<name> <- grader/suites/public/<file>
+                    "import_rule.py": "import_rule.py", "stub_message.py": "stub_message.py",
+                    "wording.py": "wording.py"}
 STUB_TARGET = re.compile(r'raise NotImplementedError\("' + stub_message.PATTERN.pattern)
 
 HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[^\n]*\n.*?^[ \t]*### END HIDDEN TESTS[^\n]*(\n|\Z)", re.S | re.M)

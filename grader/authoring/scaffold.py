@@ -143,8 +143,9 @@ def check_exercise(course_file: Path, module: str, progress=None) -> list[Check]
                 try:
                     problems = judge(variant, grade(variant))
                 except StaleEdit as error:  # the reference changed under it: the other checks still run
-                    checks.append(Check(f"variant {variant.id}", False, f"{error}: write its edit again for the "
-                                                                        f"reference as it is now (variants_{module}.py)"))
+                    checks.append(Check(f"variant {variant.id}", False,
+                                        f"{error}: write its edit again for the reference as it is now "
+                                        f"(variants_{module}.py)"))
                     continue
                 checks.append(Check(f"variant {variant.id}", not problems, "; ".join(problems)))
                 shown |= set(variant.shows)

@@ -2,13 +2,13 @@
 
 The score is the final one; the student's extended due date follows it where they have one, and the overrides and
 the late penalty applied to it (``records.adjust``) are listed under it, each with its points and reason. The
-exercises with something to fix come first, then those whose every check passed. Per exercise: its points, and each check with a badge (a word and a colour, not an emoji: "failed", "not judged yet" for
-a rule that waits for right values, "holds" for a rule that holds but pays once the values are right, "passed"), its
-points and, when it failed, its feedback, the failures first and the rules not judged yet after them; an exercise
-that could not
-run at all shows why, once, and one whose failures have one cause (unfinished stubs, a missing name) says it once;
-then their checks are one collapsed line (in HTML, a ``<details>`` that lists them). A submission that
-could not be graded gets one paragraph: what was wrong and what to do. Everything is read from the student's
+exercises with something to fix come first, then those whose every check passed. Per exercise: its points, and each
+check with a badge (a word and a colour, not an emoji: "failed", "not judged yet" for a rule that waits for right
+values, "holds" for a rule that holds but pays once the values are right, "passed"), its points and, when it failed,
+its feedback, the failures first and the rules not judged yet after them; an exercise that could not run at all
+shows why, once, and one whose failures have one cause (unfinished stubs, a missing name) says it once; then their
+checks are one collapsed line (in HTML, a ``<details>`` that lists them). A submission that could not be graded gets
+one paragraph: what was wrong and what to do. Everything is read from the student's
 results.json; points are shown to two decimals (``advice.points``).
 """
 from __future__ import annotations

@@ -4,8 +4,10 @@
 One row per record (student, or student and assignment), as ``records.adjust`` shows it: the final score after the
 overrides and the late penalty, the graded score before them, each exercise's points, the late penalty (points
 taken), the adjustments' reasons, when it was submitted, the due date it was extended to, and, with a roster, the
-student's name and e-mail and whether they are on it ("missing" rows for those without a submission). A record without a final score
-(``feedback.final_score``: a grader fault, a submission that could not be graded) has blank points.
+student's name and e-mail and whether they are on it ("missing" rows for those without a submission). A record
+without a final score (``feedback.final_score``: a grader fault, a submission that could not be graded) has blank
+points; one that could not be graded but to which an override gives a score keeps its graded points, exercises and
+hash blank.
 
 The three files are for people and the LMSs that import them: UTF-8 with a byte-order mark (so that Excel reads
 "Díaz" as it is; Canvas's and Moodle's imports take it), points to at most two decimals (``advice.points``), every
@@ -38,7 +40,7 @@ def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
         late = -sum(a["points"] for a in data.get("adjustments", []) if a["kind"] == "late")
         listed = [csv_cell(data.get("name", ""), MAX_NAME), csv_cell(data.get("email", ""), MAX_NAME),
                   "yes" if data.get("on_roster") else "no"]
-        was_graded = graded(data)  # one that could not be graded has no graded points, even where an override gives it some
+        was_graded = graded(data)  # else no graded points, even where an override gives it a score
         points_of = [data.get("graded_score", data["score"]),
                      *(data["exercises"].get(e.module, {}).get("score") for e in course.exercises)]
         final = points(data["score"]) if scored else ""
@@ -55,9 +57,13 @@ def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
 
 def reasons(data: dict) -> str:
     """The adjustments of a record in one line: ``late: ... (-10); <module>: regraded by hand (+2)``."""
-    return "; ".join(f"{a['target'] + ': ' if a['target'] else ''}{a['reason']} "
-                     f"({a['points']:+.2f})".replace("(+0.00)", "(0.00)").replace("(-0.00)", "(0.00)")
+    return "; ".join(f"{a['target'] + ': ' if a['target'] else ''}{a['reason']} ({_cents(a['points'])})"
                      for a in data.get("adjustments", []))
+
+
+def _cents(value: float) -> str:
+    """Signed points to two decimals (``-2.00``, ``+0.50``); none unsigned (``0.00``: a penalty that took nothing)."""
+    return f"{value:+.2f}" if round(value, 2) else "0.00"
 
 
 # ----------------------------------------------------------------- shared by the LMS exports (canvas, moodle)

@@ -43,7 +43,8 @@ def print_summary(grade: Grade, console: Console | None = None) -> None:
                                             "\n    ", terminal(test.feedback)), soft_wrap=True)
         waiting = deferred_line(exercise.tests)
         if waiting:
-            console.print(Text.assemble(("…", "yellow"), " ", (exercise.module, "bold"), ": ", waiting), soft_wrap=True)
+            console.print(Text.assemble(("…", "yellow"), " ", (exercise.module, "bold"), ": ", waiting),
+                          soft_wrap=True)
 
 
 class BatchProgress:

@@ -14,12 +14,12 @@ once per grading process and replayed, in the same order, for every
 submission: hypothesis draws them (seeded from course.yaml's seed and the
 test's key, ``test_<exercise>.<test name>``, so they never depend on which
 submissions were graded before, nor on the submission, nor on the file that
-holds the test). A failing test reports its first failing case that names a
-known mistake, else its first failing case (``checks.each``), without shrinking (failures are
-reported by shape class, never by value, so a minimal example would buy nothing
-but time; the smallest case is often the one where several mistakes give the
-same result, so none can be named: ``tril(-1)`` and ``triu(1)`` at T=1). Replaying skips hypothesis'
-engine for each submission, its costliest part here. Cases are drawn up front,
+holds the test). A failing test reports the failing case that names the
+mistake most failing cases name (``checks.each``), without shrinking (failures
+are reported by shape class, never by value, so a minimal example would buy
+nothing but time; the smallest case is often one where several mistakes give
+the same result, so none can be named: ``tril(-1)`` and ``triu(1)`` at T=1).
+Replaying skips hypothesis' engine for each submission, its costliest part here. Cases are drawn up front,
 never inside the test (no ``st.data()``), so a replay is exact.
 
 The drawn cases are also kept in a file per suite, ``__pycache__/cases-<key>.json``
@@ -69,7 +69,8 @@ def examples(n: int):
     def decorate(test):
         @functools.wraps(test, updated=())
         def replay(**kwargs):
-            each(replay.cases(kwargs["course"].seed), lambda case: test.hypothesis.inner_test(**kwargs, **copy.deepcopy(case)))
+            each(replay.cases(kwargs["course"].seed),
+                 lambda case: test.hypothesis.inner_test(**kwargs, **copy.deepcopy(case)))
 
         del replay.__wrapped__  # pytest must see the test's own arguments (fixtures), not hypothesis' wrapper
         replay.__signature__ = inspect.signature(test)  # hypothesis hides the drawn arguments there

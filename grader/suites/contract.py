@@ -175,12 +175,14 @@ def _banned_entries_checked(exercise: str, declared: Contract | None, course) ->
     of a function's name, a function without that rule) bans nothing, though the handout tells students it does."""
     checked = {f"{exercise}.{subject.name}" for subject in declared.subjects if subject.instead} \
         if declared is not None and declared.applies("own_implementation") else set()
-    for target in sorted(checked - set(course.banned)):
-        raise ContractError(f"{exercise}: {target.split('.', 1)[1]} says what to do instead of a built-in, but "
-                            f"course.yaml's banned: has no entry {target} (list the torch calls that would do its "
+    unlisted = sorted(checked - set(course.banned))
+    if unlisted:
+        raise ContractError(f"{exercise}: {unlisted[0].split('.', 1)[1]} says what to do instead of a built-in, but "
+                            f"course.yaml's banned: has no entry {unlisted[0]} (list the torch calls that would do its "
                             f"whole job)")
-    for target in sorted(t for t in course.banned if t.split(".", 1)[0] == exercise and t not in checked):
-        raise ContractError(f"banned: {target}: no check of {exercise} reads this entry, so it bans nothing (the "
+    unread = sorted(t for t in course.banned if t.split(".", 1)[0] == exercise and t not in checked)
+    if unread:
+        raise ContractError(f"banned: {unread[0]}: no check of {exercise} reads this entry, so it bans nothing (the "
                             f"handout would tell students it does): its own-implementation rule checks "
                             f"{', '.join(sorted(checked)) or 'none of its functions'}; remove the entry, or give "
                             f"that subject of its CONTRACT an instead=")

@@ -229,7 +229,8 @@ class MetaValues(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if func in META_READS and args and isinstance(args[0], torch.Tensor) and args[0].is_meta:
             tensor = args[0]
-            return META_READS[func](True if tensor.dtype == torch.bool else 1 if not tensor.is_floating_point() else 0.0)
+            stand_in = True if tensor.dtype == torch.bool else 0.0 if tensor.is_floating_point() else 1
+            return META_READS[func](stand_in)
         return func(*args, **(kwargs or {}))
 
 
@@ -389,7 +390,7 @@ class Worker:
         keyed = KeyedDropout() if message.get("dropout") == "keyed" else contextlib.nullcontext()
         placed = self.placed(args, kwargs, as_on_cpu=bool(message.get("as_on_cpu")))
         values = MetaValues() if _names_meta((args, kwargs)) else contextlib.nullcontext()
-        with placed, watch, keyed, values:  # every call alike: the grading process sends the course's whole watch list each time
+        with placed, watch, keyed, values:  # every call alike: the grading process sends the whole watch list each time
             value = function(*args, **kwargs)
         reply = {"ok": True, "value": value, "called": sorted(watch.seen), "ops": watch.count}
         if message.get("return_args"):

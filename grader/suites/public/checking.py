@@ -31,6 +31,10 @@ class Failure(AssertionError):
         self.problem, self.hint = problem, hint
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
 def shape(t: torch.Tensor) -> str:
     return "(" + ", ".join(str(n) for n in t.shape) + ("," if t.dim() == 1 else "") + ")"
 
@@ -48,8 +52,7 @@ def close(got, want, atol: float = 1e-5, rtol: float = 1e-4, hints: D.Hints = ()
         raise Failure(f"the result's shape has {D.shape_fact(got.shape, want.shape)}: {shape(got)}, expected "
                       f"{shape(want)}", hint=D.matching(got, hints, rtol, atol, want))
     if got.dtype != want.dtype:
-        raise Failure(f"{str(got.dtype).removeprefix('torch.')} result; expected "
-                      f"{str(want.dtype).removeprefix('torch.')}, the input's dtype")
+        raise Failure(f"{dtype_name(got.dtype)} result; expected {dtype_name(want.dtype)}, the input's dtype")
     a, b = D.as64(got), D.as64(want)
     if bool((torch.isfinite(b) & ~torch.isfinite(a)).any()):
         raise Failure("NaN or inf where the result is finite", hint=D.matching(got, hints, rtol, atol, want))
@@ -68,7 +71,7 @@ def shaped(got, want: tuple[int, ...], what: str, dtype: torch.dtype | None = No
     if tuple(got.shape) != tuple(want):
         raise Failure(f"{what} is {shape(got)}; expected {shape(torch.empty(want, device='meta'))}")
     if dtype is not None and got.dtype != dtype:
-        raise Failure(f"{what} is {str(got.dtype).removeprefix('torch.')}; expected {str(dtype).removeprefix('torch.')}")
+        raise Failure(f"{what} is {dtype_name(got.dtype)}; expected {dtype_name(dtype)}")
 
 
 def linear_layers(module, names, d_in: int, d_out: int, bias: bool = False, after: tuple[str, ...] = ()) -> None:
@@ -80,8 +83,8 @@ def linear_layers(module, names, d_in: int, d_out: int, bias: bool = False, afte
     wanted = [*names, *after]
     made = [name for name, _ in module.named_children() if name in wanted]
     if made != wanted:
-        raise Failure(f"the layers are made in the order {', '.join(made) or 'none'}; expected {', '.join(wanted)} (the "
-                      f"order of their random initial weights)")
+        raise Failure(f"the layers are made in the order {', '.join(made) or 'none'}; expected {', '.join(wanted)} "
+                      f"(the order of their random initial weights)")
     for name in names:
         layer = getattr(module, name)
         if not isinstance(layer, torch.nn.Linear):
@@ -132,8 +135,8 @@ def dropout_on_weights(module, x, weights: int, rows: int, halved) -> None:
                       f"(by calling self.dropout)")
     given = dropout.inputs[0]
     if given.numel() != weights:
-        raise Failure(f"dropout acts on a tensor of {given.numel()} entries; the attention weights here have {weights}: "
-                      f"apply dropout to the weights, not to the projections or the output")
+        raise Failure(f"dropout acts on a tensor of {given.numel()} entries; the attention weights here have "
+                      f"{weights}: apply dropout to the weights, not to the projections or the output")
     total = float(given.double().sum())
     if bool((given < 0).any()) or not bool(torch.isfinite(given).all()) or abs(total - rows) > 1e-4 * rows:
         raise Failure("dropout's input is not the attention weights (each row of weights is >= 0 and sums to 1): "

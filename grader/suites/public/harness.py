@@ -291,11 +291,11 @@ def summary_lines(config) -> list[str]:
             lines.append(f"{module:<{width}}  not implemented yet: fill in the stub in {where} ({', '.join(stubs)})")
             continue
         lines.append(f"{module:<{width}}  {len(checks) - len(failed):>3}/{len(checks):<3} passed")
-        said = [r.failure for r in failed if not ("line" in r.failure or "stub" in r.failure)]
-        one_cause = len(said) > 1 and len({(f["problem"], f.get("hint")) for f in said}) == 1
+        plain = [r for r in failed if not ("line" in r.failure or "stub" in r.failure)]
+        one_cause = len(plain) > 1 and len({(r.failure["problem"], r.failure.get("hint")) for r in plain}) == 1
         if one_cause:  # the same error on every check: said once, then the checks it failed
-            lines += [f"    {_said(said[0])}", f"    {same_reason(len(said))}:"]
-            lines += [f"  - {r.doc}" for r in failed if not ("line" in r.failure or "stub" in r.failure)]
+            lines += [f"    {_said(plain[0].failure)}", f"    {same_reason(len(plain))}:"]
+            lines += [f"  - {r.doc}" for r in plain]
         shown = []
         for result in failed:
             if "line" in result.failure:
