@@ -104,12 +104,14 @@ def test_readme_and_dependencies(handout):
 def test_the_readme_says_when_the_work_is_due_and_what_it_is(tmp_path):
     """With course.yaml's late policy, the README says the due date and what a late hand-in costs (the course's, or
     the assignment's for its handout; a policy that gives the assignment none says nothing); an assignment's handout
-    is titled and counted as that assignment (it said "The course is worth 10 points" under the course's title; found
+    is titled and counted as that assignment (it said "The course is worth N points" under the course's title; found
     by our instructor's walk-through)."""
     from courses import course_variant
 
+    first, second = course().exercises[:2]  # the second exercise's assignment has a due date of its own, the first none
+    due, undue = course().notebook_name(second.module), course().notebook_name(first.module)
     data = yaml.safe_load((ROOT / "course.yaml").read_text(encoding="utf-8"))
-    data["late"] = {"due": {"course": "2026-12-01T23:59:00+01:00", "02_softmax": "2026-11-20T23:59:00+01:00"},
+    data["late"] = {"due": {"course": "2026-12-01T23:59:00+01:00", due: "2026-11-20T23:59:00+01:00"},
                     "percent": 10, "cap_percent": 50, "grace_minutes": 15}
     path = course_variant(tmp_path / "course", yaml.safe_dump(data, sort_keys=False))
 
@@ -119,11 +121,10 @@ def test_the_readme_says_when_the_work_is_due_and_what_it_is(tmp_path):
 
     assert ("**Due 2026-12-01 23:59+01:00.** Work handed in later loses 10% of the points possible per started day "
             "past it, at most 50% (nothing within 15 minutes of it).") in readme("whole")
-    softmax = readme("softmax", "02_softmax")
-    title = next(e.title for e in course().exercises if e.module == "softmax")
-    assert softmax.startswith(f"# {course().title}: {title}\n") and "Assignment 02_softmax is worth 10 points" in softmax
-    assert "**Due 2026-11-20 23:59+01:00.**" in softmax
-    assert "Due " not in readme("scores", "01_scores")
+    one = readme("one", due)
+    assert one.startswith(f"# {course().title}: {second.title}\n")
+    assert f"Assignment {due} is worth {second.points} points" in one and "**Due 2026-11-20 23:59+01:00.**" in one
+    assert "Due " not in readme("other", undue)
 
 
 # ----------------------------------------------------------------- nothing hidden
