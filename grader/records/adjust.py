@@ -22,7 +22,7 @@ from grader.records.late import Extensions, Times, extension_of, late_penalty, l
 from grader.records.overrides import Override, load_overrides
 from grader.records.roster import Roster, check_roster, load_roster
 from grader.records.table import TableError
-from grader.reports.feedback import MISSING
+from grader.reports.feedback import MISSING, graded
 from grader.reports.files import write_atomic
 from grader.reports.gradebook import class_groups
 from grader.text import MAX_NAME, clean
@@ -251,8 +251,9 @@ def _apply(out: dict, override: Override) -> dict:
 
 
 def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> None:
-    """Each override names a student, exercise and check of the class (checks only in graded records); one without an
-    assignment is not split between several records."""
+    """Each override names a student, exercise and check of the class (checks only in graded records), and the
+    submission its ``submission`` column names (in graded records); one without an assignment is not split between
+    several records."""
     for override in overrides:
         mine = [row for row in rows if row["student"] == override.student and _names(override, row)]
         if not mine:
@@ -265,6 +266,12 @@ def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> Non
         if len(mine) > 1:
             raise TableError(f"{override.where}: student {clean(override.student, MAX_NAME)!r} has "
                              f"{len(mine)} graded assignments here: name one in the assignment column")
+        hashes = [row["submission_sha256"] for row in mine if graded(row)]
+        if override.submission and hashes and not hashes[0].startswith(override.submission):
+            raise TableError(f"{override.where}: written for submission {override.submission} of student "
+                             f"{clean(override.student, MAX_NAME)!r}, who was graded on another one since "
+                             f"({hashes[0][:len(override.submission)]}): check it still holds, then update or clear "
+                             "its submission column")
         if override.check and not any(row.get("status") == PLANNED for row in mine) and not any(
                 t["name"] == f"{override.exercise}: {override.check}" for row in mine for t in row.get("tests", [])):
             raise TableError(f"{override.where}: no check {clean(override.check, MAX_NAME)!r} in {override.exercise}'s "

@@ -4,13 +4,16 @@ A CSV file, one override per row: ``student`` (required), ``assignment`` (option
 ``course`` names the record of a class graded on the whole course),
 ``exercise`` (optional: a module of course.yaml), ``check`` (optional, with ``exercise``: the check's name as the
 feedback page shows it), then ``points`` (the score to give the target) or ``penalty`` (points to take away from
-it), and ``reason`` (required: the student reads it on their feedback page). Without an exercise the override is
+it), ``reason`` (required: the student reads it on their feedback page) and ``submission`` (optional: the first
+characters, 8 or more, of the gradebook's ``submission_sha256`` of the submission the override was written for; a
+resubmission then leaves it out, named, instead of inheriting it). Without an exercise the override is
 on the whole submission. Overrides are applied in the file's order, at report time, on top of the graded record
 (never written into it), so a regrade keeps them. A row alike to an earlier one in every column is refused.
 """
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 
@@ -18,7 +21,8 @@ from grader.course import WHOLE_COURSE, Course
 from grader.records.table import TableError, read_table
 from grader.text import MAX_MESSAGE, MAX_NAME, clean, student_id
 
-COLUMNS = ("student", "assignment", "exercise", "check", "points", "penalty", "reason")
+COLUMNS = ("student", "assignment", "exercise", "check", "points", "penalty", "reason", "submission")
+SHA_PREFIX = 8  # the fewest hex digits of a submission column
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,7 @@ class Override:
     penalty: float | None  # points taken from the target
     reason: str
     where: str  # file:line
+    submission: str | None = None  # the start of the sha256 of the submission it was written for (lower case)
 
     @property
     def target(self) -> str:
@@ -77,8 +82,12 @@ def _override(row, course: Course, assignments: set[str]) -> Override:
         raise TableError(f"{where}: give either points (the score to give) or a penalty (points to take away)")
     if not row["reason"]:
         raise TableError(f"{where}: no reason: the student reads it on their feedback page")
+    submission = row.get("submission", "").lower() or None
+    if submission and not re.fullmatch(f"[0-9a-f]{{{SHA_PREFIX},64}}", submission):
+        raise TableError(f"{where}: submission {clean(submission, MAX_NAME)!r} is not the start of a submission_sha256 "
+                         f"of the gradebook ({SHA_PREFIX} to 64 hex digits)")
     return Override(student_id(row["student"]), assignment, exercise, clean(check, MAX_MESSAGE) if check else None,
-                    points, penalty, clean(row["reason"], MAX_MESSAGE), where)
+                    points, penalty, clean(row["reason"], MAX_MESSAGE), where, submission)
 
 
 def _number(text: str, where: str, what: str) -> float | None:

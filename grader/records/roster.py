@@ -87,14 +87,25 @@ def load_roster(path: str | Path) -> Roster:
 
 
 def check_roster(roster: Roster, students: Collection[str]) -> None:
-    """A ``TableError`` where fewer than half of ``students`` (those who handed something in) are on ``roster``: its
-    ids are not the submissions' names (the wrong column, or the wrong file), and every student would be "not on the
-    roster" and every roster student "missing"."""
+    """A ``TableError`` where fewer than half of ``students`` (those who handed something in) are on ``roster`` (its
+    ids are not the submissions' names: the wrong column, or the wrong file, and every student would be "not on the
+    roster" and every roster student "missing"), or where a student's id differs from a roster id only in letter case
+    (``Dave`` handed in, the roster lists ``dave``)."""
     listed = sum(student in roster for student in students)
     if students and listed * 2 < len(students):
         raise TableError(f"{roster.where}: only {listed} of the {len(students)} students who handed something in are "
                          f"on this roster (its columns: {_columns(roster.columns)}): its ids must be the names of the "
                          f"submissions (folder, .zip or .ipynb); a roster's header is {EXPECTED}")
+    cased: dict[str, list[str]] = {}
+    for sid in roster:
+        cased.setdefault(sid.casefold(), []).append(sid)
+    for student in sorted(set(students) - set(roster)):
+        [listed_as, *others] = cased.get(student.casefold(), [student])
+        if listed_as != student and not others and listed_as not in students:
+            raise TableError(f"{roster.where}: the submission {clean(student, MAX_NAME)!r} is not on the roster, which "
+                             f"lists {clean(listed_as, MAX_NAME)!r}: ids are compared exactly, letter case too (one "
+                             "student would be both missing and not on the roster): rename the submission or the "
+                             "roster's entry")
 
 
 def _columns(header: list[str]) -> str:

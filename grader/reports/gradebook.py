@@ -2,12 +2,12 @@
 ``summary``; the LMS imports: ``canvas``, ``moodle``).
 
 One row per record (student, or student and assignment), as ``records.adjust`` shows it: the final score after the
-overrides and the late penalty, the graded score before them, each exercise's points, the late penalty (points
-taken), the adjustments' reasons, when it was submitted, the due date it was extended to, and, with a roster, the
-student's name and e-mail and whether they are on it ("missing" rows for those without a submission). A record
-without a final score (``feedback.final_score``: a grader fault, a submission that could not be graded) has blank
-points; one that could not be graded but to which an override gives a score keeps its graded points, exercises and
-hash blank.
+overrides and the late penalty, the graded score before them, each exercise's points (a column per exercise the
+rows grade: a batch of one assignment has its own), the late penalty (points taken), the adjustments' reasons, when
+it was submitted, the due date it was extended to, and, with a roster, the student's name and e-mail and whether
+they are on it ("missing" rows for those without a submission). A record without a final score
+(``feedback.final_score``: a grader fault, a submission that could not be graded) has blank points; one that could
+not be graded but to which an override gives a score keeps its graded points, exercises and hash blank.
 
 The three files are for people and the LMSs that import them: UTF-8 with a byte-order mark (so that Excel reads
 "Díaz" as it is; Canvas's and Moodle's imports take it), points to at most two decimals (``advice.points``), every
@@ -32,9 +32,11 @@ MAX_STATUS = 300  # characters of a status in the gradebook
 def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
     """gradebook.csv from ``rows``, which mirror the results files on disk (with the records applied)."""
     roster = any("on_roster" in data for data in rows)
+    graded_modules = {module for data in rows for module in data["exercises"]}
+    modules = [e.module for e in course.exercises if e.module in graded_modules or not rows]
     table = [["student", *(["name", "email", "on_roster"] * roster), "assignment", "score", "graded_score", "max_score",
-              *[e.module for e in course.exercises], "late_penalty", "adjustments", "submitted_at", "extended_to",
-              "status", "graded_at", "submission_sha256"]]
+              *modules, "late_penalty", "adjustments", "submitted_at", "extended_to", "status", "graded_at",
+              "submission_sha256"]]
     for data in rows:  # an exercise outside the row's assignment is left blank
         scored = final_score(data) is not None
         late = -sum(a["points"] for a in data.get("adjustments", []) if a["kind"] == "late")
@@ -42,7 +44,7 @@ def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
                   "yes" if data.get("on_roster") else "no"]
         was_graded = graded(data)  # else no graded points, even where an override gives it a score
         points_of = [data.get("graded_score", data["score"]),
-                     *(data["exercises"].get(e.module, {}).get("score") for e in course.exercises)]
+                     *(data["exercises"].get(module, {}).get("score") for module in modules)]
         final = points(data["score"]) if scored else ""
         graded_score, *exercises = [points(value) if was_graded and value is not None else "" for value in points_of]
         table.append([csv_cell(data["student"], MAX_NAME), *(listed * roster),

@@ -141,6 +141,21 @@ def test_a_roster_of_other_ids_than_the_class_stops_before_grading(tmp_path):
     assert class_view(COURSE, [_record("ann"), _record("bob")], Records(roster=half)).unlisted == ["bob"]
 
 
+def test_an_id_that_differs_from_the_rosters_in_letter_case_only_stops_before_grading(tmp_path):
+    """``Dave`` handed in, the roster lists ``dave``: one line naming both before grading (found by our instructor's
+    walk-through: the class got a "missing" dave and a "not on the roster" Dave, no hint why); ids that differ in
+    more than case, or two roster ids of one spelling, are left to the not-on-the-roster flag."""
+    roster = load_roster(_write(tmp_path / "roster.csv", "id,name\nann,Ann Lee\ndave,Dave Poe\n"))
+    assert _error(check_records, COURSE, Records(roster=roster), [("ann", None), ("Dave", None)]) == (
+        f"{tmp_path / 'roster.csv'}: the submission 'Dave' is not on the roster, which lists 'dave': ids are compared "
+        "exactly, letter case too (one student would be both missing and not on the roster): rename the submission "
+        "or the roster's entry")
+    assert check_records(COURSE, Records(roster=roster), [("ann", None), ("dave", None), ("Dave", None)]) is None
+    assert check_records(COURSE, Records(roster=roster), [("ann", None), ("dav", None)]) is None
+    twins = load_roster(_write(tmp_path / "twins.csv", "id,name\nann,Ann Lee\ndave,Dave Poe\nDAVE,Dave Roe\n"))
+    assert check_records(COURSE, Records(roster=twins), [("ann", None), ("Dave", None)]) is None
+
+
 # ----------------------------------------------------------------- overrides
 
 @pytest.mark.parametrize("row, words", [
@@ -219,6 +234,24 @@ def test_an_override_without_its_assignment_is_left_out_where_a_student_has_seve
     shown = class_view(COURSE, rows, Records(overrides=tuple(load_overrides(path, COURSE))))
     assert ["name one in the assignment column" in m for m in shown.unapplied] == [True]
     assert [v["adjustments"] for v in shown.rows] == [[], []]
+
+
+def test_an_override_tied_to_a_submission_leaves_a_resubmission_alone(tmp_path):
+    """An override's submission column (the start of the gradebook's submission_sha256) ties it to the submission it
+    was written for: applied to that one, left out and named when the student was graded on another since (found by
+    our instructor's walk-through: a penalty for an old hand-in silently took points from its fixed resubmission)."""
+    path = _write(tmp_path / "o.csv", "student,exercise,penalty,reason,submission\n"
+                                      f"ann,softmax,2,copied helper,{'A' * 8}\nbob,softmax,2,copied helper,{'b' * 12}\n"
+                                      "cy,softmax,2,copied helper,\n")
+    rows = [_record("ann"), _record("bob"), _record("cy")]
+    shown = class_view(COURSE, rows, Records(overrides=tuple(load_overrides(path, COURSE))))
+    assert {v["student"]: v["score"] for v in shown.rows} == {"ann": 18, "bob": 20, "cy": 18}
+    assert shown.unapplied == [f"{path}:3: written for submission bbbbbbbbbbbb of student 'bob', who was graded on "
+                               "another one since (aaaaaaaaaaaa): check it still holds, then update or clear its "
+                               "submission column"]
+    for bad in ("abc", "g" * 8, "a" * 65):
+        _write(path, f"student,penalty,reason,submission\nann,1,x,{bad}\n")
+        assert "is not the start of a submission_sha256" in _error(load_overrides, path, COURSE)
 
 
 def test_overrides_are_checked_against_the_class_before_grading(tmp_path):
@@ -530,6 +563,18 @@ def test_the_exports_have_the_lms_columns_and_the_final_scores(tmp_path):
     summary = (tmp_path / "summary.html").read_text(encoding="utf-8")
     assert "id='missing'><thead><tr><th>student</th></tr></thead><tbody><tr><td>cy</td></tr></tbody>" in summary
     assert "id='unlisted'><thead><tr><th>student</th></tr></thead><tbody><tr><td>dan</td></tr></tbody>" in summary
+
+
+def test_a_gradebook_of_one_assignment_has_only_its_exercises_columns(tmp_path):
+    """A batch of one assignment's submissions has a column for each of its exercises only (found by our instructor's
+    walk-through: every other exercise of the course was a blank column)."""
+    one = {"softmax": {"score": 10.0, "max_score": 10}}
+    rows = [{**_record(student, assignment="02_softmax"), "exercises": one, "score": 10.0, "max_score": 10}
+            for student in ("ann", "bob")]
+    publish(COURSE, tmp_path, rows, Records())
+    header, *lines = _table(tmp_path / "gradebook.csv")
+    assert header[header.index("max_score") + 1:header.index("late_penalty")] == ["softmax"]
+    assert [line[header.index("softmax")] for line in lines] == ["10", "10"]
 
 
 def test_the_exports_read_as_a_person_and_an_lms_expect(tmp_path):
