@@ -107,7 +107,7 @@ def corpus(course) -> list[Variant]:
 
 GENERIC_FEEDBACK = "a check of this property failed"  # what a bare assert says: never enough for a bug
 PARTIAL_KEEPS = 0.8  # the share of its exercise a partial variant (a loop, a built-in, ...) keeps at least
-VALUES = re.compile(r"tensor\(\s*\[*\s*-?(\d|nan|inf)")  # a printed tensor in feedback would show hidden values
+VALUES = re.compile(r"tensor\([\s\[]*-?(\d|nan|inf)")  # a printed tensor in feedback would show hidden values
 
 
 def _test_name(test) -> str:

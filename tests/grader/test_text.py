@@ -92,6 +92,17 @@ def test_clean_keeps_ordinary_text_and_cuts_with_an_ellipsis():
     assert text.clean(None) == "" and text.clean(3) == "3" and text.clean(b"x\n") == "b'x\\n'"  # others: repr
 
 
+def test_clean_takes_time_linear_in_what_it_keeps_whatever_the_text():
+    """A message of spaces costs what a message of letters does (red team 10: a run of spaces was tried from each of
+    its characters, n**2 steps, 0.5 s of the grading process for each of a raising call's 8,000-space messages).
+    Two million spaces, cleaned whole: about 0.1 s linear, hours quadratic; the bound is far from either."""
+    script = ("from grader.text import clean\n"
+              "for text in (' ' * 2_000_000, ' \\n' * 1_000_000, 'a ' * 1_000_000, '\\x1b[' + '0' * 2_000_000):\n"
+              "    clean(text, limit=500_000)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
 def inline_tokens(markdown: str) -> list[str]:
     return [child.type for token in MARKDOWN.parse(markdown) for child in (token.children or [])]
 
