@@ -1,4 +1,5 @@
 """Options and shared fixtures of the project's own tests."""
+import resource
 from pathlib import Path
 
 import pytest
@@ -33,3 +34,16 @@ def grader_faults(monkeypatch):
         monkeypatch.setattr(grader.grade, "grade_submission", faulty)
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def fresh_address_space_limit():
+    """Each test starts with this process's address-space limit as it found it: an in-process grade bounds it
+    (``memory.bound_grading_memory``, once per process), and what a later test started inherited the bound (Chromium,
+    which reserves large ranges, died with SIGTRAP wherever the browser tests ran after an in-process grade)."""
+    import grader.memory
+
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    yield
+    resource.setrlimit(resource.RLIMIT_AS, before)
+    grader.memory._bounded_pid = 0

@@ -11,7 +11,7 @@ import re
 
 import stub_message
 
-from grader.points import ExerciseScore, Grade, TestScore
+from grader.points import RULE, ExerciseScore, Grade, TestScore
 from grader.text import clean
 
 # Where feedback names a line of the student's files: "<module>.py, line 12" (tracebacks, import and syntax errors).
@@ -52,11 +52,22 @@ def failures(exercise: ExerciseScore) -> list[TestScore]:
     return [t for t in failed if not t.deferred] + [t for t in failed if t.deferred]
 
 
-def deferred_line(tests: list[TestScore]) -> str:
-    """The one line that stands for the rules not judged yet among ``tests`` (or "")."""
-    count = sum(t.deferred for t in tests)
-    return (f"{count} rule{'s are' if count != 1 else ' is'} judged once the values are right (the checks above say "
-            f"what to fix)") if count else ""
+def rules_line(tests: list[TestScore]) -> str:
+    """The one line that says what the rules among ``tests`` earn while values are wrong (or ""): those that hold are
+    paid the share of the values checks that pass, those not judged yet nothing (a summary's "0 / 15 | 11 / 18 checks
+    passed" said neither: our sixth student walk-through)."""
+    held = [t for t in tests if t.kind == RULE and t.status == "passed" and t.score < t.max_score]
+    waiting = sum(t.deferred for t in tests)
+    parts = []
+    if held:
+        share = sum(t.score for t in held) / sum(t.max_score for t in held)
+        paid = f"earn {share:.0%} of their points" if share else "earn nothing yet"
+        parts.append(f"{len(held)} rule{'s' if len(held) != 1 else ''} that hold{'' if len(held) != 1 else 's'} {paid}: "
+                     f"a rule pays only the share of the values checks (by weight) that pass")
+    if waiting:
+        parts.append(f"{waiting} rule{'s are' if waiting != 1 else ' is'} judged once the values are right (the checks "
+                     f"above say what to fix)")
+    return "; ".join(parts)
 
 
 def complete(exercise: ExerciseScore) -> bool:
@@ -116,7 +127,7 @@ def what_to_fix(exercise: ExerciseScore, limit: int = 3) -> str:
     lines = [failure_text(t) for t in failed[:limit]]
     if len(failed) > limit:
         lines.append(f"... and {len(failed) - limit} more failed check(s)")
-    return "\n".join(filter(None, [*lines, deferred_line(exercise.tests)]))
+    return "\n".join(filter(None, [*lines, rules_line(exercise.tests)]))
 
 
 def feedback_line(exercise: ExerciseScore) -> tuple[str, int] | None:

@@ -7,9 +7,9 @@ from grader.points import Grade
 from grader.reports.advice import (
     collapsed,
     complete,
-    deferred_line,
     failures,
     points,
+    rules_line,
     what_to_fix,
 )
 from grader.text import MAX_NAME, markdown
@@ -49,6 +49,6 @@ def markdown_summary(grade: Grade, *, title: str = "Grade", files: Mapping[str, 
             continue
         out += [f"- {markdown(test.doc)}" + (f"  \n  {markdown(test.feedback)}" if test.feedback else "")
                 for test in failures(exercise) if not test.deferred]  # the property, then what is wrong with it
-        out += [f"- {markdown(line)}" for line in [deferred_line(exercise.tests)] if line]
+        out += [f"- {markdown(line)}" for line in [rules_line(exercise.tests)] if line]
         out.append("")
     return "\n".join(out)

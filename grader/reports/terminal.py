@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.points import Grade
-from grader.reports.advice import collapsed, deferred_line, failures, points, signed
+from grader.reports.advice import collapsed, failures, points, rules_line, signed
 from grader.text import MAX_NAME, terminal
 
 
@@ -41,7 +41,7 @@ def print_summary(grade: Grade, console: Console | None = None) -> None:
             if not test.deferred:
                 console.print(Text.assemble(("✗", "red"), " ", (test.exercise, "bold"), ": ", terminal(test.doc),
                                             "\n    ", terminal(test.feedback)), soft_wrap=True)
-        waiting = deferred_line(exercise.tests)
+        waiting = rules_line(exercise.tests)
         if waiting:
             console.print(Text.assemble(("…", "yellow"), " ", (exercise.module, "bold"), ": ", waiting),
                           soft_wrap=True)

@@ -314,7 +314,8 @@ def _own_gradients(student, exercise, subject, checked, grad_output, g, device, 
     gradient must be like what it is the gradient of, and each result like ``grad_output``, before any is used
     (``C.checked``): the student's code chooses its gradients too (a hook may swap one for a tensor of any shape)."""
     on, n = subject.on(checked.args), len(subject.args)
-    result = C.attempt(lambda: checked.call.run(args=checked.args, grad_output=grad_output), subject.what, on)
+    result = C.attempt(lambda: checked.call.run(args=checked.args, grad_output=grad_output),
+                       f"{subject.what} or the backward pass through its result", on)
     grads = []
     for name, arg, grad in zip(subject.args, checked.args[:n], C.reported(result.arg_grads, n)):
         if grad is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 
 import torch
+from diagnosis import DROPOUT_IN_EVAL
 
 from grader.points import DEFERRED
 from grader.sandbox.dropout import KeyedDropout, keyed_dropout
@@ -134,8 +135,7 @@ def dropout_off_in_eval(module: RemoteObject, without: RemoteObject, x: torch.Te
     rtol, atol = tolerance(course, x.dtype)
     if not all(torch.allclose(as64(g), as64(got[2]), rtol, atol, equal_nan=True) for g in got[:2]):
         raise CheckFailed(f"{what} in eval mode changes with the dropout rate or the random state ({on}: dropout 0.5 "
-                          f"against 0). Hint: dropout must be off in eval mode: use the nn.Dropout module "
-                          f"(self.dropout), or F.dropout(..., training=self.training).")
+                          f"against 0). Hint: {DROPOUT_IN_EVAL}")
 
 
 def wide(module: torch.nn.Module) -> torch.nn.Module:

@@ -89,7 +89,10 @@ def attention_mistakes(q, k, v, *, group: str, scale_name: str, scale: float | N
              Hint("the softmax runs over the queries (dim -2); it must run over the keys, the last dim.",
                   lambda: run(dim=-2), f"{group}.softmax_over_queries"),
              Hint(BATCHED_T, lambda: finish(attend(q, reversed_dims(k).transpose(-2, -1), v, scale, mask)),
-                  f"{group}.batched_T")]
+                  f"{group}.batched_T"),
+             Hint("the scores are transposed (keys @ queries^T, or einsum's output indices as '...kq'): entry [i, j] "
+                  "scores query i against key j, queries @ keys.transpose(-2, -1).",
+                  lambda: finish(attend(k, q, v, scale, mask)), f"{group}.scores_transposed")]
     hints += [Hint(f"you scale by sqrt({name}); scale by {scale_name}.", lambda width=width: run(scale=math.sqrt(width)),
                    f"{group}.scale_by_{name}") for name, width in (widths or {}).items()]
     hints += [Hint("an activation (relu, tanh, sigmoid) is applied to the queries, keys or values: attention uses the "

@@ -446,6 +446,8 @@ def test_a_students_submissions_share_one_reading_time(tmp_path, monkeypatch):
         shutil.copy(course().nbgrader_dir / "source" / name / f"{name}.ipynb", submitted / "slow" / name)
     log, slow, out = tmp_path / "reads.log", {"slow": 2}, tmp_path / "out"
     log_reads(monkeypatch, log, slow)
+    # The wall-clock backstop (a busy machine: a grader fault, read again) far away: on a loaded machine it came first.
+    monkeypatch.setattr(grader.intake.submission, "WALL_FACTOR", 100)
 
     def batch() -> dict[str, dict]:
         log.unlink(missing_ok=True)

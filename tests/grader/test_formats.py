@@ -334,15 +334,21 @@ def test_what_to_fix_comes_first_and_the_rules_not_judged_yet_are_one_line(tmp_p
 
     wrong = "CausalAttention(x): wrong values. Hint: you keep the upper triangle (the future): use tril."
     rules = [_test("causal", f"r{n}", f"causal rule {n}", "failed", 0, 1, f"CausalAttention(x): {DEFERRED}") for n in range(3)]
+    held = [scores.TestScore("causal", f"h{n}", f"causal rule held {n}", 1.0, "passed", 0, 1, "", scores.RULE)
+            for n in range(2)]
     grade = Grade([ExerciseScore("scores", "Scores", 10, 10, "", [_test("scores", "s", "scores ok", "passed", 10, 10)]),
                    ExerciseScore("softmax", "Softmax", 10, 10, "", [_test("softmax", "m", "softmax ok", "passed", 10, 10)]),
-                   ExerciseScore("causal", "Causal", 0, 15, "", [*rules, _test("causal", "v", "causal values", "failed",
-                                                                                0, 12, wrong)])])
+                   ExerciseScore("causal", "Causal", 0, 15, "", [*rules, *held, _test("causal", "v", "causal values",
+                                                                                       "failed", 0, 12, wrong)])])
     buffer = io.StringIO()
     print_summary(grade, Console(file=buffer, width=300, color_system=None))
     printed = buffer.getvalue()
     assert "not judged yet" not in printed and printed.count("3 rules are judged once the values are right") == 1
     assert printed.index("use tril") < printed.index("3 rules are judged")
+    # why 2 checks passed and earned nothing (found by our sixth student walk-through)
+    assert ("2 rules that hold earn nothing yet: a rule pays only the share of the values checks (by weight) that "
+            "pass; 3 rules are judged") in printed
+    assert "2 rules that hold earn nothing yet" in markdown_summary(grade)
     data = dict(results(grade, execution_time=1.0, device="cpu", sha256=SHA), student="ann")
     assert write_feedback(data, tmp_path) is None
     for page in ((tmp_path / "feedback" / f"ann.{kind}").read_text() for kind in ("md", "html")):

@@ -82,6 +82,24 @@ def test_an_error_is_named_by_the_mistake_that_raises_it():
     assert M.raising_alike("ValueError", overflow[1], hints) is None
 
 
+def test_torchs_errors_of_real_students_bugs_are_said_in_their_words():
+    """Found by our sixth student walk-through, where "your code raised RuntimeError" was all the feedback: the
+    softmax's output masked in place (its backward fails), ~ of a float mask, a parameter copied into outside
+    torch.no_grad()."""
+    def masked_in_place():
+        x = torch.randn(2, 3, 3, requires_grad=True)
+        weights = torch.softmax(x, -1)
+        weights.masked_fill_(~torch.ones(3, 3, dtype=torch.bool).tril(), 0.0)
+        weights.sum().backward()
+
+    said = {thunk: M.meaning_of(_error(thunk)[1]) or "" for thunk in (
+        masked_in_place, lambda: ~torch.ones(3, 3).tril(), lambda: nn.Linear(2, 2).weight.copy_(torch.ones(2, 2)))}
+    assert [meaning.split(":")[0] for meaning in said.values()] == [
+        "a tensor autograd keeps for the backward pass (the attention weights, an intermediate) was changed in place "
+        "afterwards (masked_fill_, +=, x[...] = ...)", "~ (invert) of a float tensor",
+        "a tensor that requires grad (an input, or a module's parameter) was changed in place"]
+
+
 def test_batched_T_is_named_for_the_error_it_raises():
     """keys.T (every dim reversed) on batched keys raises; the transpose mistake raises the same error on the same
     input."""

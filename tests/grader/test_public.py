@@ -230,6 +230,55 @@ def test_a_wrong_layer_or_shape_is_named_not_an_assert_expression(tmp_path):
     assert "assert (" not in table and "torch.Size" not in table, table
 
 
+WALKTHROUGH_BUGS = [  # rounds of {module: (edit of the reference, what its checks must say, what they must not)}
+    {"scores": (("return (a * b).sum()  # ()", "return (a * b).sum().item()"),
+                "could not use what your code returned (TypeError", "raised TypeError"),
+     "quiz": (("return decoder_attention(s, H)  # (d,)", "return decoder_attention(s, H).double()"),
+              "float64 result; expected float32, the default dtype", "assert ("),
+     "dictionary": (("vector = torch.zeros(n)  # (n,)", "vector = torch.zeros(n, dtype=torch.long)"),
+                    "int64 result; expected float32, the default dtype", "the input's dtype"),
+     "causal": (("return torch.ones(T, T, dtype=torch.bool, device=device).tril()  # (T, T)",
+                 "return torch.ones(T, T, dtype=torch.bool, device=device).tril(-1)"),
+                "NaN in the result", "off by about 1e-10"),
+     "multihead": (("return t.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)",
+                    "return t.view(B, self.num_heads, T, self.head_dim)"),
+                   "Hint: the heads are split and merged without transposes", "out_proj is not applied")},
+    {"qkv": (("queries, keys, values = project(x, self.W_query, self.W_key, self.W_value)  # (..., T, d_out) each\n"
+              "        return scaled_dot_product_attention(queries, keys, values)  # (..., T, d_out)",
+              "queries, keys, values = project(x, self.W_query, self.W_key, self.W_value)\n"
+              "        return torch.softmax(queries @ keys.transpose(-2, -1) / math.sqrt(x.shape[-1]), dim=-1) @ values"),
+             "Hint: you scale by sqrt(d_in)", "wrong values: off by about 1e-3 at worst.\n"),
+     "quiz": (("alphas = torch.softmax(scores, dim=-1)  # (..., n)", "alphas = torch.softmax(scores, dim=0)"),
+              "Hint: the softmax runs over the wrong dim", "Hint: these are v"),
+     "causal": (("weights = self.dropout(torch.softmax(scores, dim=-1))  # (B, T, T)",
+                 "weights = torch.nn.functional.dropout(torch.softmax(scores, dim=-1), self.dropout.p, training=True)"),
+                "in eval mode the output changes with the dropout rate (0.5 against 0). Hint: dropout must be off in "
+                "eval mode", "raised")},
+]
+
+
+@pytest.mark.parametrize("bugs", WALKTHROUGH_BUGS, ids=["round1", "round2"])
+def test_the_student_walkthroughs_bugs_are_said_in_the_right_words(tmp_path, bugs):
+    """Found by our sixth student walk-through: the checks' own errors on what a .item() returned were printed as the
+    student's ("raised TypeError"), a float64 answer as "assert (True and ...)", a function without a tensor input
+    asked for "the input's dtype", NaN against NaN as "off by about 1e-10", heads split and merged without transposes
+    got no hint (the multihead merge is edited to reshape alone below), and the lecture's numbers named no mistake
+    (sqrt(d_in), a softmax over the batch, dropout left on in eval mode) where the grader names each."""
+    copy = filled_handout(tmp_path / "repo")
+    for module, ((old, new), _, _) in bugs.items():
+        path = copy / "exercises" / f"{module}.py"
+        assert old in path.read_text(), (module, old)
+        path.write_text(path.read_text().replace(old, new))
+    multihead = copy / "exercises" / "multihead.py"
+    merge = "context = (weights @ values).transpose(1, 2).reshape(B, T, -1)"
+    multihead.write_text(multihead.read_text().replace(merge, "context = (weights @ values).reshape(B, T, -1)"))
+    process, _ = run_public(tmp_path, "-m", " or ".join(bugs), root=copy)
+    table = (process.stdout + process.stderr).split("public checks per exercise", 1)[1]
+    parts = dict(re.findall(r"(?ms)^(\w+) +\d+/\d+ +passed\n(.*?)(?=^\w+ +\d+/\d+ +passed|\Z)", table))
+    for module, (_, said, unsaid) in bugs.items():
+        assert said in parts[module] and unsaid not in parts[module], (module, parts[module])
+
+
 def test_dropout_made_before_the_layers_passes(tmp_path):
     """The syllabus orders the layers with weights (their random draws); a dropout, which draws nothing when made, may
     come first: the layers' checks of causal and multihead pass (found by our fairness review: they failed)."""

@@ -39,9 +39,11 @@ def shape(t: torch.Tensor) -> str:
     return "(" + ", ".join(str(n) for n in t.shape) + ("," if t.dim() == 1 else "") + ")"
 
 
-def close(got, want, atol: float = 1e-5, rtol: float = 1e-4, hints: D.Hints = ()) -> None:
-    """``got`` must be a tensor of ``want``'s shape (and dtype, where ``want`` is a tensor) whose values are within
-    ``atol + rtol * |want|``; ``hints``: the known mistakes on the same input (an exercise's ``hints_<module>.*_hints``)."""
+def close(got, want, atol: float = 1e-5, rtol: float = 1e-4, hints: D.Hints = (), dtype_from: str = "the input's dtype"
+          ) -> None:
+    """``got`` must be a tensor of ``want``'s shape (and dtype, where ``want`` is a tensor: ``dtype_from`` says where
+    that dtype comes from) whose values are within ``atol + rtol * |want|`` and hold no NaN; ``hints``: the known
+    mistakes on the same input (an exercise's ``hints_<module>.*_hints``)."""
     __tracebackhide__ = True
     if not isinstance(got, torch.Tensor):
         raise Failure(f"returned {type(got).__name__}, not a tensor (no .item(), .tolist() or Python numbers)")
@@ -52,10 +54,13 @@ def close(got, want, atol: float = 1e-5, rtol: float = 1e-4, hints: D.Hints = ()
         raise Failure(f"the result's shape has {D.shape_fact(got.shape, want.shape)}: {shape(got)}, expected "
                       f"{shape(want)}", hint=D.matching(got, hints, rtol, atol, want))
     if got.dtype != want.dtype:
-        raise Failure(f"{dtype_name(got.dtype)} result; expected {dtype_name(want.dtype)}, the input's dtype")
+        raise Failure(f"{dtype_name(got.dtype)} result; expected {dtype_name(want.dtype)}, {dtype_from}")
     a, b = D.as64(got), D.as64(want)
     if bool((torch.isfinite(b) & ~torch.isfinite(a)).any()):
         raise Failure("NaN or inf where the result is finite", hint=D.matching(got, hints, rtol, atol, want))
+    if bool(torch.isnan(a).any()):  # want too is NaN there: computed by the student's own code (a property check)
+        raise Failure("NaN in the result: a row whose every score is masked, or an overflow, gives NaN",
+                      hint=D.matching(got, hints, rtol, atol, want))
     ok = torch.isclose(a, b, rtol=rtol, atol=atol) | (a == b)
     if not bool(ok.all()):
         error = D.error_scale(float((a - b).abs().where(torch.isfinite(b), torch.zeros((), dtype=torch.float64)).max()))
@@ -134,13 +139,28 @@ def dropout_on_weights(module, x, weights: int, rows: int, halved) -> None:
         raise Failure(f"dropout is called {len(dropout.inputs)} times in training mode; once, on the attention weights "
                       f"(by calling self.dropout)")
     given = dropout.inputs[0]
+    if not bool(torch.isfinite(given).all()):
+        raise Failure("the attention weights hold NaN or inf (a row whose every score is masked, or an overflow): "
+                      "see the values checks")
     if given.numel() != weights:
         raise Failure(f"dropout acts on a tensor of {given.numel()} entries; the attention weights here have "
                       f"{weights}: apply dropout to the weights, not to the projections or the output")
     total = float(given.double().sum())
-    if bool((given < 0).any()) or not bool(torch.isfinite(given).all()) or abs(total - rows) > 1e-4 * rows:
+    if bool((given < 0).any()) or abs(total - rows) > 1e-4 * rows:
         raise Failure("dropout's input is not the attention weights (each row of weights is >= 0 and sums to 1): "
                       "apply dropout to the weights once they are normalized")
+    close(got, want)
+
+
+def dropout_off_in_eval(module, without, x) -> None:
+    """In eval mode ``module(x)`` (dropout 0.5) equals ``without(x)`` (the same weights, dropout 0)."""
+    __tracebackhide__ = True
+    with torch.no_grad():
+        got, want = module.eval()(x), without.eval()(x)
+    if (isinstance(got, torch.Tensor) and got.shape == want.shape and bool(torch.isfinite(got).all())
+            and not torch.allclose(D.as64(got), D.as64(want), rtol=1e-4, atol=1e-5)):
+        raise Failure("in eval mode the output changes with the dropout rate (0.5 against 0)",
+                      D.Hint(D.DROPOUT_IN_EVAL, lambda: got))
     close(got, want)
 
 

@@ -45,10 +45,19 @@ def labelled(label: str, text: str | None) -> str:
     return f" {label}: {text}" + ("" if text.endswith((".", "?", "!", ")")) else ".")
 
 
+DROPOUT_IN_EVAL = ("dropout must be off in eval mode: use the nn.Dropout module (self.dropout), or "
+                   "F.dropout(..., training=self.training).")
+
 MEANINGS = [  # (part of torch's message, what it says happened and what to do, in the student's words)
     ("Mismatch in shape: grad_output", "the result's shape differs from the expected one (see the values checks)"),
     ("leaf Variable that requires grad is being used in an in-place operation",
-     "an input that requires grad was changed in place"),
+     "a tensor that requires grad (an input, or a module's parameter) was changed in place: never change an input "
+     "in place, and copy values into a parameter under torch.no_grad() (with torch.no_grad(): param.copy_(...))"),
+    ("modified by an inplace operation",
+     "a tensor autograd keeps for the backward pass (the attention weights, an intermediate) was changed in place "
+     "afterwards (masked_fill_, +=, x[...] = ...): use the out-of-place form (masked_fill, x = x + ...)"),
+    ("is only implemented on integer and Boolean-type tensors",
+     "~ (invert) of a float tensor: make the mask a bool tensor (dtype=torch.bool, or a comparison such as mask == 0)"),
     ("cannot be called on meta tensors", "an operation needed the values of a meta tensor, which has none"),
     ("view size is not compatible with input tensor's size and stride",
      "view() of a tensor whose memory is not laid out in order (after a transpose): use reshape(...), or "

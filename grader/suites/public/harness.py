@@ -31,6 +31,7 @@ from wording import same_reason
 
 # The folder holding exercises/: the handout's root, or the course repository's.
 ROOT = next(folder for folder in Path(__file__).resolve().parents if (folder / "exercises").is_dir())
+HERE = Path(__file__).resolve().parent  # the checks' machinery (beside the public checks, in the handout)
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 # Module -> title of each exercise, in the course's order: exercises.json beside this file in the handout (written
@@ -215,7 +216,7 @@ def pytest_runtest_makereport(item, call):
             doc += f" [{item.callspec.id}]"
         results[:] = [r for r in results if r.test != item.nodeid]
         results.append(Result(item.nodeid, doc, None if report.passed or report.skipped else
-                              _explain(call.excinfo, ROOT / item.config.getoption("--impl"))))
+                              _explain(call.excinfo, ROOT / item.config.getoption("--impl"), item.path.parent)))
     if not report.failed or call.excinfo is None:
         return
     short = _one_line(call.excinfo.value, ROOT / item.config.getoption("--impl"))
@@ -233,9 +234,10 @@ class Result:
     failure: dict | None
 
 
-def _explain(excinfo, package: Path) -> dict:
+def _explain(excinfo, package: Path, checks: Path) -> dict:
     """What a failure says: ``stub`` (the unfilled stub's name), ``line`` (a one-line problem with the file),
-    or ``problem`` (with the size of the error) and ``hint``."""
+    or ``problem`` (with the size of the error) and ``hint``. ``checks``: the folder of the failing check's file (an
+    error raised there, or in this folder, is the check's, not the student's code's)."""
     error = excinfo.value if excinfo is not None else None
     if error is None:
         return {"problem": "failed in its set-up"}
@@ -256,8 +258,20 @@ def _explain(excinfo, package: Path) -> dict:
                            f"{missing['name']}(...) with a message saying what is wrong"}
     if isinstance(error, AssertionError):
         return {"problem": f"failed: {first or 'an assertion of the check'}"}
+    if _raised_in(error, (checks, HERE)):  # torch.stack of a float, .dtype of a tuple: what was returned is not usable
+        return {"problem": f"could not use what your code returned ({type(error).__name__}: {first}): see the "
+                           "contract in its docstring (a tensor, its shape)"}
     meaning = D.meaning_of(str(error))
-    return {"problem": f"raised {type(error).__name__}: {first}{where}" + (f". This error means: {meaning}" if meaning else "")}
+    problem = f"raised {type(error).__name__}: {first}{where}"
+    return {"problem": problem.rstrip(".") + f". This error means: {meaning}" if meaning else problem}
+
+
+def _raised_in(error: BaseException, folders) -> bool:
+    """Whether the innermost Python frame of ``error``'s traceback lies in one of ``folders``."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and any(_inside(tb.tb_frame.f_code.co_filename, folder) for folder in folders)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

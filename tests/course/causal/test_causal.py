@@ -2,10 +2,11 @@
 import hints_causal as known
 import pytest
 import torch
-from checking import attempt, dropout_on_weights, linear_layers, shaped, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
+from checking import attempt, dropout_off_in_eval, dropout_on_weights, linear_layers, shaped, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 from torch import nn
 
 pytestmark = pytest.mark.causal
+MASK_DTYPE = "a mask's (torch.bool: dtype=torch.bool, or a comparison)"
 
 
 def make(impl, seed=0, **kwargs):
@@ -18,13 +19,13 @@ def make(impl, seed=0, **kwargs):
 def test_causal_mask_3(impl, close):
     """causal_mask(3) is the bool lower triangle [[T, F, F], [T, T, F], [T, T, T]]."""
     expected = torch.tensor([[True, False, False], [True, True, False], [True, True, True]])
-    close(impl.causal.causal_mask(3), expected, atol=0, rtol=0, hints=known.causal_mask_hints(3))
+    close(impl.causal.causal_mask(3), expected, atol=0, rtol=0, hints=known.causal_mask_hints(3), dtype_from=MASK_DTYPE)
 
 
 def test_causal_mask_6(impl, close):
     """causal_mask(6) is True exactly where j <= i."""
     i, j = torch.meshgrid(torch.arange(6), torch.arange(6), indexing="ij")
-    close(impl.causal.causal_mask(6), j <= i, atol=0, rtol=0, hints=known.causal_mask_hints(6))
+    close(impl.causal.causal_mask(6), j <= i, atol=0, rtol=0, hints=known.causal_mask_hints(6), dtype_from=MASK_DTYPE)
 
 
 def test_causal_attention_submodules(impl):
@@ -99,12 +100,12 @@ def test_causal_attention_dropout_acts_on_the_weights(impl, journey):
     dropout_on_weights(make(impl, dropout=0.5), x, weights=2 * 6 * 6, rows=2 * 6, halved=lambda out: out * 0.5)
 
 
-def test_causal_attention_dropout_only_in_training(impl, journey, close):
+def test_causal_attention_dropout_only_in_training(impl, journey):
     """In eval mode dropout is off: dropout=0.5 gives the same output as dropout=0.0 with the same weights."""
     x = journey.unsqueeze(0)
     with_dropout = make(impl, dropout=0.5)
     without = make(impl, dropout=0.0)
-    close(with_dropout(x), without(x))
+    dropout_off_in_eval(with_dropout, without, x)
     with_dropout.train()
     torch.manual_seed(3)
     assert not torch.allclose(with_dropout(x), without(x)), "in training mode dropout should change the output"

@@ -15,6 +15,13 @@ bug("causal", "mask_after_softmax", "CausalAttention zeroes future weights after
     (CF, "pass"), (CW, "weights = self.dropout(torch.softmax(scores, dim=-1) * self.mask[:T, :T])"), shows=("causal.mask_after_softmax",))
 bug("causal", "mask_with_zero", "CausalAttention fills future scores with 0 instead of -inf",
     (CF, "scores = scores.masked_fill(~self.mask[:T, :T], 0.0)"), shows=("causal.mask_with_zero",))
+bug("causal", "scores_transposed", "CausalAttention's einsum scores name the output indices 'bkq'",
+    (CS, "scores = torch.einsum('bqd,bkd->bkq', queries, keys) / math.sqrt(keys.shape[-1])"),
+    shows=("causal.scores_transposed",))
+bug("causal", "weights_masked_in_place", "CausalAttention masks the softmax's output in place and renormalizes: right "
+    "values, a backward pass that fails",
+    (CF, "pass"), (CW, "weights = torch.softmax(scores, dim=-1)\n        weights.masked_fill_(~self.mask[:T, :T], 0.0)\n"
+                       "        weights = self.dropout(weights / weights.sum(dim=-1, keepdim=True))"))
 bug("causal", "wrong_triangle", "causal_mask keeps the upper triangle (triu)",
     (CM, "return torch.ones(T, T, dtype=torch.bool, device=device).triu()"), shows=("causal.wrong_triangle",))
 bug("causal", "mask_float", "causal_mask returns a float mask (torch.tril(torch.ones(T, T)))",

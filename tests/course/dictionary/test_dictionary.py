@@ -17,6 +17,9 @@ def dictionary_qkv():
     return Q, K, V
 
 
+ONE_HOT_DTYPE = "the default dtype (torch.zeros(n) without a dtype argument)"
+
+
 def one_hot(index: int, n: int) -> torch.Tensor:
     """The one-hot vector, written out here: the right answer the known mistakes are computed from."""
     return torch.eye(n)[index]
@@ -33,14 +36,14 @@ def lookup(table: dict, key, temperature: float) -> torch.Tensor:
 def test_one_hot(impl, close):
     """one_hot(1, 3) is the float32 vector [0, 1, 0]."""
     close(impl.dictionary.one_hot(1, 3), torch.tensor([0.0, 1.0, 0.0]), atol=0, rtol=0,
-          hints=known.one_hot_hints(1, 3, one_hot))
+          hints=known.one_hot_hints(1, 3, one_hot), dtype_from=ONE_HOT_DTYPE)
 
 
 def test_one_hot_vectors_are_orthonormal(impl, close):
     """The one-hot vectors of 0..4 are the rows of the 5x5 identity."""
     for index in range(5):
         close(impl.dictionary.one_hot(index, 5), torch.eye(5)[index], atol=0, rtol=0,
-              hints=known.one_hot_hints(index, 5, one_hot))
+              hints=known.one_hot_hints(index, 5, one_hot), dtype_from=ONE_HOT_DTYPE)
 
 
 @pytest.mark.parametrize("index", [3, -1])

@@ -34,6 +34,11 @@ def multihead_hints(module, x, num_heads: int, context_length: int | None = None
              "direct view(B, num_heads, T, head_dim) mixes tokens across heads.",
              lambda: merge(attend(split(q, False), split(k, False), split(v, False), scale, tril)),
              "multihead.split_no_transpose"),
+        Hint("the heads are split and merged without transposes: view(B, num_heads, T, head_dim) gives each head "
+             "pieces of several tokens, and reshaping back does not undo the mixing that the attention did; split with "
+             "view(B, T, num_heads, head_dim).transpose(1, 2), merge with transpose(1, 2) then reshape(B, T, d_out).",
+             lambda: merge(attend(split(q, False), split(k, False), split(v, False), scale, tril), transpose=False),
+             "multihead.split_merge_no_transpose"),
         Hint("the heads are merged in the wrong order: transpose(1, 2) back to (B, T, num_heads, head_dim) first, "
              "then reshape to (B, T, d_out).", lambda: merge(attend(*heads, scale, tril), transpose=False),
              "multihead.merge_no_transpose"),

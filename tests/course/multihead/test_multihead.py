@@ -2,7 +2,7 @@
 import hints_multihead as known
 import pytest
 import torch
-from checking import attempt, dropout_on_weights, linear_layers, shaped, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
+from checking import attempt, dropout_off_in_eval, dropout_on_weights, linear_layers, shaped, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
 from torch import nn
 
 pytestmark = pytest.mark.multihead
@@ -98,7 +98,7 @@ def test_multihead_dropout_acts_on_the_weights(impl, journey):
     dropout_on_weights(module, x, weights=2 * 2 * 6 * 6, rows=2 * 2 * 6, halved=lambda out: (out - bias) * 0.5 + bias)
 
 
-def test_multihead_dropout_only_in_training(impl, journey, close):
+def test_multihead_dropout_only_in_training(impl, journey):
     """In eval mode dropout is off: dropout=0.5 gives the same output as dropout=0.0 with the same weights."""
     x = journey.unsqueeze(0)
-    close(make(impl, dropout=0.5)(x), make(impl, dropout=0.0)(x))
+    dropout_off_in_eval(make(impl, dropout=0.5), make(impl, dropout=0.0), x)

@@ -16,6 +16,13 @@ bug("multihead", "split_no_transpose", "MultiHeadAttention splits heads with vie
     (SPLIT, "return t.view(B, self.num_heads, T, self.head_dim)"), shows=("multihead.split_no_transpose",))
 bug("multihead", "merge_no_transpose", "MultiHeadAttention merges heads with reshape alone (no transpose back)",
     (MERGE, "context = (weights @ values).reshape(B, T, -1)"), shows=("multihead.merge_no_transpose",))
+bug("multihead", "split_merge_no_transpose", "MultiHeadAttention splits heads with view(B, heads, T, head_dim) and merges "
+    "them back with reshape alone (the handout's trap, made symmetrically)",
+    (SPLIT, "return t.view(B, self.num_heads, T, self.head_dim)"), (MERGE, "context = (weights @ values).reshape(B, T, -1)"),
+    shows=("multihead.split_merge_no_transpose",))
+bug("multihead", "einsum_scores_transposed", "MultiHeadAttention's einsum scores name the output indices 'bhkq'",
+    (MS, "scores = torch.einsum('bhqd,bhkd->bhkq', queries, keys) / math.sqrt(self.head_dim)"),
+    shows=("multihead.scores_transposed",))
 bug("multihead", "no_out_proj", "MultiHeadAttention never applies out_proj",
     ("return self.out_proj(context)  # (B, T, d_out)", "return context"), shows=("multihead.no_out_proj",))
 bug("multihead", "scale_by_d_out", "MultiHeadAttention scales by sqrt(d_out) instead of sqrt(head_dim)",

@@ -25,6 +25,8 @@ bug("qkv", "mask_inverted", "scaled_dot_product_attention treats True as 'hide' 
     (MF, 'scores = scores.masked_fill(mask, float("-inf"))'), shows=("attention.mask_inverted",))
 bug("qkv", "keys_T", "scaled_dot_product_attention uses keys.T, wrong for batched keys",
     (SC, "scores = queries @ keys.T / math.sqrt(d_k)"), shows=("attention.batched_T",))
+bug("qkv", "scores_transposed", "scaled_dot_product_attention scores keys against queries (keys @ queries^T)",
+    (SC, "scores = keys @ queries.transpose(-2, -1) / math.sqrt(d_k)"), shows=("attention.scores_transposed",))
 bug("qkv", "init_order", "SelfAttention creates W_key before W_query",
     ("""        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
         self.W_key = nn.Parameter(torch.rand(d_in, d_out))

@@ -27,5 +27,7 @@ def alphas_hints(s, H) -> list[Hint]:
     """Mistakes of the weights decoder_attention returns."""
     scores = (H.double() * s.double().unsqueeze(-2)).sum(-1)
     return [Hint("the alphas are the raw scores: apply the softmax over the n states.", lambda: scores, "quiz.no_softmax"),
+            Hint("the softmax runs over the wrong dim: the weights belong to the n encoder states (dim -1 of the "
+                 "scores).", lambda: softmax(scores, 0), "quiz.softmax_dim0"),
             Hint("these are v, not the alphas: the pair is (v, alphas), in that order.",
                  lambda: (softmax(scores).unsqueeze(-1) * H.double()).sum(-2), "quiz.swapped_return")]

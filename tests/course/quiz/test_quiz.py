@@ -25,9 +25,8 @@ def test_decoder_attention_returns_only_v_by_default(impl, decoder_states, close
 
 def test_quiz_answer(impl, close):
     """quiz_answer() is the float32 tensor [0.4387, 0.4855]."""
-    answer = impl.quiz.quiz_answer()
-    assert isinstance(answer, torch.Tensor) and answer.dtype == torch.float32
-    close(answer, [0.4387, 0.4855], atol=1e-4)
+    close(impl.quiz.quiz_answer(), torch.tensor([0.4387, 0.4855]), atol=1e-4,
+          dtype_from="the default dtype (torch.tensor of Python floats, without a dtype argument)")
 
 
 def test_quiz_answer_calls_decoder_attention(impl, monkeypatch):
