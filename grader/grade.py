@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,7 +96,7 @@ def grade_submission(path, course: Course, zygote: Zygote | None = None, device:
     staged, course = intake(path, course, read, whole_course)
     with worker(staged, course, zygote, device, require_sandbox) as session:
         report, stubs = suites(session, staged, course, device, select), stub_lines(staged.directory)
-    grade = points(report, session, staged, course, select)
+    grade = points(report, session, staged, course, select, stubs)
     data = results(grade, execution_time=time.monotonic() - started, device=device, sha256=staged.sha256,
                    visibility=course.visibility, notes=staged.notes[:MAX_NOTES])
     if course.assignment_name:
@@ -145,14 +146,19 @@ def suites(session: WorkerSession, staged, course: Course, device: str, select: 
     return run_suites(session, course, device, select=select)
 
 
-def points(report: dict, session: WorkerSession, staged, course: Course, select: str | None) -> Grade:
+def points(report: dict, session: WorkerSession, staged, course: Course, select: str | None,
+           stubs: Mapping[str, int]) -> Grade:
     """4. Points: per test and exercise from the suites' report and course.yaml, with the notes a student reads
-    (the intake's, a sandbox that could not be built, a CPU not capped)."""
+    (the intake's, a sandbox that could not be built, a CPU not capped) and the handout's stubs left in each file
+    (``stub_lines``: a check that fails at the first stub reached names no other)."""
     problems = {module: clean(str(problem)) for module, problem in session.broken.items()}
     if select:  # only the exercises the selection reached are scored
         graded = {test.get("metadata", {}).get("exercise") for test in report.get("tests", [])}
         course = course.model_copy(update={"exercises": [e for e in course.exercises if e.module in graded]})
     grade = score(report, course, problems)
+    for exercise in grade.exercises:
+        exercise.stubs = tuple(target for target in stubs
+                               if target in session.stubs and target.split(".")[0] == exercise.module)
     grade.notes.extend(clean(note) for note in staged.notes[:MAX_NOTES])
     if len(staged.notes) > MAX_NOTES:
         grade.notes.append(f"... and {len(staged.notes) - MAX_NOTES} more notes")

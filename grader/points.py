@@ -46,6 +46,7 @@ class ExerciseScore:
     max_score: float
     problem: str = ""  # why the whole exercise scored nothing (missing file, import error), if so
     tests: list[TestScore] = field(default_factory=list)
+    stubs: tuple[str, ...] = ()  # the handout's stubs left in its file (``<module>.<function>``), in the file's order
 
 
 @dataclass

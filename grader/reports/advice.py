@@ -8,6 +8,7 @@ first and the line its feedback names.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import stub_message
 
@@ -88,19 +89,21 @@ def not_started(stubs: list[str]) -> str:
     return f"not implemented yet: fill in {', '.join(stubs)}"
 
 
-def one_cause(feedbacks: list[str]) -> str:
+def one_cause(feedbacks: list[str], stubs: Sequence[str] = ()) -> str:
     """The line that stands for every failure of an exercise when they all have one cause (else ""): its stubs not
-    filled in yet (``not_started``), or the one feedback they all share (a name missing from the file, ...)."""
-    stubs = pending_stubs(feedbacks)
-    if stubs:
-        return not_started(stubs)
+    filled in yet (``not_started``: those the failures name, and ``stubs``, those left in its file, which a check
+    that stops at the first stub it reaches never names), or the one feedback they all share (a name missing from the
+    file, ...)."""
+    named = pending_stubs(feedbacks)
+    if named:
+        return not_started(list(dict.fromkeys([*stubs, *named])))
     return feedbacks[0] if len(feedbacks) > 1 and len(set(feedbacks)) == 1 else ""
 
 
 def collapsed(exercise: ExerciseScore) -> str:
     """What the student reads once for the whole exercise when its failures have one cause, else "": the problem
     that stopped it (a missing file, an import error, with its location), or ``one_cause``."""
-    return exercise.problem or one_cause([t.feedback for t in failures(exercise)])
+    return exercise.problem or one_cause([t.feedback for t in failures(exercise)], exercise.stubs)
 
 
 def untouched(exercise: ExerciseScore) -> bool:

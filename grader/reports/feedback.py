@@ -160,7 +160,8 @@ def feedback_sections(data: dict, titles: Mapping[str, str]) -> list[Section]:
                          for test in by_exercise.get(module, [])), key=lambda check: check.order)
         sections.append(Section(module, titles.get(module, ""), f"{points(result['score'])} / "
                                 f"{points(result['max_score'])}", result.get("problem", ""), checks,
-                                one_cause([check.feedback for check in checks if not check.passed])))
+                                one_cause([check.feedback for check in checks if not check.passed],
+                                          [str(stub) for stub in result.get("stubs", [])])))
     return sorted(sections, key=lambda section: not (section.problem or any(not c.passed for c in section.checks)))
 
 

@@ -38,7 +38,8 @@ RESULTS_SCHEMA = {
         "exercises": {"type": "object", "additionalProperties": {
             "type": "object", "required": ["score", "max_score"],
             "properties": {"score": {"type": "number"}, "max_score": {"type": "number"},
-                           "problem": {"type": "string"}}}},  # (ours): why the whole exercise scored nothing, if so
+                           "problem": {"type": "string"},  # (ours): why the whole exercise scored nothing, if so
+                           "stubs": {"type": "array", "items": {"type": "string"}}}}},  # (ours): stubs left, in order
         "grader_version": {"type": "string"},  # (ours)
         "device": {"type": "string"},  # (ours)
         "submission_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},  # (ours)
@@ -89,7 +90,9 @@ def results(grade: Grade, *, execution_time: float, device: str, sha256: str,
         "score": grade.score, "max_score": grade.max_score, "execution_time": round(execution_time, 3),
         "output": overview(grade), "visibility": "visible", "tests": tests,
         "exercises": {e.module: {"score": e.score, "max_score": e.max_score,
-                                 **({"problem": clean(e.problem)} if e.problem else {})} for e in grade.exercises},
+                                 **({"problem": clean(e.problem)} if e.problem else {}),
+                                 **({"stubs": [clean(stub) for stub in e.stubs]} if e.stubs else {})}
+                      for e in grade.exercises},
         "grader_version": __version__, "device": device, "submission_sha256": sha256,
         "notes": [clean(note) for note in notes],
     }

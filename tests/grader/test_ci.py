@@ -232,7 +232,7 @@ sys.addaudithook(_record_opens)  # (a hook cannot be removed: it records only wh
 def test_ci_reads_the_checkout_only_through_the_intake(github, zygote):
     """`grader ci` opens no file of the checkout in the grading process: the intake reads it (in a bounded child of
     its own), and the annotation's line of an unfinished stub comes from the intake's copy. (It used to read the
-    student's file again to find that line.)"""
+    student's file again to find that line.) The notice names every stub left in the file."""
     global _opened
     shutil.copytree(ROOT / "exercises", github.workspace / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
     out, _opened = io.StringIO(), []
@@ -248,3 +248,6 @@ def test_ci_reads_the_checkout_only_through_the_intake(github, zygote):
     line = next(n for n, text in enumerate((ROOT / "exercises" / "qkv.py").read_text().splitlines(), 1)
                 if f'NotImplementedError("{first}:' in text)
     assert notice.startswith(f"::notice file=exercises/qkv.py,line={line},"), notice
+    # every stub left in the file, those no check reaches too (our sixth student walk-through: only those reached)
+    every = [target for target in stub_lines(ROOT / "exercises") if target.startswith("qkv.")]
+    assert len(every) > 4 and f"fill in {', '.join(every)}" in notice, notice
