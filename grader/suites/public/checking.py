@@ -136,8 +136,9 @@ def dropout_on_weights(module, x, weights: int, rows: int, halved) -> None:
             got = module.train()(x)
     module.eval()
     if len(dropout.inputs) != 1:
-        raise Failure(f"dropout is called {len(dropout.inputs)} times in training mode; once, on the attention weights "
-                      f"(by calling self.dropout)")
+        raise Failure(f"dropout is called {len(dropout.inputs)} times in training mode, where once is expected: "
+                      f"self.dropout on the attention weights (of every head at once: a loop over the heads calls it "
+                      f"once per head)")
     given = dropout.inputs[0]
     if not bool(torch.isfinite(given).all()):
         raise Failure("the attention weights hold NaN or inf (a row whose every score is masked, or an overflow): "
