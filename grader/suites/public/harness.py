@@ -335,7 +335,7 @@ def _stubs_left(config, module: str) -> list[str]:
 
 def _said(failure: dict) -> str:
     """A failed check's problem and its hint, if any, in one line."""
-    return f"{failure['problem']}." + (f" Hint: {failure['hint']}" if failure.get("hint") else "")
+    return f"{failure['problem'].rstrip('.')}." + (f" Hint: {failure['hint']}" if failure.get("hint") else "")
 
 
 # ---------------------------------------------------------------------------

@@ -36,5 +36,7 @@ def context_vector_hints(x) -> list[Hint]:
                  lambda: softmax(scores / math.sqrt(x.shape[-1])) @ x64, "context.scaled"),
             Hint("you return the weights' input, not the mix: context_vectors is attention_weights(x) @ x.", lambda: x64,
                  "context.returns_x"),
+            Hint("the product is the wrong way round: x @ weights; the context vectors are attention_weights(x) @ x "
+                 "(row i of the weights mixes the rows of x).", lambda: x64 @ softmax(scores), "context.x_at_weights"),
             Hint(BATCHED_T, lambda: softmax(x @ reversed_dims(x)) @ x, "context.batched_T"),
             Hint(NO_MAX, lambda: naive_softmax(x @ x.transpose(-2, -1)) @ x, "context.no_max")]

@@ -47,20 +47,22 @@ def test_attention_weights_rows_sum_to_one(impl, close):
 
 def test_context_vectors_journey(impl, journey, close):
     """context_vectors of the journey sentence are the lecture's six vectors ([0.4419, 0.6515, 0.5683] for "journey")."""
-    close(impl.context.context_vectors(journey), JOURNEY_CONTEXT, atol=1e-4, rtol=0,
-          hints=known.context_vector_hints(journey))
+    hints = known.context_vector_hints(journey)
+    close(attempt(lambda: impl.context.context_vectors(journey), hints), JOURNEY_CONTEXT, atol=1e-4, rtol=0, hints=hints)
 
 
 def test_context_vectors_river(impl, river, close):
     """context_vectors of "stream bank mud" are the lecture's river vectors."""
     expected = [[1.001, 0.188, 0.047, 0.438], [0.949, 0.356, 0.089, 0.313], [0.987, 0.150, 0.037, 0.520]]
-    close(impl.context.context_vectors(river), expected, atol=1e-3)
+    hints = known.context_vector_hints(river)
+    close(attempt(lambda: impl.context.context_vectors(river), hints), expected, atol=1e-3, hints=hints)
 
 
 def test_context_vectors_finance(impl, finance, close):
     """context_vectors of "money bank loan" are the lecture's finance vectors."""
     expected = [[0.161, 1.181, 0.040, 0.243], [0.325, 1.078, 0.081, 0.190], [0.158, 1.163, 0.040, 0.278]]
-    close(impl.context.context_vectors(finance), expected, atol=1e-3)
+    hints = known.context_vector_hints(finance)
+    close(attempt(lambda: impl.context.context_vectors(finance), hints), expected, atol=1e-3, hints=hints)
 
 
 def test_context_vectors_batched(impl, river, finance, close):

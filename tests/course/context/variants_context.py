@@ -15,6 +15,8 @@ bug("context", "batched_T", "attention_weights uses x.T, which reverses every di
     (AW, "return torch.softmax(x @ x.T, dim=-1)"), shows=("context.batched_T",))
 bug("context", "transposed_weights", "context_vectors multiplies by the transposed weights",
     ("return weights @ x  # (..., T, d)", "return weights.transpose(-2, -1) @ x"), shows=("context.weights_transposed",))
+bug("context", "x_at_weights", "context_vectors multiplies the wrong way round, x @ weights",
+    ("return weights @ x  # (..., T, d)", "return x @ weights"), shows=("context.x_at_weights",))
 bug("context", "naive_softmax", "attention_weights uses its own softmax without subtracting the max",
     (AW, "e = (x @ x.transpose(-2, -1)).exp()\n    return e / e.sum(-1, keepdim=True)"), shows=("context.no_max",))
 bug("context", "scaled", "attention_weights divides the scores by sqrt(d)",
