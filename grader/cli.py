@@ -109,8 +109,9 @@ def _batch(args) -> int:
     failure: tuple[Exception, int] | None = None  # what stopped the batch, and its exit status
     unapplied: NotApplied | None = None  # the class is graded and reported, less lines of the records
     try:
-        records = _records(args, load_course(args.course))
-        rows = run_batch(args.submissions, args.out, course_file=args.course, jobs=args.jobs, device=resolve_device(args.device),
+        course_file = _class_course(args)
+        records = _records(args, load_course(course_file))
+        rows = run_batch(args.submissions, args.out, course_file=course_file, jobs=args.jobs, device=resolve_device(args.device),
                          force=args.force, require_sandbox=not args.allow_unsandboxed, dask=args.dask,
                          progress=progress, assignment=args.assignment, records=records)
     except NotApplied as error:
@@ -125,7 +126,7 @@ def _batch(args) -> int:
     if failure:  # said below the progress bar, as the last line
         console.print(Text.assemble("grader: ", terminal(str(failure[0]))))
         return failure[1]
-    _keep(args)
+    _keep(args, course_file)
     missing = sum(row.get("status") == MISSING for row in rows)  # the roster's students without a submission
     print_class(rows, f"{len(rows) - missing} submissions" + (f", {missing} missing" if missing else "")
                 + f" -> {args.out}")
@@ -160,11 +161,23 @@ def _records(args, course):
     return records
 
 
-def _keep(args) -> None:
-    from grader.records.adjust import keep_records
+def _class_course(args) -> Path:
+    """The course.yaml of a class's output folder (``adjust.class_course``), said on stderr where it is the one kept
+    there (CourseError where ``--course`` names another)."""
+    from grader.records.adjust import class_course
+
+    course_file, kept = class_course(args.out, args.course)
+    if kept:
+        print(f"grader: using the course {course_file} (the one {args.out} was graded with)", file=sys.stderr)
+    return course_file
+
+
+def _keep(args, course_file: Path) -> None:
+    from grader.records.adjust import keep_course, keep_records
 
     keep_records(args.out, roster=args.roster, overrides=args.overrides, submitted=args.submitted,
                  extensions=args.extensions)
+    keep_course(args.out, course_file)
 
 
 NAMED = 10  # the records a note names (then their count)
@@ -205,6 +218,7 @@ def _note_off_roster(rows: list[dict], out: str | Path) -> None:
 def _gradebook(args) -> int:
     from grader.batch import load_results
     from grader.course import CourseError, load_course
+    from grader.records.adjust import check_graded_with
     from grader.records.publish import publish
     from grader.records.table import TableError
     from grader.reports.terminal import print_class
@@ -212,17 +226,19 @@ def _gradebook(args) -> int:
 
     out = Path(args.out)
     try:
-        course = load_course(args.course)
+        course_file = _class_course(args)
+        course = load_course(course_file)
         records = _records(args, course)
         rows = [row for row in load_results(out).values() if args.assignment in (None, row.get("assignment"))]
         if not rows:
             raise CourseError(f"{out / 'results'} holds no results{' of ' + args.assignment if args.assignment else ''}: "
                               "run `grader batch` first")
+        check_graded_with(course, rows)
         shown = publish(course, out, rows, records, similar=saved_summary_rows(out), assignment=args.assignment, strict=True)
     except (CourseError, TableError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
-    _keep(args)
+    _keep(args, course_file)
     print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv")
     _note_unlisted_times(shown.rows)
     _note_off_roster(shown.rows, out)
@@ -261,7 +277,7 @@ def _collect(args) -> int:
     from grader.sandbox.jail.confine import SandboxUnavailable
 
     try:
-        repositories, rows = collect(args.roster, args.out, deadline=args.deadline, course_file=args.course,
+        repositories, rows = collect(args.roster, args.out, deadline=args.deadline, course_file=args.course or str(COURSE_FILE),
                                      seconds=CLONE_SECONDS if args.clone_seconds is None else args.clone_seconds,
                                      megabytes=CLONE_MB if args.clone_mb is None else args.clone_mb, jobs=args.jobs,
                                      device=resolve_device(args.device), assignment=args.assignment)
@@ -339,7 +355,8 @@ def _class_flags(parser) -> None:
     parser.add_argument("--jobs", type=_above_zero(int), default=max(1, len(os.sched_getaffinity(0))),
                         help="parallel gradings (default: CPUs)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto; default: %(default)s")
-    parser.add_argument("--course", default=str(COURSE_FILE), help="course.yaml to grade with")
+    parser.add_argument("--course", help="course.yaml to grade with (default: the one OUT was graded with, kept in "
+                                         "OUT/records/course.txt; else the project's)")
 
 
 def _sandbox_flags(command) -> None:
@@ -406,7 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
     gradebook = commands.add_parser("gradebook", help="write the gradebook, the Canvas and Moodle exports, the feedback "
                                                        "and summary.html again from a batch's results, without grading")
     gradebook.add_argument("out", help="the output folder of `grader batch` (its results/)")
-    gradebook.add_argument("--course", default=str(COURSE_FILE), help="course.yaml (its late policy)")
+    gradebook.add_argument("--course", help="course.yaml (its late policy; default: the one OUT was graded with, kept "
+                                            "in OUT/records/course.txt; else the project's)")
     gradebook.add_argument("--assignment", metavar="NAME", help="only the records of this assignment")
     _record_flags(gradebook)
     gradebook.set_defaults(run=_gradebook, needs=("plots",))

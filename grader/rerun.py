@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import NamedTuple
 
+import yaml
+
 from grader import ROOT, __version__
 from grader.course import EXERCISES_FOLDER, Course
 from grader.intake.submission import STAMP
@@ -18,16 +20,23 @@ from grader.reports.files import write_json
 # What decides a grade besides course.yaml, in the course root: the references, and the exercises' folders (suites,
 # hints); and the grader's own code (its suites' machinery, points, intake, worker).
 MATERIAL = ("solutions", EXERCISES_FOLDER)
+# course.yaml's sections that only the reports read (the late policy is applied when they are written): a change to
+# them regrades nobody (a new late percent regraded the whole class: our instructor's walk-through).
+REPORTS_ONLY = ("late",)
 TAKEN = "taken"  # out/taken/<key>.json: the files intake took from a submission, under its fingerprint
 
 
 def material_fingerprint(course_file: Path) -> str:
-    """Changes whenever anything that decides a grade changes: course.yaml, the course's references, suites and
-    hints, the grader's code."""
+    """Changes whenever anything that decides a grade changes: course.yaml (but its ``REPORTS_ONLY`` sections), the
+    course's references, suites and hints, the grader's code."""
     course_file = Path(course_file).resolve()
     root = course_file.parent
     hasher = hashlib.sha256(__version__.encode())
-    files = [(root, course_file)] + [(root, p) for d in MATERIAL for p in sorted((root / d).rglob("*.py"))]
+    settings = yaml.safe_load(course_file.read_text(encoding="utf-8"))
+    if isinstance(settings, dict):
+        settings = {key: value for key, value in settings.items() if key not in REPORTS_ONLY}
+    hasher.update(json.dumps(settings, sort_keys=True, default=str).encode())
+    files = [(root, p) for d in MATERIAL for p in sorted((root / d).rglob("*.py"))]
     files += [(ROOT, p) for p in sorted((ROOT / "grader").rglob("*.py"))]
     for top, path in files:
         hasher.update(str(path.relative_to(top)).encode())

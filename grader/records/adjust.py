@@ -11,17 +11,19 @@ to be graded, before anything is.
 """
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from grader.course import WHOLE_COURSE, Course
+from grader.course import COURSE_FILE, WHOLE_COURSE, Course, CourseError
 from grader.records.late import Extensions, Times, extension_of, late_penalty, load_extensions, load_submitted
 from grader.records.overrides import Override, load_overrides
 from grader.records.roster import Roster, check_roster, load_roster
 from grader.records.table import TableError
+from grader.reports.advice import points
 from grader.reports.feedback import MISSING, graded
 from grader.reports.files import write_atomic
 from grader.reports.gradebook import class_groups
@@ -29,6 +31,8 @@ from grader.text import MAX_NAME, clean
 
 PLANNED = "planned"  # a record the batch is about to grade (``check_records``)
 KEPT = "records"  # out/records/: the last roster, overrides, submission times and extensions given for a class
+MAX_CHECK = 300  # characters of a check's name in an error (its docstring line: cut at 100, three checks read alike)
+KEPT_COURSE = "course.txt"  # out/records/course.txt: the path of the course.yaml the class was graded with
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,50 @@ def kept_records(course: Course, out: str | Path, roster: str | Path | None = No
     kept = {kind: Path(out) / KEPT / f"{kind}.csv" for kind in given}
     paths = {kind: given[kind] or (kept[kind] if kept[kind].is_file() else None) for kind in given}
     return load_records(course, **paths), [str(kept[kind]) for kind in given if given[kind] is None and paths[kind]]
+
+
+def class_course(out: str | Path, given: str | Path | None) -> tuple[Path, bool]:
+    """The course.yaml of a class's output folder, and whether it is the one kept there: ``given`` (``--course``),
+    else the one an earlier run of ``out`` was graded with (``keep_course``), else the project's. A ``given`` course
+    other than the kept one is refused (``CourseError``): a class's records are of one course, and a re-export or a
+    rerun without ``--course`` took the project's course instead, its late policy (penalties vanished) and points
+    (found by our instructor's walk-through)."""
+    kept_file = Path(out) / KEPT / KEPT_COURSE
+    kept = Path(kept_file.read_text(encoding="utf-8").strip()) if kept_file.is_file() else None
+    if given is not None:
+        chosen = Path(given).resolve()
+        if kept is not None and kept != chosen and kept.is_file():
+            raise CourseError(f"{out} was graded with {kept}, not {chosen}: give --course {kept} (or another --out; "
+                              f"to move this class to the other course, remove {kept_file})")
+        return chosen, False
+    if kept is None:
+        return COURSE_FILE, False
+    if not kept.is_file():
+        raise CourseError(f"{out} was graded with {kept}, which is gone: give --course (kept in {kept_file})")
+    return kept, True
+
+
+def check_graded_with(course: Course, rows: Sequence[dict]) -> None:
+    """``CourseError`` unless every graded record of ``rows`` grades the exercises and points ``course`` gives its
+    record (whole course or assignment): reports written with another course said "out of 110" of a class graded out
+    of 100 (found by our instructor's walk-through)."""
+    for row in rows:
+        if not graded(row):
+            continue
+        graded_on = course.assignment(row["assignment"]) if row.get("assignment") else course
+        given = {e.module: float(e.points) for e in graded_on.exercises}
+        found = {module: float(e.get("max_score", 0)) for module, e in row.get("exercises", {}).items()}
+        if not found.items() <= given.items():
+            module = next(m for m in sorted(found) if given.get(m) != found[m])
+            raise CourseError(f"the results were not graded with this course: {clean(row['student'], MAX_NAME)}'s "
+                              f"{clean(module, MAX_NAME)} is out of {found[module]:g} points, the course gives "
+                              + (f"{given[module]:g}" if module in given else "no such exercise")
+                              + ": give --course the course.yaml they were graded with")
+
+
+def keep_course(out: str | Path, course_file: str | Path) -> None:
+    """Keep the path of the course.yaml ``out``'s class was graded with (``class_course``)."""
+    write_atomic(f"{Path(course_file).resolve()}\n", Path(out) / KEPT / KEPT_COURSE)
 
 
 def keep_records(out: str | Path, **given: str | Path | None) -> None:
@@ -221,7 +269,7 @@ def _target(out: Mapping, override: Override) -> tuple[float, float, str]:
     if override.check:
         tests = [t for t in out["tests"] if t["name"] == f"{override.exercise}: {override.check}"]
         return (sum(t["score"] for t in tests), sum(t["max_score"] for t in tests),
-                f"check {clean(override.check, MAX_NAME)!r}")
+                f"check {clean(override.check, MAX_CHECK)!r}")
     if override.exercise:
         exercise = out["exercises"][override.exercise]
         return exercise["score"], exercise["max_score"], override.exercise
@@ -229,10 +277,11 @@ def _target(out: Mapping, override: Override) -> tuple[float, float, str]:
 
 
 def _new_score(override: Override, old: float, most: float, what: str) -> float:
-    """The target's score once ``override`` is applied (``TableError`` for more points than it holds)."""
-    if override.points is not None and override.points > most:
-        raise TableError(f"{override.where}: {override.points:g} points is more than the {most:g} of {what}")
-    return override.points if override.points is not None else max(0.0, old - override.penalty)
+    """The target's score once ``override`` is applied (``TableError`` for more points than it holds; points as the
+    reports show them, to two decimals, are its points: 0.87 of a check of 0.8696)."""
+    if override.points is not None and override.points > round(most, 2) + 1e-9:
+        raise TableError(f"{override.where}: {override.points:g} points is more than the {points(most)} of {what}")
+    return min(override.points, most) if override.points is not None else max(0.0, old - override.penalty)
 
 
 def _apply(out: dict, override: Override) -> dict:
@@ -274,8 +323,12 @@ def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> Non
                              "its submission column")
         if override.check and not any(row.get("status") == PLANNED for row in mine) and not any(
                 t["name"] == f"{override.exercise}: {override.check}" for row in mine for t in row.get("tests", [])):
-            raise TableError(f"{override.where}: no check {clean(override.check, MAX_NAME)!r} in {override.exercise}'s "
-                             "results (a check is named as the feedback page shows it)")
+            names = sorted({t["name"].split(": ", 1)[-1] for row in mine for t in row.get("tests", [])
+                            if t["name"].startswith(f"{override.exercise}: ")})
+            like = difflib.get_close_matches(override.check, names, n=1, cutoff=0.6)
+            raise TableError(f"{override.where}: no check {clean(override.check, MAX_CHECK)!r} in {override.exercise}'s "
+                             "results (a check is named as the feedback page shows it)"
+                             + (f"; did you mean {clean(like[0], MAX_CHECK)!r}?" if like else ""))
 
 
 def _check_extensions(extensions: Extensions, rows: Sequence[dict]) -> None:

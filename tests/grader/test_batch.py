@@ -94,6 +94,20 @@ def test_batch_writes_results_gradebook_feedback_and_summary(klass, tmp_path):
     assert "<table id='similar-pairs'>" in summary and "similarity.html#" in summary, "the summary lists and links the pair"
 
 
+def test_the_late_policy_regrades_nobody_and_a_grading_setting_everybody(tmp_path):
+    """The late policy is applied when the reports are written: changing it leaves the material's fingerprint (a
+    new late percent regraded the whole class: our instructor's walk-through); the seed of the drawn cases changes
+    it."""
+    from courses import LATE_POLICY
+
+    from grader.rerun import material_fingerprint
+    text = COURSE_FILE.read_text(encoding="utf-8")
+    plain = material_fingerprint(course_variant(tmp_path / "a", text))
+    assert material_fingerprint(course_variant(tmp_path / "b", text + LATE_POLICY)) == plain
+    assert material_fingerprint(course_variant(tmp_path / "c", text + LATE_POLICY.replace("percent: 10", "percent: 20"))) == plain
+    assert material_fingerprint(course_variant(tmp_path / "d", text.replace("seed: 20261121", "seed: 1"))) != plain
+
+
 def test_rerun_skips_unchanged_and_regrades_changed(klass, tmp_path):
     """A rerun grades nothing unchanged; a changed submission is regraded; --force regrades all."""
     out = tmp_path / "out"

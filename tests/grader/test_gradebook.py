@@ -99,6 +99,17 @@ def test_a_class_with_roster_overrides_and_late_penalties(klass):
         {s: (r["score"], r["softmax"], r["late_penalty"]) for s, r in rows.items()}
     assert regraded["cy"]["graded_at"] >= rows["cy"]["graded_at"]
 
+    # the course is kept too: a re-export without --course keeps its late policy (it took the project's course, and
+    # bob's penalty vanished: our instructor's walk-through); another course is refused, naming the kept one
+    plain = grader("gradebook", out, cwd=klass)
+    assert plain.returncode == 0 and "grader: using the course " in plain.stderr, plain.stderr[-3000:]
+    assert {row["student"]: row["late_penalty"] for row in _csv(out / "gradebook.csv")}["bob"] == "20"
+    other = grader("gradebook", out, "--course", ROOT / "course.yaml", cwd=klass)
+    assert other.returncode == 2 and other.stderr.splitlines()[-1] == (
+        f"grader: {out} was graded with {(klass / 'course' / 'course.yaml').resolve()}, not {ROOT / 'course.yaml'}: "
+        f"give --course {(klass / 'course' / 'course.yaml').resolve()} (or another --out; to move this class to the "
+        f"other course, remove {out / 'records' / 'course.txt'})")
+
     # a new overrides file, applied without grading; a bad one is one line naming its file and line
     (klass / "more.csv").write_text("student,points,reason\nbob,95,extension granted\n", encoding="utf-8")
     export = grader("gradebook", out, "--course", "course/course.yaml", "--overrides", "more.csv", cwd=klass)

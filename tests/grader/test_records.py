@@ -12,7 +12,15 @@ import pytest
 
 from grader.course import COURSE_FILE, CourseError, Late, load_course
 from grader.intake.submission import read_submission
-from grader.records.adjust import Records, check_records, class_view, keep_records, kept_records, load_records
+from grader.records.adjust import (
+    Records,
+    check_graded_with,
+    check_records,
+    class_view,
+    keep_records,
+    kept_records,
+    load_records,
+)
 from grader.records.late import (
     late_penalty,
     load_extensions,
@@ -252,6 +260,19 @@ def test_an_override_tied_to_a_submission_leaves_a_resubmission_alone(tmp_path):
     for bad in ("abc", "g" * 8, "a" * 65):
         _write(path, f"student,penalty,reason,submission\nann,1,x,{bad}\n")
         assert "is not the start of a submission_sha256" in _error(load_overrides, path, COURSE)
+
+
+def test_an_override_of_a_check_reads_its_points_and_name_as_the_feedback_page_shows_them(tmp_path):
+    """A check worth 0.8696 shows as 0.87: 0.87 points give it its whole share (they were refused as more than it
+    holds); a misspelled check name is told the closest one (found by our instructor's walk-through)."""
+    path = _write(tmp_path / "o.csv", f"student,exercise,check,points,reason\nann,softmax,{CHECK},0.87,rounded\n"
+                                      "ann,softmax,Sums to one along dims,0.1,typo\n")
+    ann = _record("ann", softmax=0.0)
+    ann["tests"] = [{**test, "max_score": 0.4348} for test in ann["tests"]]  # a check of 0.8696 points, shown as 0.87
+    shown = class_view(COURSE, [ann], Records(overrides=tuple(load_overrides(path, COURSE))))
+    assert shown.rows[0]["exercises"]["softmax"]["score"] == 0.8696
+    [typo] = shown.unapplied
+    assert typo.endswith(f"(a check is named as the feedback page shows it); did you mean {CHECK!r}?"), typo
 
 
 def test_overrides_are_checked_against_the_class_before_grading(tmp_path):
@@ -563,6 +584,25 @@ def test_the_exports_have_the_lms_columns_and_the_final_scores(tmp_path):
     summary = (tmp_path / "summary.html").read_text(encoding="utf-8")
     assert "id='missing'><thead><tr><th>student</th></tr></thead><tbody><tr><td>cy</td></tr></tbody>" in summary
     assert "id='unlisted'><thead><tr><th>student</th></tr></thead><tbody><tr><td>dan</td></tr></tbody>" in summary
+
+
+def test_reports_are_refused_with_a_course_the_class_was_not_graded_with():
+    """Another course's points or exercises: refused, naming the record and the exercise (written with it, canvas.csv
+    said "out of 110" for a class graded out of 100: our instructor's walk-through); one that could not be graded has
+    no points to compare."""
+    assert check_graded_with(COURSE, [_record("ann"), {**_record("bob"), "status": "error: cannot grade: x"}]) is None
+    more = {**_record("ann"), "exercises": {**_record("ann")["exercises"], "softmax": {"score": 5, "max_score": 15}}}
+    assert str(_error_of(check_graded_with, COURSE, [more])) == (
+        "the results were not graded with this course: ann's softmax is out of 15 points, the course gives 10: give "
+        "--course the course.yaml they were graded with")
+    extra = {**_record("ann"), "exercises": {**_record("ann")["exercises"], "gqa": {"score": 0, "max_score": 10}}}
+    assert "ann's gqa is out of 10 points, the course gives no such exercise" in str(_error_of(check_graded_with, COURSE, [extra]))
+
+
+def _error_of(call, *args) -> CourseError:
+    with pytest.raises(CourseError) as caught:
+        call(*args)
+    return caught.value
 
 
 def test_a_gradebook_of_one_assignment_has_only_its_exercises_columns(tmp_path):
