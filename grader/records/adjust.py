@@ -12,6 +12,7 @@ to be graded, before anything is.
 from __future__ import annotations
 
 import difflib
+import os
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -32,7 +33,7 @@ from grader.text import MAX_NAME, clean
 PLANNED = "planned"  # a record the batch is about to grade (``check_records``)
 KEPT = "records"  # out/records/: the last roster, overrides, submission times and extensions given for a class
 MAX_CHECK = 300  # characters of a check's name in an error (its docstring line: cut at 100, three checks read alike)
-KEPT_COURSE = "course.txt"  # out/records/course.txt: the path of the course.yaml the class was graded with
+KEPT_COURSE = "course.txt"  # out/records/course.txt: the course.yaml the class was graded with, from out
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def class_course(out: str | Path, given: str | Path | None) -> tuple[Path, bool]
     rerun without ``--course`` took the project's course instead, its late policy (penalties vanished) and points
     (found by our instructor's walk-through)."""
     kept_file = Path(out) / KEPT / KEPT_COURSE
-    kept = Path(kept_file.read_text(encoding="utf-8").strip()) if kept_file.is_file() else None
+    kept = (Path(out) / kept_file.read_text(encoding="utf-8").strip()).resolve() if kept_file.is_file() else None
     if given is not None:
         chosen = Path(given).resolve()
         if kept is not None and kept != chosen and kept.is_file():
@@ -124,8 +125,10 @@ def check_graded_with(course: Course, rows: Sequence[dict]) -> None:
 
 
 def keep_course(out: str | Path, course_file: str | Path) -> None:
-    """Keep the path of the course.yaml ``out``'s class was graded with (``class_course``)."""
-    write_atomic(f"{Path(course_file).resolve()}\n", Path(out) / KEPT / KEPT_COURSE)
+    """Keep the path of the course.yaml ``out``'s class was graded with (``class_course``), from ``out``: a class
+    copied or moved with its course keeps it."""
+    relative = os.path.relpath(Path(course_file).resolve(), Path(out).resolve())
+    write_atomic(f"{relative}\n", Path(out) / KEPT / KEPT_COURSE)
 
 
 def keep_records(out: str | Path, **given: str | Path | None) -> None:

@@ -176,7 +176,9 @@ def test_grade_and_batch(course, tmp_path):
     assert reference["exercises"]["gqa"] == {"score": 10, "max_score": 10}
     assert reference["score"] == reference["max_score"] == 110
     stub = grade(root / "exercises", "stub")
-    assert stub["exercises"]["gqa"] == {"score": 0, "max_score": 10} and stub["score"] == 0
+    assert stub["exercises"]["gqa"] == {"score": 0, "max_score": 10, "stubs": ["gqa.GroupedQueryAttention.__init__",
+                                                                             "gqa.GroupedQueryAttention.forward"]}
+    assert stub["score"] == 0
     notebook = grade(root / "nbgrader" / "source" / NOTEBOOK / f"{NOTEBOOK}.ipynb", "notebook")
     assert (notebook["score"], notebook["max_score"], notebook["assignment"]) == (10, 10, NOTEBOOK)
     klass = tmp_path / "class"
