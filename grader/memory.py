@@ -20,8 +20,8 @@ except ImportError:  # pragma: no cover - not a Unix
 from grader.sandbox.host.zygote import GraderFault
 
 # Above what the grading process maps with torch and the grader imported (about 650 MiB): grading the references
-# adds about 10 MiB, the largest reply the wire takes (MAX_REPLY_BYTES, 256 MiB) at most twice its size while it is
-# decoded (SECURITY.md, "What the suites compute with").
+# adds about 10 MiB; the largest reply the wire takes (MAX_REPLY_BYTES, 64 MiB) costs at most twice its size while it
+# is decoded, and a check holds a few at once (SECURITY.md, "What the suites compute with").
 HEADROOM_MB = 1024
 ALLOCATION_FAILED = "can't allocate memory"  # what torch's CPU allocator raises (a RuntimeError) when refused memory
 

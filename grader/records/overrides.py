@@ -5,7 +5,7 @@ A CSV file, one override per row: ``student`` (required), ``assignment`` (option
 ``exercise`` (optional: a module of course.yaml), ``check`` (optional, with ``exercise``: the check's name as the
 feedback page shows it), then ``points`` (the score to give the target) or ``penalty`` (points to take away from
 it), ``reason`` (required: the student reads it on their feedback page) and ``submission`` (optional: the first
-characters, 8 or more, of the gradebook's ``submission_sha256`` of the submission the override was written for; a
+characters, 16 or more, of the gradebook's ``submission_sha256`` of the submission the override was written for; a
 resubmission then leaves it out, named, instead of inheriting it). Without an exercise the override is
 on the whole submission. Overrides are applied in the file's order, at report time, on top of the graded record
 (never written into it), so a regrade keeps them. A row alike to an earlier one in every column is refused.
@@ -22,7 +22,9 @@ from grader.records.table import TableError, read_table
 from grader.text import MAX_MESSAGE, MAX_NAME, clean, student_id
 
 COLUMNS = ("student", "assignment", "exercise", "check", "points", "penalty", "reason", "submission")
-SHA_PREFIX = 8  # the fewest hex digits of a submission column
+# The fewest hex digits of a submission column: a student who knows one can make a resubmission whose hash starts
+# alike in 2**(4 * SHA_PREFIX) tries (8 digits: 6 CPU-minutes, red team 11); 16 take a GPU decades.
+SHA_PREFIX = 16
 
 
 @dataclass(frozen=True)

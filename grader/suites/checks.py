@@ -131,7 +131,7 @@ def each(cases, check: Callable) -> None:
     most of the failing cases seen name (at least half), else the first. The smallest case is often one where several
     mistakes give the same result, so none can be named (``tril(-1)`` and ``triu(1)`` at T=1); a mistake named on one
     case of many is a coincidence of sizes (sqrt(T) = d_out where T = d_out ** 2), not the student's. The bound keeps
-    a test that fails on every case from costing every case (a 128 MiB reply to each)."""
+    a test that fails on every case from costing every case (a 64 MiB reply to each)."""
     failures: list[CheckFailed] = []
     for case in cases:
         if len(failures) >= WITNESSES:
@@ -141,16 +141,22 @@ def each(cases, check: Callable) -> None:
         except CheckFailed as failure:
             if not failures and failure.misconception:
                 raise
-            # Kept without its traceback: its frames hold the case's results, and so the reply's bytes (one 96 MB
-            # tensor returned to each of 14 cases held them all at once).
-            failure.__traceback__ = failure.__context__ = failure.__cause__ = None
-            failures.append(failure)
+            failures.append(without_frames(failure))  # one 96 MB tensor returned to each of 14 cases held them all at once
     named = Counter(failure.misconception for failure in failures if failure.misconception)
     for failure in failures:
         if failure.misconception and 2 * named[failure.misconception] >= len(failures):
             raise failure
     if failures:
         raise failures[0]
+
+
+def without_frames(failure: BaseException) -> BaseException:
+    """``failure`` without its traceback and the exceptions it chains: their frames hold the results the check read,
+    and so the replies' bytes. A check keeps a failure only so, and calls the worker again only once the results it
+    read are gone (red team 11: a check holding two 254 MiB replies while it read a third ran the grading process out
+    of memory, a grader fault on every run)."""
+    failure.__traceback__ = failure.__context__ = failure.__cause__ = None
+    return failure
 
 
 def attempt(thunk: Callable, what: str, on: str, hints: Hints = (), note: str = ""):

@@ -242,12 +242,14 @@ def judged(student, course, exercise, subject, device, check, scale: float = 1.0
     parameters are not the exercise's (a bias left out) is such a mistake; a missing file or name is not judged here."""
     try:
         check()
-    except (CheckFailed, SubmissionProblem) as failure:
-        if isinstance(failure, SubmissionProblem) and failure.kind != "parameters":
+        return
+    except (CheckFailed, SubmissionProblem) as caught:
+        if isinstance(caught, SubmissionProblem) and caught.kind != "parameters":
             raise  # a missing file or name costs what it should have held, said the same way in every check
-        if STUB_PHRASE in str(failure) or values_right(student, course, exercise, subject, device, scale):
-            raise  # an unfilled stub is said as such, like in every other check
-        raise CheckFailed(f"{subject.what}: {DEFERRED}") from None
+        failure = C.without_frames(caught)
+    if STUB_PHRASE in str(failure) or values_right(student, course, exercise, subject, device, scale):
+        raise failure  # an unfilled stub is said as such, like in every other check
+    raise CheckFailed(f"{subject.what}: {DEFERRED}") from None
 
 
 @checks("float64_kept")
@@ -258,17 +260,21 @@ def test_float64_kept(student, course, device, exercise, contract):
             checked = prepare(student, exercise, subject, device, torch.float64, course.seed)
             on = subject.on(checked.args)
             got = C.attempt(lambda: checked.call(*checked.args), subject.what, on)
-            for item in got if isinstance(got, (tuple, list)) else (got,):
-                if isinstance(item, torch.Tensor) and item.is_floating_point() and item.dtype != torch.float64:
-                    raise CheckFailed(f"{subject.what}: {C.dtype_name(item.dtype)} result on {on}; expected float64, "
+            dtypes = [item.dtype for item in (got if isinstance(got, (tuple, list)) else (got,))
+                      if isinstance(item, torch.Tensor) and item.is_floating_point()]
+            del got  # no reply stays alive while the checks below call the worker again (C.without_frames)
+            for dtype in dtypes:
+                if dtype != torch.float64:
+                    raise CheckFailed(f"{subject.what}: {C.dtype_name(dtype)} result on {on}; expected float64, "
                                       f"the input's dtype. {C.DTYPE_HINT}")
             try:
                 check_values(student, course, subject, checked)
-            except CheckFailed:
-                if values_right(student, course, exercise, subject, device):
-                    raise CheckFailed(f"{subject.what}: {C.LESS_PRECISE} ({on}).",
-                                      misconception="float64.less_precise") from None
-                raise
+                return
+            except CheckFailed as caught:
+                failure = C.without_frames(caught)
+            if values_right(student, course, exercise, subject, device):
+                raise CheckFailed(f"{subject.what}: {C.LESS_PRECISE} ({on}).", misconception="float64.less_precise")
+            raise failure
         judged(student, course, exercise, subject, device, check)
 
 

@@ -249,15 +249,15 @@ def test_an_override_tied_to_a_submission_leaves_a_resubmission_alone(tmp_path):
     was written for: applied to that one, left out and named when the student was graded on another since (found by
     our instructor's walk-through: a penalty for an old hand-in silently took points from its fixed resubmission)."""
     path = _write(tmp_path / "o.csv", "student,exercise,penalty,reason,submission\n"
-                                      f"ann,softmax,2,copied helper,{'A' * 8}\nbob,softmax,2,copied helper,{'b' * 12}\n"
+                                      f"ann,softmax,2,copied helper,{'A' * 16}\nbob,softmax,2,copied helper,{'b' * 20}\n"
                                       "cy,softmax,2,copied helper,\n")
     rows = [_record("ann"), _record("bob"), _record("cy")]
     shown = class_view(COURSE, rows, Records(overrides=tuple(load_overrides(path, COURSE))))
     assert {v["student"]: v["score"] for v in shown.rows} == {"ann": 18, "bob": 20, "cy": 18}
-    assert shown.unapplied == [f"{path}:3: written for submission bbbbbbbbbbbb of student 'bob', who was graded on "
-                               "another one since (aaaaaaaaaaaa): check it still holds, then update or clear its "
+    assert shown.unapplied == [f"{path}:3: written for submission {'b' * 20} of student 'bob', who was graded on "
+                               f"another one since ({'a' * 20}): check it still holds, then update or clear its "
                                "submission column"]
-    for bad in ("abc", "g" * 8, "a" * 65):
+    for bad in ("abc", "a" * 15, "g" * 16, "a" * 65):  # 8 digits were forged in 6 CPU-minutes (red team 11)
         _write(path, f"student,penalty,reason,submission\nann,1,x,{bad}\n")
         assert "is not the start of a submission_sha256" in _error(load_overrides, path, COURSE)
 

@@ -75,10 +75,10 @@ def test_a_stray_entry_with_a_non_utf8_name_costs_nothing(tmp_path):
 def test_a_reply_pins_no_more_than_its_own_frame_while_checks_fail(tmp_path):
     """A reply costs the grading process about its own size, whatever it declares, and the grading process holds about
     one frame per reply (SECURITY.md, "Where the boundary is" and the wire row of "What is isolated"): replies padded
-    with 128 MiB of blob bytes no tensor claims (tests/grader/hostile/pinned_padding), each failing a check in another way,
+    with 48 MiB of blob bytes no tensor claims (tests/grader/hostile/pinned_padding), each failing a check in another way,
     keep the grading process's peak within two such frames of plain zeros' (measured: three frames are held at once,
     the first failure of a hypothesis test, its replay and the last error pytest keeps)."""
-    pad = 128
+    pad = 48
     peaks = {trick: grading_peak_mib(hostile_submission(tmp_path, trick)) for trick in ("zeros", "pinned_padding")}
     assert peaks["pinned_padding"] <= peaks["zeros"] + 2 * pad, peaks
 
@@ -526,3 +526,25 @@ def test_the_operator_count_carries_nothing_the_code_chose(tmp_path, zygote, cou
     assert "12345678" not in outputs(blind), outputs(blind)
     rule = [t for t in leaky["tests"] if "tensor operations decoder_attention makes" in t["name"]]
     assert rule and all(t["score"] == 0 for t in rule), outputs(leaky)
+
+
+def test_replies_a_check_keeps_while_it_reads_another_fit_the_grading_processs_bound(tmp_path):
+    """A grade is final, never a grader fault: softmax returning the largest reply the wire takes once the rule checks
+    start (tests/grader/hostile/held_replies) made `grader grade` run out of its memory bound on every run, the float64
+    rule keeping one reply and a failure's frames another while it read a third (red team 11: 254 MiB replies). The
+    checks keep no reply while they call the worker again (checks.without_frames), and a reply is at most 64 MiB; the
+    grade, bounded as on Gradescope, is final: softmax earns nothing, the other exercises full marks."""
+    import json
+    import subprocess
+    import sys
+
+    from courses import MODULES
+
+    from grader import ROOT
+    submission = hostile_submission(tmp_path, "held_replies", "softmax")
+    run = subprocess.run([sys.executable, "-m", "grader", "grade", submission, "--out", tmp_path / "results.json"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    exercises = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["exercises"]
+    assert exercises["softmax"]["score"] == 0
+    assert all(exercises[m]["score"] == exercises[m]["max_score"] for m in MODULES if m != "softmax"), exercises

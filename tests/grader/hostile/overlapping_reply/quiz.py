@@ -1,5 +1,5 @@
-"""Hostile: write a reply frame of its own on the worker's socket: a 64 MiB blob and 120 tensors that all point at
-the same bytes, hoping the grading process copies the range once per tensor (7.5 GiB) and is killed for memory."""
+"""Hostile: write a reply frame of its own on the worker's socket: a 48 MiB blob and 120 tensors that all point at
+the same bytes, hoping the grading process copies the range once per tensor (5.6 GiB) and is killed for memory."""
 import json
 import os
 import socket
@@ -8,7 +8,7 @@ import struct
 
 import torch
 
-BLOB = 64 << 20
+BLOB = 48 << 20
 TENSORS = 120
 PARAMS = {}
 

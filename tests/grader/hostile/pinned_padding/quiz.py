@@ -1,4 +1,4 @@
-"""Hostile: every reply that holds a tensor is padded with 128 MiB of blob bytes no tensor claims (any tensor of the
+"""Hostile: every reply that holds a tensor is padded with 48 MiB of blob bytes no tensor claims (any tensor of the
 reply, however small, pins them), and decoder_attention fails in a different way on each call, so that the grading
 process keeps several failed checks (hypothesis's first failure and its replay, pytest's last error) and their frames."""
 import itertools
@@ -7,7 +7,7 @@ import torch
 
 import grader.sandbox.wire as wire
 
-PAD = 128 << 20
+PAD = 48 << 20
 PARAMS = {}
 _frame = wire.Encoder.frame
 
