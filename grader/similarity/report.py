@@ -7,7 +7,7 @@ Every string from a submission (student ids, code, function names, notes) goes t
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,12 +131,17 @@ def student_of(key: str) -> str:
 
 def student_pairs(report: Report) -> list[tuple[tuple[str, str], list[tuple[Pair, int]]]]:
     """Each two students flagged together, with their flagged pairs (and ranks) in the course's order: those
-    flagged in most exercises first, then by their best score."""
+    flagged in most exercises first, then those who are a group by themselves in most (the fewer students share code,
+    the less likely a common source explains it: a renamed copy ranked below ten pairs of students handing in the
+    same published solution, found by our instructor's walk-through), then by their best score."""
     found: defaultdict[tuple[str, str], list[tuple[Pair, int]]] = defaultdict(list)
     for module in report.modules:
         for rank, pair in enumerate(report.pairs.get(module, []), 1):
             found[tuple(sorted((student_of(pair.a), student_of(pair.b))))].append((pair, rank))
-    return sorted(found.items(), key=lambda item: (-len(item[1]), -max(p.score for p, _ in item[1]), item[0]))
+    alone = Counter(students for students, exercises in class_groups(report) if len(students) == 2
+                    for _ in exercises)
+    return sorted(found.items(), key=lambda item: (-len(item[1]), -alone[item[0]], -max(p.score for p, _ in item[1]),
+                                                   item[0]))
 
 
 def class_groups(report: Report) -> list[tuple[tuple[str, ...], list[tuple[str, str]]]]:
@@ -220,7 +225,7 @@ def _student_pairs(rolled: list[tuple[tuple[str, str], list[tuple[Pair, int]]]])
                     f"<td class='num'>{len(flagged)}</td><td>{links}</td>"
                     f"<td class='num'>{max(pair.score for pair, _ in flagged):.0%}</td></tr>")
     return ("<h2 id='student-pairs'>Student pairs</h2><p>Each two students flagged together in some exercise, those "
-            "flagged in most exercises first.</p><table id='student-pairs-table'><thead><tr><th>students</th>"
+            "flagged in most exercises first, then those two alone share.</p><table id='student-pairs-table'><thead><tr><th>students</th>"
             "<th class='num'>exercises</th><th>flagged in</th><th class='num'>highest</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")
 
