@@ -200,7 +200,7 @@ def _note_unlisted_times(rows: list[dict]) -> None:
     times."""
     unlisted = [row for row in rows if row.get("time_unlisted")]
     if unlisted:
-        print(f"grader: {len(unlisted)} of {len(rows)} records with a due date have no time in --submitted ({_named(_keys(unlisted))}): "
+        print(f"grader: {len(unlisted)} of {len(rows)} records have a due date but no time in --submitted ({_named(_keys(unlisted))}): "
               "their lateness is judged by what the submission says (nbgrader's timestamp.txt, a zip's newest entry), "
               "which its author can set, or not judged; give --submitted with the times your LMS recorded",
               file=sys.stderr)

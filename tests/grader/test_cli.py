@@ -102,7 +102,7 @@ def test_records_without_a_time_are_named(capsys):
     _note_unlisted_times(rows)
     note = capsys.readouterr().err
     named = ", ".join(f"s{n:02d}" for n in range(0, 20, 2))
-    assert note.startswith(f"grader: 13 of 25 records with a due date have no time in --submitted ({named} and 3 more): ")
+    assert note.startswith(f"grader: 13 of 25 records have a due date but no time in --submitted ({named} and 3 more): ")
     assert note.count("\n") == 1
     _note_unlisted_times(rows[-1:])
-    assert "have no time in --submitted (eve/week1): " in capsys.readouterr().err
+    assert "but no time in --submitted (eve/week1): " in capsys.readouterr().err
