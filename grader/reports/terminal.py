@@ -8,6 +8,7 @@ from rich.text import Text
 
 from grader.points import Grade
 from grader.reports.advice import collapsed, failures, points, rules_line, signed
+from grader.reports.feedback import final_score
 from grader.text import MAX_NAME, terminal
 
 
@@ -71,15 +72,18 @@ class BatchProgress:
 
 
 def print_class(rows: list[dict], title: str) -> None:
-    """The class's table in the terminal: final score, adjustments and status per record."""
+    """The class's table in the terminal, as summary.html's: final score ("-" where there is none: a submission that
+    could not be graded), overrides and late penalty apart, and status per record."""
     table = Table(title=terminal(title))
-    for column in ("student", "assignment", "score", "adjusted", "status"):
+    for column in ("student", "assignment", "score", "adjusted", "late", "status"):
         table.add_column(column)
     for row in rows:
-        adjusted = sum(a["points"] for a in row.get("adjustments", []))
+        final = final_score(row)
+        kinds = {kind: [a["points"] for a in row.get("adjustments", []) if a["kind"] == kind]
+                 for kind in ("override", "late")}
         table.add_row(terminal(row["student"], MAX_NAME), terminal(row.get("assignment") or "", MAX_NAME),
-                      f"{points(row['score'])}/{points(row['max_score'])}",
-                      signed(adjusted) if row.get("adjustments") else "",
+                      "-" if final is None else f"{points(final)}/{points(row['max_score'])}",
+                      *(signed(sum(found)) if found else "" for found in kinds.values()),
                       terminal(row.get("status", "graded")) if row.get("on_roster", True) else
                       terminal(f"{row.get('status', 'graded')} (not on the roster)"))
     Console().print(table)

@@ -605,6 +605,24 @@ def _error_of(call, *args) -> CourseError:
     return caught.value
 
 
+def test_the_terminal_table_says_what_the_summary_says(monkeypatch, capsys):
+    """The batch's table: no score for a submission that could not be graded ("-", as the summary and the LMS files:
+    it printed 0/20), and the overrides and the late penalty in columns apart (its one column added them up, where the
+    summary keeps them apart: our instructor's walk-through)."""
+    from grader.reports.terminal import print_class
+
+    monkeypatch.setenv("COLUMNS", "200")
+    late = {**_record("ann"), "score": 15.0, "adjustments": [
+        {"kind": "override", "target": "", "points": -1.0, "reason": "x", "source": "o.csv:2"},
+        {"kind": "late", "target": "", "points": -4.0, "reason": "late", "source": "course.yaml late"}]}
+    print_class([late, {**_record("gus"), "status": "error: cannot grade: gus.zip is not a zip file"}], "class")
+    rows = [line.replace("┃", "│").split("│")[1:-1] for line in capsys.readouterr().out.splitlines()
+            if line.startswith(("│", "┃"))]
+    lines = {cells[0].strip(): [cell.strip() for cell in cells] for cells in rows}
+    assert lines["student"][2:5] == ["score", "adjusted", "late"]
+    assert lines["ann"][2:5] == ["15/20", "-1", "-4"] and lines["gus"][2] == "-"
+
+
 def test_a_gradebook_of_one_assignment_has_only_its_exercises_columns(tmp_path):
     """A batch of one assignment's submissions has a column for each of its exercises only (found by our instructor's
     walk-through: every other exercise of the course was a blank column)."""
