@@ -168,6 +168,7 @@ def read_notebook(path, problems: dict[str, str], notes: list[str], limits=None,
 
     found: dict[str, list[int]] = {}
     mentioned: set[str] = set()
+    elsewhere: set[str] = set()  # exercises of other assignments whose solution cells it holds
     for index, cell in enumerate(cells, 1):
         grade_id = _grade_id(cell)
         if grade_id is None:
@@ -175,6 +176,8 @@ def read_notebook(path, problems: dict[str, str], notes: list[str], limits=None,
         match = SOLUTION_ID.fullmatch(grade_id)
         if match and match["module"] in modules:
             found.setdefault(match["module"], []).append(index)
+        elif match:
+            elsewhere.add(match["module"])
         mentioned.update(m for m in modules if grade_id.startswith(m + "_"))
 
     files: dict[str, bytes] = {}
@@ -241,6 +244,10 @@ def read_notebook(path, problems: dict[str, str], notes: list[str], limits=None,
     if files:
         taken = ", ".join(f"{module} (cell {found[module][0]})" for module in files)
         notes.append(f"exercise code taken from the solution cells of {path.name}: {taken}")
+    elif not problems and elsewhere:  # a notebook of another assignment ("no solution cell" sent her to hand it in)
+        raise IntakeError(f"{path.name} holds the solution cell of {', '.join(sorted(clean(m, MAX_NAME) for m in elsewhere)[:8])}"
+                          f", not of the exercises graded here ({', '.join(modules)}): hand in the notebook of this "
+                          "assignment")
     elif not problems:
         raise IntakeError(f"{path.name} holds no solution cell: none of its cells carries an nbgrader grade_id such as "
                           f"{solution_grade_id(modules[0])!r}. Hand in the course notebook itself; the grader finds your code through "

@@ -358,6 +358,16 @@ def test_notebook_without_any_solution_cell(tmp_path):
         read(write(nb, tmp_path / "plain.ipynb"))
 
 
+def test_a_notebook_of_another_assignment_says_which_it_is(tmp_path):
+    """The qkv notebook graded as the softmax assignment names the exercise whose solution cell it holds and asks for
+    this assignment's notebook (it said "holds no solution cell... hand in the course notebook itself", which it was:
+    our instructor's walk-through)."""
+    with pytest.raises(IntakeError) as refused:
+        read_notebook(write(load("qkv"), tmp_path / "qkv.ipynb"), {}, [], course=course().assignment("02_softmax"))
+    assert str(refused.value) == ("qkv.ipynb holds the solution cell of qkv, not of the exercises graded here "
+                                  "(softmax): hand in the notebook of this assignment")
+
+
 def test_size_caps(tmp_path):
     big = tmp_path / "big.ipynb"
     big.write_bytes(b" " * (notebooks.MAX_NOTEBOOK_MB * 2**20 + 1))
