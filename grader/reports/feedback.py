@@ -40,6 +40,7 @@ class Check:
     points: str  # "0 / 2.5"
     feedback: str
     earned: bool = True  # a passed check earned all its points (a rule earns them as far as the values are right)
+    overridden: bool = False  # its points are the instructor's (an override), whatever the grader found
 
     @property
     def deferred(self) -> bool:
@@ -48,7 +49,10 @@ class Check:
 
     @property
     def word(self) -> str:
-        """Its badge: failed, not judged yet, holds (pays once the values are right) or passed."""
+        """Its badge: adjusted (by an override), failed, not judged yet, holds (pays once the values are right) or
+        passed."""
+        if self.overridden:
+            return "adjusted"
         if self.passed:
             return "passed" if self.earned else "holds"
         return "not judged yet" if self.deferred else "failed"
@@ -56,7 +60,7 @@ class Check:
     @property
     def order(self) -> int:
         """Where it is listed: what to fix first, then the rules that wait for it, then what holds."""
-        return ("failed", "not judged yet", "holds", "passed").index(self.word)
+        return ("failed", "adjusted", "not judged yet", "holds", "passed").index(self.word)
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,7 @@ def feedback_sections(data: dict, titles: Mapping[str, str]) -> list[Section]:
     for module, result in data["exercises"].items():
         checks = sorted((Check(test["status"] == "passed", test["name"].split(": ", 1)[-1],
                                f"{points(test.get('score', 0))} / {points(test.get('max_score', 0))}", test["output"],
-                               test.get("score", 0) >= test.get("max_score", 0))
+                               test.get("score", 0) >= test.get("max_score", 0), bool(test.get("overridden")))
                          for test in by_exercise.get(module, [])), key=lambda check: check.order)
         sections.append(Section(module, titles.get(module, ""), f"{points(result['score'])} / "
                                 f"{points(result['max_score'])}", result.get("problem", ""), checks,
@@ -194,7 +198,9 @@ def _feedback_markdown(data: dict, sections: list[Section]) -> str:
             lines += [said, "", f"{_same_reason(section)}.", ""]
             continue
         for check in section.checks:
-            if check.deferred:
+            if check.overridden:
+                lines.append(f"- {check.word} ({check.points}): {markdown(check.what)} (your instructor's points)")
+            elif check.deferred:
                 lines.append(f"- {check.word} ({check.points}): {markdown(check.what)}")
             elif check.passed:
                 pays = "" if check.earned else " (pays once the values are right)"

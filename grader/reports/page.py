@@ -24,6 +24,7 @@ img{max-width:100%;height:auto}
 .badge.passed{background:#dafbe1;color:#116329;border-color:#4ac26b}
 .badge.failed{background:#ffebe9;color:#a40e26;border-color:#ff8182}
 .badge.holds,.badge.not-judged-yet{background:#f6f8fa;color:#57606a;border-color:#d0d7de}
+.badge.adjusted{background:#fff8c5;color:#7d4e00;border-color:#d4a72c}
 tr.failed td{background:#fffafa}
 .feedback{color:#5c2b29;margin:.25rem 0 0}
 .problem{border-left:4px solid #cf222e;background:#fff5f5;padding:.5rem .9rem}

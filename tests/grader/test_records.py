@@ -33,6 +33,7 @@ from grader.records.overrides import load_overrides
 from grader.records.publish import publish
 from grader.records.roster import Student, load_roster
 from grader.records.table import TableError, parse_time
+from grader.reports.feedback import write_feedback
 from tests.grader.courses import course_variant
 
 COURSE = load_course(COURSE_FILE).covering(["scores", "softmax"])  # 20 points, as the records below
@@ -271,6 +272,9 @@ def test_an_override_of_a_check_reads_its_points_and_name_as_the_feedback_page_s
     ann["tests"] = [{**test, "max_score": 0.4348} for test in ann["tests"]]  # a check of 0.8696 points, shown as 0.87
     shown = class_view(COURSE, [ann], Records(overrides=tuple(load_overrides(path, COURSE))))
     assert shown.rows[0]["exercises"]["softmax"]["score"] == 0.8696
+    write_feedback(shown.rows[0], tmp_path)  # its badge says the instructor's points: "failed" beside full points read wrong
+    assert f"- adjusted (0.43 / 0.43): {CHECK} (your instructor's points)" in (tmp_path / "feedback" / "ann.md").read_text()
+    assert "<span class='badge adjusted'>adjusted</span>" in (tmp_path / "feedback" / "ann.html").read_text()
     [typo] = shown.unapplied
     assert typo.endswith(f"(a check is named as the feedback page shows it); did you mean {CHECK!r}?"), typo
 
