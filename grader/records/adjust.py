@@ -310,8 +310,11 @@ def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> Non
     for override in overrides:
         mine = [row for row in rows if row["student"] == override.student and _names(override, row)]
         if not mine:
+            cased = sorted({row["student"] for row in rows if row["student"].casefold() == override.student.casefold()})
             raise TableError(f"{override.where}: no submission from student {clean(override.student, MAX_NAME)!r}"
-                             + (f" for {override.assignment}" if override.assignment else "") + " in this class")
+                             + (f" for {override.assignment}" if override.assignment else "") + " in this class"
+                             + (f" (ids are compared exactly: did you mean {clean(cased[0], MAX_NAME)!r}?)"
+                                if cased else ""))
         if override.exercise:
             mine = [row for row in mine if override.exercise in row["exercises"]]
             if not mine:

@@ -46,11 +46,12 @@ class Student:
 
 
 class Roster(dict):
-    """Student id -> the student, in the file's order; ``where`` (the file) and ``columns`` (its header) for the
-    errors."""
+    """Student id -> the student, in the file's order; ``where`` (the file), ``columns`` (its header) and ``lines``
+    (id -> its line) for the errors."""
 
     where: str
     columns: list[str]
+    lines: dict[str, int]
 
 
 def load_roster(path: str | Path) -> Roster:
@@ -64,8 +65,8 @@ def load_roster(path: str | Path) -> Roster:
         raise TableError(f"{path}:1: no id column: a roster's header is {EXPECTED}")
     classroom = "github_username" in header and "id" not in header
     students = Roster()
-    students.where, students.columns = str(path), header
-    lines: dict[str, int] = {}
+    students.where, students.columns, students.lines = str(path), header, {}
+    lines = students.lines
     for row in rows:
         raw = (row.get("github_username") or row.get("identifier", "")) if classroom else \
             row.get(pick(header, ID_COLUMNS), "")
@@ -102,8 +103,9 @@ def check_roster(roster: Roster, students: Collection[str]) -> None:
     for student in sorted(set(students) - set(roster)):
         [listed_as, *others] = cased.get(student.casefold(), [student])
         if listed_as != student and not others and listed_as not in students:
-            raise TableError(f"{roster.where}: the submission {clean(student, MAX_NAME)!r} is not on the roster, which "
-                             f"lists {clean(listed_as, MAX_NAME)!r}: ids are compared exactly, letter case too (one "
+            line = getattr(roster, "lines", {}).get(listed_as)
+            raise TableError(f"{roster.where}{f':{line}' if line else ''}: the submission {clean(student, MAX_NAME)!r} "
+                             f"is not on the roster, which lists {clean(listed_as, MAX_NAME)!r}: ids are compared exactly, letter case too (one "
                              "student would be both missing and not on the roster): rename the submission or the "
                              "roster's entry")
 

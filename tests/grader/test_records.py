@@ -4,6 +4,7 @@ CLI is tests/grader/test_gradebook.py)."""
 import csv
 import json
 import os
+import re
 import zipfile
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -156,9 +157,9 @@ def test_an_id_that_differs_from_the_rosters_in_letter_case_only_stops_before_gr
     more than case, or two roster ids of one spelling, are left to the not-on-the-roster flag."""
     roster = load_roster(_write(tmp_path / "roster.csv", "id,name\nann,Ann Lee\ndave,Dave Poe\n"))
     assert _error(check_records, COURSE, Records(roster=roster), [("ann", None), ("Dave", None)]) == (
-        f"{tmp_path / 'roster.csv'}: the submission 'Dave' is not on the roster, which lists 'dave': ids are compared "
-        "exactly, letter case too (one student would be both missing and not on the roster): rename the submission "
-        "or the roster's entry")
+        f"{tmp_path / 'roster.csv'}:3: the submission 'Dave' is not on the roster, which lists 'dave': ids are "
+        "compared exactly, letter case too (one student would be both missing and not on the roster): rename the "
+        "submission or the roster's entry")
     assert check_records(COURSE, Records(roster=roster), [("ann", None), ("dave", None), ("Dave", None)]) is None
     assert check_records(COURSE, Records(roster=roster), [("ann", None), ("dav", None)]) is None
     twins = load_roster(_write(tmp_path / "twins.csv", "id,name\nann,Ann Lee\ndave,Dave Poe\nDAVE,Dave Roe\n"))
@@ -291,6 +292,8 @@ def test_overrides_are_checked_against_the_class_before_grading(tmp_path):
 
     whole = [("ann", None)]
     assert "no submission from student 'dan'" in _error(check, "dan,,softmax,,1,,x", whole)
+    assert _error(check, "Ann,,softmax,,1,,x", whole).endswith("no submission from student 'Ann' in this class (ids are "
+                                                               "compared exactly: did you mean 'ann'?)")
     assert check("dan,,softmax,,1,,x", whole, roster={"ann": Student("ann"), "dan": Student("dan")}) is None
     assert "11 points is more than the 10 of softmax" in _error(check, "ann,,softmax,,11,,x", whole)
     assert "more than the 100 of the submission" in _error(check, "ann,,,,101,,x", whole)
@@ -388,14 +391,15 @@ def test_the_late_penalty_counts_started_periods_after_the_grace_and_stops_at_th
 
 def test_the_late_policy_is_checked_in_course_yaml(tmp_path):
     base = COURSE_FILE.read_text(encoding="utf-8")
-    cases = {"naive": ("late: {due: {course: 2026-11-20 23:59}, percent: 10}", "late.due.course"),
+    cases = {"naive": ("late: {due: {course: 2026-11-20 23:59}, percent: 10}",
+                       "late.due.course: a time without its UTC offset: write it with one, as 2026-12-01T23:59:00+01:00"),
              "unknown": ("late: {due: {week9: '2026-11-20T23:59:00Z'}, percent: 10}", "week9"),
              "zone": ("late: {due: {course: '2026-11-20T23:59:00Z'}, percent: 10, timezone: Mars}", "time zone"),
              "percent": ("late: {due: {course: '2026-11-20T23:59:00Z'}, percent: 0}", "late.percent"),
              "course": ("assignments: [{name: course, title: C, exercises: [scores]}]", "names the whole course")}
     for name, (policy, words) in cases.items():
         path = course_variant(tmp_path / name, f"{base}\n{policy}\n")
-        with pytest.raises(CourseError, match=words.replace(".", r"\.")):
+        with pytest.raises(CourseError, match=re.escape(words)):
             load_course(path)
     good = course_variant(tmp_path / "good", f"{base}\nlate: {{due: {{course: '2026-11-20T23:59:00+01:00', "
                                               f"02_softmax: '2026-11-27T12:00:00Z'}}, percent: 10}}\n")
