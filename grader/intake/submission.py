@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import io
+import itertools
 import json
 import os
 import re
@@ -27,6 +28,7 @@ import tempfile
 import time
 import tokenize
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -435,7 +437,7 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
                                 "run other code than the UTF-8 text the grader reads; remove that line and save the "
                                 "file as UTF-8")
     if not files and not problems:
-        raise IntakeError(nothing_to_grade(_show(path.name or path), course, notes))
+        raise IntakeError(nothing_to_grade(_show(path.name or path), course, notes, _zips_in(path)))
     return Read(files, problems, notes, None if covers is None else sorted(covers), sources, stamps[0] if stamps else None,
                 _imports(files))
 
@@ -453,14 +455,27 @@ def _imports(files: dict[str, bytes]) -> dict[str, list[tuple[str, int]]]:
     return found
 
 
-def nothing_to_grade(name: str, course: Course, notes: list[str]) -> str:
+def nothing_to_grade(name: str, course: Course, notes: list[str], zips: Sequence[str] = ()) -> str:
     """Why a submission holding nothing to grade is refused: what was looked for (the exercise files, and the course's
-    notebooks wherever they are), and why the notebooks it holds, if any, gave nothing."""
+    notebooks wherever they are), why the notebooks it holds, if any, gave nothing, and the ``zips`` a folder holds
+    (a zip inside the folder uploaded is not opened: it was not said)."""
     names = [f"{course.notebook_name(m)}.ipynb" for m in course.modules]
     unread = [note for note in notes if " was not graded: " in note or MISNAMED in note]
+    inside = f"; it holds {', '.join(_show(zip) for zip in zips)}, a zip inside it is not opened: hand in the zip " \
+             "itself or the files in it" if zips else ""
     return (f"{name} holds none of the exercise files ({', '.join(m + '.py' for m in course.modules)}) and no course "
-            f"notebook with a solution cell ({', '.join(names)}, in any folder): hand in your exercise files or your "
-            "notebooks" + (f" ({'; '.join(unread[:MAX_NOTES])})" if unread else ""))
+            f"notebook with a solution cell ({', '.join(names)}, in any folder){inside or ': hand in your exercise files or your notebooks'}"
+            + (f" ({'; '.join(unread[:MAX_NOTES])})" if unread else ""))
+
+
+def _zips_in(path: Path, most: int = 3) -> list[str]:
+    """The first ``most`` names of zip files at the top of the folder ``path`` (none for a file)."""
+    try:
+        with os.scandir(path) as entries:
+            return sorted(entry.name for entry in itertools.islice(entries, 1000)
+                          if entry.name.lower().endswith(".zip") and entry.is_file(follow_symlinks=False))[:most]
+    except OSError:  # a file, or unreadable: nothing more to say
+        return []
 
 
 def _foreign_encoding(data: bytes) -> str | None:
