@@ -95,7 +95,7 @@ def _batch(args) -> int:
     from rich.text import Text
 
     from grader.batch import BatchFailed, run_batch
-    from grader.course import CourseError, load_course
+    from grader.course import CourseError
     from grader.entries import BatchError
     from grader.grade import DeviceError, resolve_device
     from grader.records.adjust import MISSING, NotApplied
@@ -109,8 +109,7 @@ def _batch(args) -> int:
     failure: tuple[Exception, int] | None = None  # what stopped the batch, and its exit status
     unapplied: NotApplied | None = None  # the class is graded and reported, less lines of the records
     try:
-        course_file = _class_course(args)
-        records = _records(args, load_course(course_file))
+        course_file, _, records = _class_records(args)
         rows = run_batch(args.submissions, args.out, course_file=course_file, jobs=args.jobs, device=resolve_device(args.device),
                          force=args.force, require_sandbox=not args.allow_unsandboxed, dask=args.dask,
                          progress=progress, assignment=args.assignment, records=records)
@@ -150,26 +149,22 @@ def _said_grader_faults(rows: list[dict]) -> bool:
     return bool(faults)
 
 
-def _records(args, course):
-    """The instructor's records named by ``--roster``, ``--overrides``, ``--submitted`` and ``--extensions``, else
-    those kept in the output folder from an earlier run (TableError)."""
-    from grader.records.adjust import kept_records
+def _class_records(args):
+    """A class's course file (``adjust.class_course``), its course, and the instructor's records named by
+    ``--roster``, ``--overrides``, ``--submitted`` and ``--extensions``, else those kept in the output folder by an
+    earlier run, each kept one said on stderr (CourseError, TableError)."""
+    from grader.course import load_course
+    from grader.records.adjust import class_course, kept_records
 
+    course_file, kept_course = class_course(args.out, args.course)
+    course = load_course(course_file)
     records, kept = kept_records(course, args.out, args.roster, args.overrides, args.submitted, args.extensions)
-    for path in kept:
-        print(f"grader: using {path} (kept from an earlier run; give one with only its header line to clear it)", file=sys.stderr)
-    return records
-
-
-def _class_course(args) -> Path:
-    """The course.yaml of a class's output folder (``adjust.class_course``), said on stderr where it is the one kept
-    there (CourseError where ``--course`` names another)."""
-    from grader.records.adjust import class_course
-
-    course_file, kept = class_course(args.out, args.course)
-    if kept:
+    if kept_course:
         print(f"grader: using the course {course_file} (the one {args.out} was graded with)", file=sys.stderr)
-    return course_file
+    for path in kept:
+        print(f"grader: using {path} (kept from an earlier run; give one with only its header line to clear it)",
+              file=sys.stderr)
+    return course_file, course, records
 
 
 def _keep(args, course_file: Path) -> None:
@@ -217,7 +212,7 @@ def _note_off_roster(rows: list[dict], out: str | Path) -> None:
 
 def _gradebook(args) -> int:
     from grader.batch import load_results
-    from grader.course import CourseError, load_course
+    from grader.course import CourseError
     from grader.records.adjust import check_graded_with
     from grader.records.publish import publish
     from grader.records.table import TableError
@@ -226,9 +221,7 @@ def _gradebook(args) -> int:
 
     out = Path(args.out)
     try:
-        course_file = _class_course(args)
-        course = load_course(course_file)
-        records = _records(args, course)
+        course_file, course, records = _class_records(args)
         rows = [row for row in load_results(out).values() if args.assignment in (None, row.get("assignment"))]
         if not rows:
             raise CourseError(f"{out / 'results'} holds no results{' of ' + args.assignment if args.assignment else ''}: "

@@ -15,7 +15,6 @@ from __future__ import annotations
 import codecs
 import hashlib
 import io
-import itertools
 import json
 import os
 import re
@@ -37,8 +36,8 @@ from typing import NamedTuple
 from grader.course import Course, Intake
 from grader.course import course as project_course
 from grader.intake import IntakeError, IntakeFault, IntakeTimeout
-from grader.intake.walk import MAX_DEPTH, intake_reads, listing, module_of
-from grader.sandbox.imports import MAX_IMPORT_NAME, MAX_IMPORTS, imports_of
+from grader.intake.walk import MAX_DEPTH, intake_reads, listing, module_of, zips_at_top
+from grader.sandbox.imports import MAX_IMPORT_NAME, MAX_IMPORTS, imports_of_files
 from grader.sandbox.jail.lifeline import die_with_parent
 from grader.text import MAX_MESSAGE, MAX_NAME, clean
 
@@ -437,22 +436,10 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
                                 "run other code than the UTF-8 text the grader reads; remove that line and save the "
                                 "file as UTF-8")
     if not files and not problems:
-        raise IntakeError(nothing_to_grade(_show(path.name or path), course, notes, _zips_in(path)))
+        raise IntakeError(nothing_to_grade(_show(path.name or path), course, notes, zips_at_top(path)))
     return Read(files, problems, notes, None if covers is None else sorted(covers), sources, stamps[0] if stamps else None,
-                _imports(files))
+                imports_of_files(files))
 
-
-def _imports(files: dict[str, bytes]) -> dict[str, list[tuple[str, int]]]:
-    """Each file's imports (``imports_of``), read here, before any code of the submission runs anywhere, so that
-    nothing the student's code saw can change them (the import rule's feedback names them); a file Python cannot
-    parse has none (its import fails in the worker, saying why)."""
-    found = {}
-    for module, data in files.items():
-        try:
-            found[module] = imports_of(data)
-        except (SyntaxError, ValueError, RecursionError):
-            continue
-    return found
 
 
 def nothing_to_grade(name: str, course: Course, notes: list[str], zips: Sequence[str] = ()) -> str:
@@ -467,15 +454,6 @@ def nothing_to_grade(name: str, course: Course, notes: list[str], zips: Sequence
             f"notebook with a solution cell ({', '.join(names)}, in any folder){inside or ': hand in your exercise files or your notebooks'}"
             + (f" ({'; '.join(unread[:MAX_NOTES])})" if unread else ""))
 
-
-def _zips_in(path: Path, most: int = 3) -> list[str]:
-    """The first ``most`` names of zip files at the top of the folder ``path`` (none for a file)."""
-    try:
-        with os.scandir(path) as entries:
-            return sorted(entry.name for entry in itertools.islice(entries, 1000)
-                          if entry.name.lower().endswith(".zip") and entry.is_file(follow_symlinks=False))[:most]
-    except OSError:  # a file, or unreadable: nothing more to say
-        return []
 
 
 def _foreign_encoding(data: bytes) -> str | None:

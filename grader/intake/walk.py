@@ -5,6 +5,7 @@ intake, the batch and ``grader collect`` (which writes only what intake may read
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import stat
 from pathlib import Path
@@ -123,3 +124,13 @@ def _digest_file(hasher, path: Path, info: os.stat_result | None, read: bool) ->
         hasher.update(b"\0")
     except OSError as error:
         hasher.update(f"unreadable\0{error.errno}\0".encode())
+
+
+def zips_at_top(path: Path, most: int = 3) -> list[str]:
+    """The first ``most`` names of zip files at the top of the folder ``path`` (none for a file)."""
+    try:
+        with os.scandir(path) as entries:
+            return sorted(entry.name for entry in itertools.islice(entries, 1000)
+                          if entry.name.lower().endswith(".zip") and entry.is_file(follow_symlinks=False))[:most]
+    except OSError:  # a file, or unreadable: nothing more to say
+        return []

@@ -65,3 +65,16 @@ def rule(allowed=ALLOWED) -> str:
     """The rule in words, for feedback and the public checks."""
     return (f"an exercise file imports only {' and '.join(allowed)}, and earlier exercises of the course with a "
             f"relative import (from .<earlier exercise> import <name>)")
+
+
+def imports_of_files(files: dict[str, bytes]) -> dict[str, list[tuple[str, int]]]:
+    """Each file's imports (``imports_of``), read by intake before any code of the submission runs anywhere, so that
+    nothing the student's code saw can change them (the import rule's feedback names them); a file Python cannot
+    parse has none (its import fails in the worker, saying why)."""
+    found = {}
+    for module, data in files.items():
+        try:
+            found[module] = imports_of(data)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+    return found

@@ -102,7 +102,7 @@ def test_report_writes_every_output(github, tmp_path):
     assert commands[0].endswith("::large scores stay finite: " + RAISED)
     assert commands[1] == f"::error file=exercises/context.py,line=3,title=context%3A 0/10 points::{SYNTAX}"
     assert commands[2] == ("::notice file=exercises/qkv.py,line=41,title=qkv%3A 0/20 points::"
-                           "not implemented yet: fill in qkv.project")
+                           "not implemented yet: fill in qkv.project, qkv.copy_linear_weights")
     assert commands[3].startswith("::error file=exercises/causal.py,title=causal%3A 7.5/15 points::no peeking")
     # the other formats, on request
     saved = json.loads((tmp_path / "r" / "results.json").read_text())
