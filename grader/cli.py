@@ -267,10 +267,13 @@ def _collect(args) -> int:
     from grader.collect import CLONE_MB, CLONE_SECONDS, CollectError, collect
     from grader.course import CourseError
     from grader.grade import DeviceError, resolve_device
+    from grader.records.adjust import class_course, keep_course
     from grader.sandbox.jail.confine import SandboxUnavailable
 
+    grades = Path(args.out) / "grades"  # the class's output folder, as a batch's: its course kept there
     try:
-        repositories, rows = collect(args.roster, args.out, deadline=args.deadline, course_file=args.course or str(COURSE_FILE),
+        course_file, _ = class_course(grades, args.course)
+        repositories, rows = collect(args.roster, args.out, deadline=args.deadline, course_file=course_file,
                                      seconds=CLONE_SECONDS if args.clone_seconds is None else args.clone_seconds,
                                      megabytes=CLONE_MB if args.clone_mb is None else args.clone_mb, jobs=args.jobs,
                                      device=resolve_device(args.device), assignment=args.assignment)
@@ -280,6 +283,8 @@ def _collect(args) -> int:
     except (SandboxUnavailable, BatchFailed) as error:  # collected, and nobody graded
         print(f"grader: {error}", file=sys.stderr)
         return GRADER_FAULT_STATUS
+    if rows:
+        keep_course(grades, course_file)
     failed = [r for r in repositories if not r.commit]
     print(f"collected {len(repositories) - len(failed)} of {len(repositories)} repositories -> "
           f"{Path(args.out) / 'collected.csv'}; grades in {Path(args.out) / 'grades'}")
@@ -348,8 +353,8 @@ def _class_flags(parser) -> None:
     parser.add_argument("--jobs", type=_above_zero(int), default=max(1, len(os.sched_getaffinity(0))),
                         help="parallel gradings (default: CPUs)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto; default: %(default)s")
-    parser.add_argument("--course", help="course.yaml to grade with (default: the one OUT was graded with, kept in "
-                                         "OUT/records/course.txt; else the project's)")
+    parser.add_argument("--course", help="course.yaml to grade with (default: the one the class was graded with, kept "
+                                         "in records/course.txt of its output folder; else the project's)")
 
 
 def _sandbox_flags(command) -> None:

@@ -6,7 +6,7 @@
 # The browser tests (tests/grader/test_browser.py) render pages in Debian's Chromium: it is installed when missing and
 # apt-get is there (as root, or through sudo where the user has it); where it cannot be, those tests fail saying so,
 # they never skip. Then `python3 -m pytest -q`, its test files shared among one process per CPU (at most 4; pytest-xdist,
-# from the dev extra; TEST_WORKERS=N sets how many, 0 runs them in this process alone).
+# from the dev extra; TEST_WORKERS=N sets how many, 0 runs them in this process alone, without the plugin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
@@ -26,4 +26,7 @@ if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
 fi
 cpus=$(nproc 2>/dev/null || echo 1)
 workers=${TEST_WORKERS:-$(( cpus < 4 ? cpus : 4 ))}
-exec python3 -m pytest -q -n "$workers" --dist loadfile "$@"
+if [ "$workers" -gt 0 ]; then
+    exec python3 -m pytest -q -n "$workers" --dist loadfile "$@"
+fi
+exec python3 -m pytest -q "$@"

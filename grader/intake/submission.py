@@ -441,19 +441,17 @@ def _read(path: Path, limits: Intake, course: Course) -> Read:
                 imports_of_files(files))
 
 
-
 def nothing_to_grade(name: str, course: Course, notes: list[str], zips: Sequence[str] = ()) -> str:
     """Why a submission holding nothing to grade is refused: what was looked for (the exercise files, and the course's
     notebooks wherever they are), why the notebooks it holds, if any, gave nothing, and the ``zips`` a folder holds
     (a zip inside the folder uploaded is not opened: it was not said)."""
     names = [f"{course.notebook_name(m)}.ipynb" for m in course.modules]
     unread = [note for note in notes if " was not graded: " in note or MISNAMED in note]
-    inside = f"; it holds {', '.join(_show(zip) for zip in zips)}, a zip inside it is not opened: hand in the zip " \
+    inside = f"; a zip inside a folder is not opened ({', '.join(_show(zip) for zip in zips)}): hand in the zip " \
              "itself or the files in it" if zips else ""
     return (f"{name} holds none of the exercise files ({', '.join(m + '.py' for m in course.modules)}) and no course "
             f"notebook with a solution cell ({', '.join(names)}, in any folder){inside or ': hand in your exercise files or your notebooks'}"
             + (f" ({'; '.join(unread[:MAX_NOTES])})" if unread else ""))
-
 
 
 def _foreign_encoding(data: bytes) -> str | None:

@@ -116,10 +116,11 @@ def check_graded_with(course: Course, rows: Sequence[dict]) -> None:
         graded_on = course.assignment(row["assignment"]) if row.get("assignment") else course
         given = {e.module: float(e.points) for e in graded_on.exercises}
         found = {module: float(e.get("max_score", 0)) for module, e in row.get("exercises", {}).items()}
-        if not found.items() <= given.items():
-            module = next(m for m in sorted(found) if given.get(m) != found[m])
+        if found != given:
+            module = next(m for m in sorted(found | given) if given.get(m) != found.get(m))
+            graded_out = f"out of {found[module]:g} points" if module in found else "not graded"
             raise CourseError(f"the results were not graded with this course: {clean(row['student'], MAX_NAME)}'s "
-                              f"{clean(module, MAX_NAME)} is out of {found[module]:g} points, the course gives "
+                              f"{clean(module, MAX_NAME)} is {graded_out}, the course gives "
                               + (f"{given[module]:g}" if module in given else "no such exercise")
                               + ": give --course the course.yaml they were graded with")
 
@@ -322,12 +323,14 @@ def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> Non
         if len(mine) > 1:
             raise TableError(f"{override.where}: student {clean(override.student, MAX_NAME)!r} has "
                              f"{len(mine)} graded assignments here: name one in the assignment column")
-        hashes = [row["submission_sha256"] for row in mine if graded(row)]
-        if override.submission and hashes and not hashes[0].startswith(override.submission):
+        handed = [row for row in mine if row.get("status") not in (PLANNED, MISSING)]  # known once graded
+        if override.submission and handed and not (graded(handed[0]) and
+                                                   handed[0]["submission_sha256"].startswith(override.submission)):
+            since = (f"was graded on another one since ({handed[0]['submission_sha256'][:len(override.submission)]})"
+                     if graded(handed[0]) else "handed in another one since, which could not be graded")
             raise TableError(f"{override.where}: written for submission {override.submission} of student "
-                             f"{clean(override.student, MAX_NAME)!r}, who was graded on another one since "
-                             f"({hashes[0][:len(override.submission)]}): check it still holds, then update or clear "
-                             "its submission column")
+                             f"{clean(override.student, MAX_NAME)!r}, who {since}: check it still holds, then update "
+                             "or clear its submission column")
         if override.check and not any(row.get("status") == PLANNED for row in mine) and not any(
                 t["name"] == f"{override.exercise}: {override.check}" for row in mine for t in row.get("tests", [])):
             names = sorted({t["name"].split(": ", 1)[-1] for row in mine for t in row.get("tests", [])

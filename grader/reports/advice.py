@@ -62,9 +62,11 @@ def rules_line(tests: list[TestScore]) -> str:
     parts = []
     if held:
         share = sum(t.score for t in held) / sum(t.max_score for t in held)
-        paid = f"earn {share:.0%} of their points" if share else "earn nothing yet"
-        parts.append(f"{len(held)} rule{'s' if len(held) != 1 else ''} that hold{'' if len(held) != 1 else 's'} {paid}: "
-                     f"a rule pays only the share of the values checks (by weight) that pass")
+        one = len(held) == 1
+        part = f"{share:.0%}" if share >= 0.005 else "less than 1%"
+        paid = f"earn{'s' * one} {part} of {'its' if one else 'their'} points" if share else f"earn{'s' * one} nothing yet"
+        parts.append(f"{len(held)} rule{'s' * (not one)} that hold{'s' * one} {paid}: a rule pays only the share of "
+                     f"the values checks (by weight) that pass")
     if waiting:
         parts.append(f"{waiting} rule{'s are' if waiting != 1 else ' is'} judged once the values are right (the checks "
                      f"above say what to fix)")

@@ -14,7 +14,7 @@ import pytest
 from courses import TOTAL
 
 from grader.collect import CollectError, collect, fetch, parse_deadline, read_roster
-from grader.course import course
+from grader.course import COURSE_FILE, course
 
 ROOT = Path(__file__).resolve().parents[2]
 BEFORE, DEADLINE, AFTER = "2026-12-01T12:00:00+00:00", "2026-12-01T23:59:00+00:00", "2026-12-02T09:00:00+00:00"
@@ -191,6 +191,9 @@ def test_collect_with_grader_errors_exits_3_naming_them(tmp_path, grader_faults,
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "grader: 1 of 2 records are grader errors, not final (bo): the reports show them so; run the batch again to "
         "grade them")
+    # the course is kept with the grades, as a batch keeps it (a later `grader gradebook OUT/grades` uses it)
+    from grader.records.adjust import class_course
+    assert class_course(out / "grades", None) == (COURSE_FILE.resolve(), True)
 
 
 def test_a_clone_that_takes_too_long_is_stopped(tmp_path):

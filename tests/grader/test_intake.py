@@ -169,7 +169,7 @@ def test_a_folder_holding_only_a_zip_names_it(tmp_path):
     folder held none of the exercise files: our instructor's walk-through, on Gradescope)."""
     (tmp_path / "sub").mkdir()
     zip_of(tmp_path / "sub" / "my work.zip", solution_entries(""))
-    refused(tmp_path / "sub", "; it holds my work.zip, a zip inside it is not opened: hand in the zip itself or the files in it")
+    refused(tmp_path / "sub", "; a zip inside a folder is not opened (my work.zip): hand in the zip itself or the files in it")
 
 
 def test_too_deep_folders_are_not_searched(tmp_path):

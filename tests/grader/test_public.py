@@ -250,6 +250,8 @@ WALKTHROUGH_BUGS = [  # rounds of {module: (edit of the reference, what its chec
              "Hint: you scale by sqrt(d_in)", "wrong values: off by about 1e-3 at worst.\n"),
      "quiz": (("alphas = torch.softmax(scores, dim=-1)  # (..., n)", "alphas = torch.softmax(scores, dim=0)"),
               "Hint: the softmax runs over the wrong dim", "Hint: these are v"),
+     "scores": (("def dot(", "def dot_product("), "exercises/scores.py defines no dot: keep the name the handout gives it",
+                "could not use"),
      "context": (("return weights @ x  # (..., T, d)", "return x @ weights"),
                  "6x6). Hint: the product is the wrong way round", ".. Hint"),
      "causal": (("weights = self.dropout(torch.softmax(scores, dim=-1))  # (B, T, T)",
@@ -265,7 +267,9 @@ def test_the_student_walkthroughs_bugs_are_said_in_the_right_words(tmp_path, bug
     student's ("raised TypeError"), a float64 answer as "assert (True and ...)", a function without a tensor input
     asked for "the input's dtype", NaN against NaN as "off by about 1e-10", heads split and merged without transposes
     got no hint (the multihead merge is edited to reshape alone below), and the lecture's numbers named no mistake
-    (sqrt(d_in), a softmax over the batch, x @ weights, dropout left on in eval mode) where the grader names each."""
+    (sqrt(d_in), a softmax over the batch, x @ weights, dropout left on in eval mode) where the grader names each; a
+    function renamed is said as a name missing (our reviewer: the first fix called it "could not use what was
+    returned")."""
     copy = filled_handout(tmp_path / "repo")
     for module, ((old, new), _, _) in bugs.items():
         path = copy / "exercises" / f"{module}.py"

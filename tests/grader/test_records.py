@@ -259,6 +259,11 @@ def test_an_override_tied_to_a_submission_leaves_a_resubmission_alone(tmp_path):
     assert shown.unapplied == [f"{path}:3: written for submission {'b' * 20} of student 'bob', who was graded on "
                                f"another one since ({'a' * 20}): check it still holds, then update or clear its "
                                "submission column"]
+    unreadable = {**_record("ann"), "status": "error: cannot grade: ann.zip is not a zip file", "submission_sha256": "0" * 64}
+    shown = class_view(COURSE, [unreadable], Records(overrides=tuple(load_overrides(path, COURSE))[:1]))
+    assert shown.unapplied == [f"{path}:2: written for submission {'a' * 16} of student 'ann', who handed in another one "
+                               "since, which could not be graded: check it still holds, then update or clear its "
+                               "submission column"] and shown.rows[0]["adjustments"] == []
     for bad in ("abc", "a" * 15, "g" * 16, "a" * 65):  # 8 digits were forged in 6 CPU-minutes (red team 11)
         _write(path, f"student,penalty,reason,submission\nann,1,x,{bad}\n")
         assert "is not the start of a submission_sha256" in _error(load_overrides, path, COURSE)
@@ -605,6 +610,8 @@ def test_reports_are_refused_with_a_course_the_class_was_not_graded_with():
         "--course the course.yaml they were graded with")
     extra = {**_record("ann"), "exercises": {**_record("ann")["exercises"], "gqa": {"score": 0, "max_score": 10}}}
     assert "ann's gqa is out of 10 points, the course gives no such exercise" in str(_error_of(check_graded_with, COURSE, [extra]))
+    fewer = {**_record("ann"), "exercises": {"softmax": {"score": 5, "max_score": 10}}}  # a course of one more exercise
+    assert "ann's scores is not graded, the course gives 10" in str(_error_of(check_graded_with, COURSE, [fewer]))
 
 
 def _error_of(call, *args) -> CourseError:

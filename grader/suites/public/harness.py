@@ -18,6 +18,7 @@ import importlib
 import json
 import re
 import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -258,6 +259,10 @@ def _explain(excinfo, package: Path, checks: Path) -> dict:
                            f"{missing['name']}(...) with a message saying what is wrong"}
     if isinstance(error, AssertionError):
         return {"problem": f"failed: {first or 'an assertion of the check'}"}
+    owner = getattr(error, "obj", None)
+    if isinstance(error, AttributeError) and isinstance(owner, types.ModuleType) and error.name:
+        where = _display(getattr(owner, "__file__", None) or owner.__name__)
+        return {"problem": f"{where} defines no {error.name}: keep the name the handout gives it"}
     if _raised_in(error, (checks, HERE)):  # torch.stack of a float, .dtype of a tuple: what was returned is not usable
         return {"problem": f"could not use what your code returned ({type(error).__name__}: {first}): see the "
                            "contract in its docstring (a tensor, its shape)"}
