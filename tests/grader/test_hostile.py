@@ -799,7 +799,7 @@ def test_half_a_reply_cannot_block_the_grader(fake_worker):
     started = time.monotonic()
     with pytest.raises(SubmissionProblem, match="ran for more than 1 s"):
         session._exchange(wire.encode({"op": "import", "module": "quiz"}), 1.0, "during this check")
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 10  # ends at the time limit, not never (a loaded machine adds seconds)
     assert session.pid is None  # the worker was stopped
 
 
@@ -815,7 +815,7 @@ def test_a_worker_that_does_not_read_cannot_block_the_grader(fake_worker):
     started = time.monotonic()
     with pytest.raises(SubmissionProblem, match="ran for more than 1 s"):
         session._exchange(frame, 1.0, "during this check")
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 10  # ends at the time limit, not never (a loaded machine adds seconds)
 
 
 def test_malformed_replies_become_submission_problems(fake_worker):
