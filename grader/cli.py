@@ -267,13 +267,10 @@ def _collect(args) -> int:
     from grader.collect import CLONE_MB, CLONE_SECONDS, CollectError, collect
     from grader.course import CourseError
     from grader.grade import DeviceError, resolve_device
-    from grader.records.adjust import class_course, keep_course
     from grader.sandbox.jail.confine import SandboxUnavailable
 
-    grades = Path(args.out) / "grades"  # the class's output folder, as a batch's: its course kept there
     try:
-        course_file, _ = class_course(grades, args.course)
-        repositories, rows = collect(args.roster, args.out, deadline=args.deadline, course_file=course_file,
+        repositories, rows = collect(args.roster, args.out, deadline=args.deadline, course_file=args.course,
                                      seconds=CLONE_SECONDS if args.clone_seconds is None else args.clone_seconds,
                                      megabytes=CLONE_MB if args.clone_mb is None else args.clone_mb, jobs=args.jobs,
                                      device=resolve_device(args.device), assignment=args.assignment)
@@ -283,8 +280,6 @@ def _collect(args) -> int:
     except (SandboxUnavailable, BatchFailed) as error:  # collected, and nobody graded
         print(f"grader: {error}", file=sys.stderr)
         return GRADER_FAULT_STATUS
-    if rows:
-        keep_course(grades, course_file)
     failed = [r for r in repositories if not r.commit]
     print(f"collected {len(repositories) - len(failed)} of {len(repositories)} repositories -> "
           f"{Path(args.out) / 'collected.csv'}; grades in {Path(args.out) / 'grades'}")

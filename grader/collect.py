@@ -37,6 +37,7 @@ from grader.batch import run_batch
 from grader.course import Course, Intake, load_course
 from grader.entries import BatchError
 from grader.intake.walk import intake_reads
+from grader.records.adjust import class_course, keep_course
 from grader.reports.files import write_atomic
 from grader.text import MAX_NAME, clean, csv_cell, student_id
 
@@ -275,14 +276,16 @@ class Collected(NamedTuple):
     rows: list[dict]
 
 
-def collect(roster: str | os.PathLike, out: str | os.PathLike, *, deadline: str, course_file: Path,
+def collect(roster: str | os.PathLike, out: str | os.PathLike, *, deadline: str, course_file: Path | None,
             grade: bool = True, seconds: float = CLONE_SECONDS, megabytes: int = CLONE_MB, **batch) -> Collected:
     """Clone every repository of ``roster`` at ``deadline`` into ``out``/submissions, write ``out``/collected.csv, and
-    (``grade``) grade the collected class into ``out``/grades with ``run_batch`` (``batch``: its options): the
+    (``grade``) grade the collected class into ``out``/grades with ``run_batch`` (``batch``: its options; the course
+    ``course_file``, else the one kept with the grades, ``adjust.class_course``): the
     repositories, and the class's rows as the batch shows them (none when nothing was graded)."""
     out = Path(out)
     when = parse_deadline(deadline)
     repositories = read_roster(roster)
+    course_file, _ = class_course(out / "grades", course_file)  # kept with the grades, as a batch keeps it
     course = load_course(course_file)
     submissions = out / "submissions"
     for repository in repositories:
@@ -299,4 +302,5 @@ def collect(roster: str | os.PathLike, out: str | os.PathLike, *, deadline: str,
             rows = run_batch(submissions, out / "grades", course_file=course_file, **batch)
         except BatchError as error:
             raise CollectError(str(error)) from None
+        keep_course(out / "grades", course_file)
     return Collected(repositories, rows)
