@@ -110,8 +110,8 @@ def _batch(args) -> int:
     unapplied: NotApplied | None = None  # the class is graded and reported, less lines of the records
     try:
         course_file, _, records = _class_records(args)
-        rows = run_batch(args.submissions, args.out, course_file=course_file, jobs=args.jobs, device=resolve_device(args.device),
-                         force=args.force, require_sandbox=not args.allow_unsandboxed, dask=args.dask,
+        rows = run_batch(args.submissions, args.out, course_file=course_file, jobs=args.jobs,
+                         device=resolve_device(args.device), force=args.force, require_sandbox=not args.allow_unsandboxed, dask=args.dask,
                          progress=progress, assignment=args.assignment, records=records)
     except NotApplied as error:
         rows, unapplied = error.rows, error
@@ -195,7 +195,8 @@ def _note_unlisted_times(rows: list[dict]) -> None:
     times."""
     unlisted = [row for row in rows if row.get("time_unlisted")]
     if unlisted:
-        print(f"grader: {len(unlisted)} of {len(rows)} records have a due date but no time in --submitted ({_named(_keys(unlisted))}): "
+        print(f"grader: {len(unlisted)} of {len(rows)} records have a due date but no time in --submitted "
+              f"({_named(_keys(unlisted))}): "
               "their lateness is judged by what the submission says (nbgrader's timestamp.txt, a zip's newest entry), "
               "which its author can set, or not judged; give --submitted with the times your LMS recorded",
               file=sys.stderr)

@@ -245,9 +245,9 @@ def read_notebook(path, problems: dict[str, str], notes: list[str], limits=None,
         taken = ", ".join(f"{module} (cell {found[module][0]})" for module in files)
         notes.append(f"exercise code taken from the solution cells of {path.name}: {taken}")
     elif not problems and elsewhere:  # a notebook of another assignment ("no solution cell" sent her to hand it in)
-        raise IntakeError(f"{path.name} holds the solution cell of {', '.join(sorted(clean(m, MAX_NAME) for m in elsewhere)[:8])}"
-                          f", not of the exercises graded here ({', '.join(modules)}): hand in the notebook of this "
-                          "assignment")
+        held = ", ".join(sorted(clean(module, MAX_NAME) for module in elsewhere)[:8])
+        raise IntakeError(f"{path.name} holds the solution cell of {held}, not of the exercises graded here "
+                          f"({', '.join(modules)}): hand in the notebook of this assignment")
     elif not problems:
         raise IntakeError(f"{path.name} holds no solution cell: none of its cells carries an nbgrader grade_id such as "
                           f"{solution_grade_id(modules[0])!r}. Hand in the course notebook itself; the grader finds your code through "

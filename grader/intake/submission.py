@@ -447,10 +447,10 @@ def nothing_to_grade(name: str, course: Course, notes: list[str], zips: Sequence
     (a zip inside the folder uploaded is not opened: it was not said)."""
     names = [f"{course.notebook_name(m)}.ipynb" for m in course.modules]
     unread = [note for note in notes if " was not graded: " in note or MISNAMED in note]
-    inside = f"; a zip inside a folder is not opened ({', '.join(_show(zip) for zip in zips)}): hand in the zip " \
-             "itself or the files in it" if zips else ""
+    what_to_do = (f"; a zip inside a folder is not opened ({', '.join(_show(zip) for zip in zips)}): hand in the zip "
+                  "itself or the files in it") if zips else ": hand in your exercise files or your notebooks"
     return (f"{name} holds none of the exercise files ({', '.join(m + '.py' for m in course.modules)}) and no course "
-            f"notebook with a solution cell ({', '.join(names)}, in any folder){inside or ': hand in your exercise files or your notebooks'}"
+            f"notebook with a solution cell ({', '.join(names)}, in any folder){what_to_do}"
             + (f" ({'; '.join(unread[:MAX_NOTES])})" if unread else ""))
 
 

@@ -336,8 +336,8 @@ def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> Non
             names = sorted({t["name"].split(": ", 1)[-1] for row in mine for t in row.get("tests", [])
                             if t["name"].startswith(f"{override.exercise}: ")})
             like = difflib.get_close_matches(override.check, names, n=1, cutoff=0.6)
-            raise TableError(f"{override.where}: no check {clean(override.check, MAX_CHECK)!r} in {override.exercise}'s "
-                             "results (a check is named as the feedback page shows it)"
+            raise TableError(f"{override.where}: no check {clean(override.check, MAX_CHECK)!r} in "
+                             f"{override.exercise}'s results (a check is named as the feedback page shows it)"
                              + (f"; did you mean {clean(like[0], MAX_CHECK)!r}?" if like else ""))
 
 

@@ -103,11 +103,10 @@ def check_roster(roster: Roster, students: Collection[str]) -> None:
     for student in sorted(set(students) - set(roster)):
         [listed_as, *others] = cased.get(student.casefold(), [student])
         if listed_as != student and not others and listed_as not in students:
-            line = getattr(roster, "lines", {}).get(listed_as)
-            raise TableError(f"{roster.where}{f':{line}' if line else ''}: the submission {clean(student, MAX_NAME)!r} "
-                             f"is not on the roster, which lists {clean(listed_as, MAX_NAME)!r}: ids are compared exactly, letter case too (one "
-                             "student would be both missing and not on the roster): rename the submission or the "
-                             "roster's entry")
+            raise TableError(f"{roster.where}:{roster.lines[listed_as]}: the submission {clean(student, MAX_NAME)!r} "
+                             f"is not on the roster, which lists {clean(listed_as, MAX_NAME)!r}: ids are compared "
+                             "exactly, letter case too (one student would be both missing and not on the roster): "
+                             "rename the submission or the roster's entry")
 
 
 def _columns(header: list[str]) -> str:

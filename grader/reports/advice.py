@@ -64,7 +64,8 @@ def rules_line(tests: list[TestScore]) -> str:
         share = sum(t.score for t in held) / sum(t.max_score for t in held)
         one = len(held) == 1
         part = f"{share:.0%}" if share >= 0.005 else "less than 1%"
-        paid = f"earn{'s' * one} {part} of {'its' if one else 'their'} points" if share else f"earn{'s' * one} nothing yet"
+        paid = (f"earn{'s' * one} {part} of {'its' if one else 'their'} points" if share
+                else f"earn{'s' * one} nothing yet")
         parts.append(f"{len(held)} rule{'s' * (not one)} that hold{'s' * one} {paid}: a rule pays only the share of "
                      f"the values checks (by weight) that pass")
     if waiting:

@@ -226,7 +226,8 @@ def _student_pairs(rolled: list[tuple[tuple[str, str], list[tuple[Pair, int]]]])
                     f"<td class='num'>{max(pair.score for pair, _ in flagged):.0%}</td></tr>")
     return ("<h2 id='student-pairs'>Student pairs</h2><p>Each two students flagged together in some exercise, those "
             "flagged in most exercises first, then the two who share code with nobody else.</p>"
-            "<table id='student-pairs-table'><thead><tr><th>students</th><th class='num'>exercises</th><th>flagged in</th><th class='num'>highest</th></tr></thead>"
+            "<table id='student-pairs-table'><thead><tr><th>students</th><th class='num'>exercises</th>"
+            "<th>flagged in</th><th class='num'>highest</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 

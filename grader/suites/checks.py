@@ -141,7 +141,7 @@ def each(cases, check: Callable) -> None:
         except CheckFailed as failure:
             if not failures and failure.misconception:
                 raise
-            failures.append(without_frames(failure))  # one 96 MB tensor returned to each of 14 cases held them all at once
+            failures.append(without_frames(failure))  # a 96 MB tensor returned to each of 14 cases held them all
     named = Counter(failure.misconception for failure in failures if failure.misconception)
     for failure in failures:
         if failure.misconception and 2 * named[failure.misconception] >= len(failures):
