@@ -17,18 +17,22 @@ def device(request) -> str:
 
 
 @pytest.fixture
-def grader_faults(monkeypatch):
+def grader_faults(monkeypatch, tmp_path_factory):
     """A function that makes grading fail by the grader's own fault (a file of the course it cannot find) for the
-    submissions whose folder it names (every one when None); a batch's job processes, forked from this one, inherit
-    it."""
+    submissions whose folder it names (every one when None), every time or only the first time (``once``); a batch's
+    job processes, forked from this one, inherit it."""
     import grader.grade
 
     real = grader.grade.grade_submission
+    failed = tmp_path_factory.mktemp("faulted")  # a file per submission that failed (job processes share no memory)
 
-    def make(victims: set[str] | None = None) -> None:
+    def make(victims: set[str] | None = None, once: bool = False) -> None:
         def faulty(path, *args, **kwargs):
             if victims is None or Path(path).name in victims:
-                raise FileNotFoundError(2, "No such file or directory", "/course/grader/suites/pytest.ini")
+                mark = failed / Path(path).name
+                if not (once and mark.exists()):
+                    mark.touch()
+                    raise FileNotFoundError(2, "No such file or directory", "/course/grader/suites/pytest.ini")
             return real(path, *args, **kwargs)
 
         monkeypatch.setattr(grader.grade, "grade_submission", faulty)

@@ -27,6 +27,7 @@ import os
 import platform
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -54,7 +55,8 @@ def log(*parts) -> None:
 
 def run(args: list[str], timeout: float, env: dict | None = None) -> tuple[int, str, float]:
     """Run a command from the repository root; (exit status, its output, seconds). A command past its time is
-    killed with its process group and reported as status 124."""
+    interrupted (SIGINT: pytest then reports the failures so far), killed with its process group 20 s later if it
+    is still running, and reported as status 124."""
     started = time.monotonic()
     process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env={**os.environ, **(env or {})}, start_new_session=True)
@@ -62,8 +64,12 @@ def run(args: list[str], timeout: float, env: dict | None = None) -> tuple[int, 
         output, _ = process.communicate(timeout=timeout)
         code = process.returncode
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, 9)
-        output, _ = process.communicate()
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            output, _ = process.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
         code = 124
     return code, output, round(time.monotonic() - started, 2)
 
@@ -308,14 +314,15 @@ def corpus(options) -> dict:
 
 
 def hostile(options) -> dict:
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/grader/test_hostile.py",
-            "--device", options.device, "-o", "addopts="]
+    args = [sys.executable, "-m", "pytest", "-v", "--tb=short", "-rfE", "-p", "no:cacheprovider",
+            "tests/grader/test_hostile.py", "--device", options.device, "-o", "addopts="]
     if options.quick:
         args += ["-k", QUICK_HOSTILE]
     code, output, seconds = run(args, options.hostile_seconds, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     (options.out / "hostile.log").write_text(output)
     summary = output.strip().splitlines()[-1] if output.strip() else ""
-    findings = [] if code == 0 else [f"hostile suite on {options.device}: status {code}: {summary}"]
+    findings = [] if code == 0 else [f"hostile suite on {options.device}: status {code}: {summary}"] + [
+        line[:600] for line in output.splitlines() if line.startswith(("FAILED ", "ERROR "))]
     return {"seconds": seconds, "summary": summary, "findings": findings}
 
 

@@ -67,6 +67,10 @@ class BatchProgress:
     def advance(self, counts):
         self.bar.update(self.task, advance=1, description=self._describe(counts))
 
+    def again(self, count, counts):
+        """``count`` submissions are graded again (their grading was a grader fault)."""
+        self.bar.update(self.task, advance=-count, description=self._describe(counts))
+
     def stop(self):
         self.bar.stop()
 

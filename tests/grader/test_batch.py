@@ -2,6 +2,7 @@
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -62,6 +63,10 @@ class Recorder:
 
     def advance(self, counts):
         self.counts = dict(counts)
+        self.done = getattr(self, "done", 0) + 1
+
+    def again(self, count, counts):
+        self.counts, self.done = dict(counts), self.done - count
 
 
 def _scores(rows):
@@ -529,6 +534,24 @@ def test_lines_left_out_are_said_beside_grader_errors(tmp_path, grader_faults, c
     error = " ".join(capsys.readouterr().err.split())
     assert f"{overrides}:2: no check 'No such check' in softmax's results" in error
     assert "1 of 2 records are grader errors, not final (ann)" in error
+
+
+def test_a_grader_fault_is_graded_again_in_the_same_run(tmp_path, grader_faults, capsys):
+    """A submission whose grading failed by the grader's fault (a GPU that did not start in one worker, say) is
+    graded again once, in new job processes, before the batch ends: a passing fault costs no rerun, and the counts
+    and the progress bar count it once."""
+    root, out = tmp_path / "class", tmp_path / "out"
+    for student in ("ann", "bob", "cy"):
+        _copy_solutions(root / student)
+    grader_faults({"bob", "cy"}, once=True)
+    progress = Recorder()
+    rows = run_batch(root, out, course_file=COURSE_FILE, jobs=2, progress=progress)
+    assert {row["student"]: (row["status"], row["score"]) for row in rows} == {
+        student: ("graded", 100) for student in ("ann", "bob", "cy")}
+    assert progress.done == progress.total == 3 and progress.counts == {"graded": 3, "errored": 0, "up to date": 0}
+    said = " ".join(capsys.readouterr().err.split())
+    assert re.search(r"grader: 2 of 3 gradings ended in a grader fault \(the first, (bob|cy): error: grader error: "
+                     r"FileNotFoundError: .*\); grading them again", said), said
 
 
 def test_a_batch_with_some_grader_errors_exits_3_naming_them(tmp_path, grader_faults, capsys):

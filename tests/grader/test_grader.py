@@ -335,7 +335,8 @@ def test_the_shared_properties_are_reported_under_each_exercise(zygote, course):
 def test_a_worker_whose_cuda_cannot_start_is_a_grader_fault(monkeypatch, private_tmp, course):
     """A worker asked for CUDA where CUDA cannot start (no device, no driver, a CPU build of torch) is the grader's
     fault, said as such and never scored: not "your code exited while starting". CUDA_VISIBLE_DEVICES="" hides any
-    GPU, so this holds on every machine."""
+    GPU, so this holds on every machine. The message says what the worker had (open files, threads and their limits):
+    an H200 refused CUDA to some workers with "OS call failed" only."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     zygote = Zygote()
     try:
@@ -343,6 +344,7 @@ def test_a_worker_whose_cuda_cannot_start_is_a_grader_fault(monkeypatch, private
         with pytest.raises(GraderFault, match="CUDA did not start"):
             session.run({"module": "softmax", "path": ["softmax"]}, (torch.ones(3),))
         assert session.fault and "CUDA did not start" in session.fault
+        assert re.search(r"\d+ open files of \d+; \d+ threads, \d+ processes of its uid at most", session.fault)
     finally:
         zygote.close()
 
@@ -363,6 +365,10 @@ torch.manual_seed(3)
 print(student.modules["plain"].AT_IMPORT.device, call("Plain").mask.device, call("made").device,
       seeded.w.device, torch.equal(seeded.w, torch.rand(2)), call("made", torch.empty(2, device="meta")).device,
       call("Plain", as_on_cpu=True).mask.device, call("made", seed=4).device)
+moved = []
+worker._on_the_cpu = lambda value: moved.append(value) or value  # a meta tensor cannot be copied to the CPU
+call("made"), call("made", 1), call("made", [torch.empty(1)]), call("made", kwargs={"device": "cpu"}), call("Plain")
+print(*(getattr(value, "shape", type(value).__name__) for value in moved))
 """
 
 PLAIN_TENSORS = """import torch
@@ -382,7 +388,7 @@ class Seeded(torch.nn.Module):
         self.w = torch.nn.Parameter(torch.rand(2))
 
 
-def made(x=None):
+def made(x=None, device=None):
     return torch.tensor(2.0)  # a scalar, as in x / torch.tensor(d_k) ** 0.5
 """
 
@@ -395,11 +401,16 @@ def test_student_code_makes_its_tensors_on_the_grading_device(tmp_path, device):
     run as on the CPU whatever the device, and so do those the grading process asks so (as_on_cpu: a seeded
     construction, whose parameters must be the CPU generator's draws as the reference's are; the meta rule's
     construction): the meta rule judges device handling the same everywhere (a CPU scalar beside meta tensors
-    passes). The meta device stands in for CUDA here."""
+    passes). The result of a call whose arguments hold no tensor and name no device (causal_mask(T), quiz_answer())
+    comes back on the CPU, as outside grading (it failed the values checks on an H200 only). The meta device stands in
+    for CUDA here (where nothing can be copied out of it, a spy tells what would be moved)."""
     (tmp_path / "plain.py").write_text(PLAIN_TENSORS, encoding="utf-8")
     done = subprocess.run([sys.executable, "-c", PLACED, str(tmp_path), device], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == [device] * 3 + ["cpu", "True", "cpu", "cpu", device]
+    placed, moved = done.stdout.splitlines()
+    assert placed.split() == [device] * 3 + ["cpu", "True", "cpu", "cpu", device]
+    # What a call names no device for, no tensor and no device among its arguments, is judged as on the CPU.
+    assert moved.split() == ([] if device == "cpu" else ["torch.Size([])", "torch.Size([])", "Plain"])
 
 
 def test_the_device_is_resolved_before_grading(monkeypatch):

@@ -198,7 +198,24 @@ def _start_cuda() -> None:
         x.matmul(x).sum().backward()
         torch.cuda.synchronize()
     except Exception as error:
-        raise RuntimeError(f"{type(error).__name__}: {error}") from error
+        raise RuntimeError(f"{type(error).__name__}: {error} ({_process_facts()})") from error
+
+
+def _process_facts() -> str:
+    """What a worker had when CUDA did not start in it (its open files, its threads and their limits): what tells a
+    limit that was reached (CUDA's "OS call failed") from a missing driver."""
+    import resource
+
+    facts = []
+    with contextlib.suppress(OSError, ValueError):
+        facts.append(f"{len(os.listdir('/proc/self/fd'))} open files of {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}")
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            threads = next(line.split()[1] for line in status if line.startswith("Threads:"))
+        facts.append(f"{threads} threads, {resource.getrlimit(resource.RLIMIT_NPROC)[0]} processes of its uid at most")
+    with contextlib.suppress(OSError, ValueError):
+        facts.append(f"uid {os.getuid()}, address space {resource.getrlimit(resource.RLIMIT_AS)[0]}")
+    return "; ".join(facts)
 
 
 # ---------------------------------------------------------------- worker
@@ -311,7 +328,8 @@ class Worker:
         So a call given meta tensors or the meta device (``values``: its arguments) runs as on the CPU (there a
         ``torch.tensor(d_k)`` is a CPU scalar, which meta tensors accept), and so does one the grading process asks
         to run so (``as_on_cpu``: a seeded construction, whose random draws must be the CPU generator's as the
-        reference's are; the construction the meta rule then moves to meta)."""
+        reference's are; the construction the meta rule then moves to meta). The result of a call whose arguments say
+        nothing of a device comes back on the CPU (``_on_the_cpu``)."""
         if self.device == "cpu" or as_on_cpu or _names_meta(values):
             return contextlib.nullcontext()
         return torch.device(self.device)
@@ -392,6 +410,8 @@ class Worker:
         values = MetaValues() if _names_meta((args, kwargs)) else contextlib.nullcontext()
         with placed, watch, keyed, values:  # every call alike: the grading process sends the whole watch list each time
             value = function(*args, **kwargs)
+        if self.device != "cpu" and not _any_leaf((args, kwargs), _says_where):
+            value = _on_the_cpu(value)
         reply = {"ok": True, "value": value, "called": sorted(watch.seen), "ops": watch.count}
         if message.get("return_args"):
             reply["args_after"] = args
@@ -414,19 +434,44 @@ class Worker:
         return reply
 
 
-def _names_meta(value, depth: int = 3) -> bool:
-    """Whether ``value`` (a call's arguments) holds a meta tensor or names the meta device, a few containers deep."""
+def _any_leaf(value, test, depth: int = 3) -> bool:
+    """Whether ``test`` holds for a value of ``value`` (a call's arguments), a few containers deep."""
+    if depth and isinstance(value, (list, tuple)):
+        return any(_any_leaf(item, test, depth - 1) for item in value)
+    if depth and isinstance(value, dict):
+        return any(_any_leaf(item, test, depth - 1) for item in value.values())
+    return test(value)
+
+
+def _is_meta(value) -> bool:
+    """A meta tensor, or the meta device named."""
     if isinstance(value, torch.Tensor):
         return value.is_meta
     if isinstance(value, torch.device):
         return value.type == "meta"
-    if isinstance(value, str):
-        return value == "meta" or value.startswith("meta:")
-    if depth and isinstance(value, (list, tuple)):
-        return any(_names_meta(item, depth - 1) for item in value)
-    if depth and isinstance(value, dict):
-        return any(_names_meta(item, depth - 1) for item in value.values())
-    return False
+    return isinstance(value, str) and (value == "meta" or value.startswith("meta:"))
+
+
+def _names_meta(value) -> bool:
+    """Whether ``value`` (a call's arguments) holds a meta tensor or names the meta device."""
+    return _any_leaf(value, _is_meta)
+
+
+def _says_where(value) -> bool:
+    """A tensor, or a device named: what places a call's results."""
+    return isinstance(value, (torch.Tensor, torch.device)) or isinstance(value, str) and bool(wire.DEVICE.fullmatch(value))
+
+
+def _on_the_cpu(value):
+    """The result of a call whose arguments say nothing of a device (no tensor, no device: ``causal_mask(T)``,
+    ``one_hot(i, n)``, ``quiz_answer()``), its tensors moved to the CPU, where torch's default device puts them
+    outside grading: the grading device, the worker's default, is the grader's choice, not the submission's, so such
+    a result is judged as on the CPU, alike on every device (a tensor of a module's import on the GPU included)."""
+    if isinstance(value, torch.Tensor) and not value.is_meta:
+        return value.to("cpu")
+    if type(value) in (tuple, list):
+        return type(value)(_on_the_cpu(item) for item in value)
+    return value
 
 
 def _is_float(value) -> bool:
