@@ -241,6 +241,10 @@ def read_notebook(path, problems: dict[str, str], notes: list[str], limits=None,
         if source and not source.endswith("\n"):
             source += "\n"
         files[module] = source.encode("utf-8")
+        outside = _lookalikes(cells, module, course) if course is not None else []
+        if outside:
+            notes.append(f"{module}: {', '.join(outside)} of {path.name}, outside the solution cell (cell {index}): "
+                         "only the solution cell is graded; move your code into it")
     if files:
         taken = ", ".join(f"{module} (cell {found[module][0]})" for module in files)
         notes.append(f"exercise code taken from the solution cells of {path.name}: {taken}")
@@ -297,6 +301,10 @@ def take_notebooks(root: Path, found: list[tuple[str, ...]], files: dict[str, by
     for module in course.modules:
         stub = stubs[f"{module}.py"]
         if module in files and not unstarted(files[module].decode("utf-8"), stub):
+            other = sorted({shown for rank, shown, code, _ in cells.get(module, []) if not rank[0] and code != files[module]})
+            if other:
+                notes.append(f"{module}: graded {module}.py, which holds code of yours; the solution cell of "
+                             f"{clean(', '.join(other), MAX_NAME)} holds other code of it, not graded")
             continue
         candidates = sorted(cells.get(module, []))
         if not notebooks_alone:  # beside exercise files, only a cell with code of the student's replaces one
@@ -304,6 +312,8 @@ def take_notebooks(root: Path, found: list[tuple[str, ...]], files: dict[str, by
         if not candidates:
             if notebooks_alone and module in troubles:
                 problems[module] = troubles[module]
+            notes.extend(dict.fromkeys(note for *_, cell_notes in cells.get(module, []) for note in cell_notes
+                                       if note.startswith(f"{module}: ")))  # code of it outside a solution cell
             continue
         (_, shown, code, cell_notes), *others = candidates
         files[module] = code

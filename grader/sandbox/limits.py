@@ -5,6 +5,8 @@ validates it again and sets its rlimits (and the size of its tmpfs) from it.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass, fields
 
 try:
@@ -106,3 +108,20 @@ def lift_address_space() -> None:
         return
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+
+
+def process_facts() -> str:
+    """What this process has against its limits (open files, threads, its uid's processes, address space): said when
+    CUDA did not start in a worker, where it tells a limit reached (CUDA's "OS call failed") from a missing driver."""
+    if resource is None:  # pragma: no cover
+        return "not a Unix"
+    facts = []
+    with contextlib.suppress(OSError, ValueError):
+        facts.append(f"{len(os.listdir('/proc/self/fd'))} open files of {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}")
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            threads = next(line.split()[1] for line in status if line.startswith("Threads:"))
+        facts.append(f"{threads} threads, {resource.getrlimit(resource.RLIMIT_NPROC)[0]} processes of its uid at most")
+    with contextlib.suppress(OSError, ValueError):
+        facts.append(f"uid {os.getuid()}, address space {resource.getrlimit(resource.RLIMIT_AS)[0]}")
+    return "; ".join(facts)

@@ -31,7 +31,7 @@ import torch
 from diagnosis import Hint, Hints, as64, error_scale, labelled, matching, meaning_of, phrase, raising_alike, shape_fact
 
 from grader.sandbox import wire
-from grader.sandbox.host.problems import StudentError
+from grader.sandbox.host.problems import STUB_PHRASE, StudentError
 from grader.sandbox.host.proxy import CallResult, RemoteObject, StudentTensor, released
 from grader.sandbox.seed import seed_torch
 
@@ -174,10 +174,12 @@ def failed(error: StudentError, what: str, on: str, hints: Hints = (), note: str
     of ``hints`` that raises the same error is named; otherwise what torch's message means, where it is known."""
     message = f"{what} failed on {on}: {error}".rstrip(".") + "."
     kind, text = error.info.get("type", ""), error.info.get("message", "")
-    if kind == "NotImplementedError":
+    if kind == "NotImplementedError" and STUB_PHRASE in error.message:
         return CheckFailed(message)  # a stub: the message says what to do
     found = raising_alike(kind, text, hints)
-    meaning = meaning_of(text) if found is None else None
+    meaning = meaning_of(text, error.builtin) if found is None else None
+    if meaning and meaning_of(text) is None:  # said of the type alone: the message itself is the public checks'
+        meaning += " (the public checks show the error's own message)"
     message += f" This error means: {meaning}." if meaning else ""
     return diagnosed(message + (f" Note: {note}." if note else ""), found)
 
@@ -290,8 +292,9 @@ def expect_tensors(got, count: int, what: str, on: str, expected: str) -> tuple[
     return tuple(expect_tensor(item, f"item {i} of the result of {what}", on) for i, item in enumerate(got))
 
 
-def close(got, want: torch.Tensor, *, what: str, on: str, course=None, rtol: float | None = None, atol: float | None = None,
-          hints: Hints = (), generic: str | None = None, check_dtype: bool = True, dtype_note: str | None = None):
+def expect_close(got, want: torch.Tensor, *, what: str, on: str, course=None, rtol: float | None = None,
+                 atol: float | None = None, hints: Hints = (), generic: str | None = None, check_dtype: bool = True,
+                 dtype_note: str | None = None):
     """The student's ``got`` must be a tensor like ``want`` (shape, dtype, device: ``checked``) with close values.
 
     A failure names the mistake of ``hints`` whose result on the same input is ``got`` (a diagnosis); where none

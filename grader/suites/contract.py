@@ -15,6 +15,7 @@ the values are right (``judged``; the case is built inside the judged check).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib
 import math
 from collections.abc import Callable
@@ -104,6 +105,16 @@ class Subject:
 
     def remote(self, student, exercise: str):
         return getattr(getattr(student, exercise), self.name)
+
+    def unbatched(self) -> Subject | None:
+        """The function called on one sequence: every input without its leading batch dim (the vectorization check's
+        calls too, one per length); None for a module, or where an input has no batch dim to drop."""
+        if self.is_module or not self.shapes or any(len(shape) < 2 or shape[0] != self.shapes[0][0]
+                                                     for shape in self.shapes):
+            return None
+        sizes = {tuple(shape[1:] for shape in size.shapes): size.label.split(", batch")[0] for size in self.sizes}
+        return dataclasses.replace(self, shapes=tuple(shape[1:] for shape in self.shapes),
+                                   sizes=tuple(Size(label, shapes) for shapes, label in sizes.items()))
 
 
 @dataclass
@@ -213,7 +224,7 @@ def check_values(student, course, subject: Subject, case: Prepared) -> None:
         return
     on = subject.on(case.args)
     got = C.attempt(lambda: case.call(*case.args), subject.what, on)
-    C.close(got, expected(subject, case), what=subject.what, on=on, course=course)
+    C.expect_close(got, expected(subject, case), what=subject.what, on=on, course=course)
 
 
 # ---------------------------------------------------------------- the tests (tests/course/hidden_contract.py)
@@ -237,18 +248,23 @@ def values_right(student, course, exercise, subject, device, scale: float = 1.0)
 
 
 def judged(student, course, exercise, subject, device, check, scale: float = 1.0) -> None:
-    """Run a property's ``check``; its failure stands only where the subject's values are right (on float32 inputs):
-    otherwise the values checks report the mistake, and the property is judged once they pass. A module whose
-    parameters are not the exercise's (a bias left out) is such a mistake; a missing file or name is not judged here."""
-    try:
-        check()
-        return
-    except (CheckFailed, SubmissionProblem) as caught:
-        if isinstance(caught, SubmissionProblem) and caught.kind != "parameters":
-            raise  # a missing file or name costs what it should have held, said the same way in every check
-        failure = C.without_frames(caught)
-    if STUB_PHRASE in str(failure) or values_right(student, course, exercise, subject, device, scale):
-        raise failure  # an unfilled stub is said as such, like in every other check
+    """Run a property's ``check(subject)``; its failure stands only where the subject's values are right (on float32
+    inputs): otherwise the values checks report the mistake, and the property is judged once they pass. A function
+    whose values are wrong only with a batch dim (``.T`` of a batched input) has the property judged on one sequence
+    (``Subject.unbatched``): one mistake costs its values checks, not every rule besides. A module whose parameters
+    are not the exercise's (a bias left out) is such a mistake; a missing file or name is not judged here."""
+    for candidate in (subject, subject.unbatched()):
+        if candidate is None:
+            break
+        try:
+            check(candidate)
+            return
+        except (CheckFailed, SubmissionProblem) as caught:
+            if isinstance(caught, SubmissionProblem) and caught.kind != "parameters":
+                raise  # a missing file or name costs what it should have held, said the same way in every check
+            failure = C.without_frames(caught)
+        if STUB_PHRASE in str(failure) or values_right(student, course, exercise, candidate, device, scale):
+            raise failure  # an unfilled stub is said as such, like in every other check
     raise CheckFailed(f"{subject.what}: {DEFERRED}") from None
 
 
@@ -256,7 +272,7 @@ def judged(student, course, exercise, subject, device, check, scale: float = 1.0
 def test_float64_kept(student, course, device, exercise, contract):
     """float64 inputs (and modules) give float64 results at float64 precision."""
     for subject in contract.subjects:
-        def check():
+        def check(subject):
             checked = prepare(student, exercise, subject, device, torch.float64, course.seed)
             on = subject.on(checked.args)
             got = C.attempt(lambda: checked.call(*checked.args), subject.what, on)
@@ -282,10 +298,9 @@ def test_float64_kept(student, course, device, exercise, contract):
 def test_device_kept(student, course, device, exercise, contract):
     """Results stay on the inputs' device (checked with meta tensors and modules, which have shapes but no data)."""
     for subject in contract.subjects:
-        args = subject.inputs("cpu", torch.float32, course.seed)
-        meta, on, hint = C.on_meta(args), subject.on(C.on_meta(args)), C.META_HINT
-
-        def check():
+        def check(subject):
+            meta, hint = C.on_meta(subject.inputs("cpu", torch.float32, course.seed)), C.META_HINT
+            on = subject.on(meta)
             if subject.is_module:
                 call = C.attempt(lambda: subject.remote(student, exercise).build_with({"as_on_cpu": True}, *subject.ctor),
                                  f"{subject.name}(...)", "construction")  # built as on the CPU: one verdict everywhere
@@ -306,7 +321,7 @@ def test_autograd(student, course, device, exercise, contract):
     Checked against the change of the result along a random direction, in float32 (precision is float64_kept's)."""
     g = torch.Generator().manual_seed(course.seed + 1)
     for subject in (s for s in contract.subjects if s.autograd):
-        def check():
+        def check(subject):
             checked = prepare(student, exercise, subject, device, torch.float32, course.seed)
             out = expected(subject, checked)
             out = out[0] if isinstance(out, tuple) else out
@@ -367,7 +382,7 @@ def _own_gradients(student, exercise, subject, checked, grad_output, g, device, 
 def test_inputs_not_modified(student, course, device, exercise, contract):
     """No function or module changes its input tensors in place."""
     for subject in contract.subjects:
-        def check():
+        def check(subject):
             checked = prepare(student, exercise, subject, device, torch.float32, course.seed)
             before = [a.clone() if isinstance(a, torch.Tensor) else a for a in checked.args]
             on = subject.on(checked.args)
@@ -382,7 +397,7 @@ def test_own_implementation(student, course, device, exercise, contract):
     for subject in (s for s in contract.subjects if s.instead):
         banned = course.banned[f"{exercise}.{subject.name}"]
 
-        def check():
+        def check(subject):
             checked = prepare(student, exercise, subject, device, torch.float32, course.seed)
             result = C.attempt(lambda: checked.call.run(args=checked.args, watch=banned), subject.what,
                                subject.on(checked.args))
@@ -394,7 +409,8 @@ def test_own_implementation(student, course, device, exercise, contract):
 def test_vectorized(student, course, device, exercise, contract):
     """No Python loop over the sequence, the batch (or the heads): the number of tensor operations stays the same."""
     for subject in (s for s in contract.subjects if s.sizes):
-        judged(student, course, exercise, subject, device, lambda: _op_counts(student, course, device, exercise, subject))
+        judged(student, course, exercise, subject, device,
+               lambda subject: _op_counts(student, course, device, exercise, subject))
 
 
 def _op_counts(student, course, device, exercise, subject):
@@ -418,7 +434,7 @@ def test_half_precision(student, course, device, exercise, contract, dtype):
     """float16 and bfloat16 inputs and modules give results of the same dtype within its tolerance."""
     for subject in (s for s in contract.subjects if s.half):
         for half in subject.half:
-            def check():
+            def check(subject):
                 checked = prepare(student, exercise, subject, device, dtype, course.seed)
                 options = subject.options if half.options is None else half.options
                 scaled = Prepared(checked.call, checked.reference,

@@ -20,7 +20,7 @@ from grader.suites.checks import (
     as64,
     attempt,
     checked,
-    close,
+    expect_close,
     expect_object,
     expect_tensor,
     failed,
@@ -102,8 +102,8 @@ def dropout_in_training(module: RemoteObject, reference: torch.nn.Module, x: tor
              Hint("dropout acts on the output: apply self.dropout to the attention weights, "
                   "not to the result.", lambda: keyed_dropout(plain, p), "dropout.on_output")]
     try:
-        close(got, want, what=f"{what} in training mode", on=on, course=course, rtol=rtol, atol=atol, hints=hints,
-              generic=generic)
+        expect_close(got, want, what=f"{what} in training mode", on=on, course=course, rtol=rtol, atol=atol,
+                     hints=hints, generic=generic)
         return
     except CheckFailed as caught:
         failure = without_frames(caught)
@@ -111,7 +111,7 @@ def dropout_in_training(module: RemoteObject, reference: torch.nn.Module, x: tor
     evaluated = run_all(module._session, [({**module._target, "path": ["eval"]}, (), None, {"handles": True}),
                                           (module._target, (x,), None, {})], what, on)
     try:
-        close(evaluated[1].value, plain, what=what, on=on, course=course, rtol=rtol, atol=atol)
+        expect_close(evaluated[1].value, plain, what=what, on=on, course=course, rtol=rtol, atol=atol)
     except CheckFailed:
         raise CheckFailed(f"{what} in training mode: {DEFERRED}.") from None  # its eval-mode result is wrong too
     raise failure

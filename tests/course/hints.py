@@ -95,6 +95,9 @@ def attention_mistakes(q, k, v, *, group: str, scale_name: str, scale: float | N
                   lambda: finish(attend(k, q, v, scale, mask)), f"{group}.scores_transposed")]
     hints += [Hint(f"you scale by sqrt({name}); scale by {scale_name}.", lambda width=width: run(scale=math.sqrt(width)),
                    f"{group}.scale_by_{name}") for name, width in (widths or {}).items()]
+    hints += [Hint(f"you scale by the square root of a sequence length (shape[-2]: the number of queries or keys); "
+                   f"scale by {scale_name}, from the last dim of the keys.", lambda n=n: run(scale=math.sqrt(n)),
+                   f"{group}.scale_by_length") for n in sorted({q.shape[-2], k.shape[-2]})]
     hints += [Hint("an activation (relu, tanh, sigmoid) is applied to the queries, keys or values: attention uses the "
                    "projections as they are.", alternative, f"{group}.activation_on_projections")
               for alternative in activated(on_projections=True)]

@@ -141,10 +141,10 @@ def test_values(student, course, device, case):
     x = case.randn(case.B, case.T, case.d_in, dtype=torch.float32, device=device)
     on = f"{C.describe(x=x)}, num_heads={case.heads}, num_kv_heads={case.kv_heads}"
     got = C.attempt(lambda: module(x), WHAT, on, lambda: known.gqa_hints(reference.eval(), x, case.heads, case.kv_heads))
-    C.close(got, M.module_reference(reference.eval(), x), what=WHAT, on=on, course=course,
-            hints=lambda: known.gqa_hints(M.wide(reference).eval(), x.double(), case.heads, case.kv_heads),
-            generic="query head h attends with key and value head h // (num_heads // num_kv_heads), causally, "
-                    "scores / sqrt(head_dim), then out_proj.")
+    C.expect_close(got, M.module_reference(reference.eval(), x), what=WHAT, on=on, course=course,
+                   hints=lambda: known.gqa_hints(M.wide(reference).eval(), x.double(), case.heads, case.kv_heads),
+                   generic="query head h attends with key and value head h // (num_heads // num_kv_heads), causally, "
+                           "scores / sqrt(head_dim), then out_proj.")
 
 
 @pytest.mark.rule
@@ -187,16 +187,16 @@ def test_shapes(impl):
     assert module(torch.randn(2, 5, 3)).shape == (2, 5, 8)
 
 
-def test_one_kv_head_per_query_head_is_multi_head_attention(impl, close, journey):
+def test_one_kv_head_per_query_head_is_multi_head_attention(impl, expect_close, journey):
     """With num_kv_heads = num_heads, each head attends with its own keys: the first token sees only itself."""
     module = make(impl, num_heads=2, num_kv_heads=2)
     x = journey.unsqueeze(0)
     out = attempt(lambda: module(x), known.gqa_hints(module, x, 2, 2))
     first = module.out_proj(module.W_value(x)[:, :1])
-    close(out[:, :1], first, hints=known.gqa_hints(module, x, 2, 2))
+    expect_close(out[:, :1], first, hints=known.gqa_hints(module, x, 2, 2))
 
 
-def test_groups_share_their_keys(impl, close, journey):
+def test_groups_share_their_keys(impl, expect_close, journey):
     """Query heads 0 and 1 share key and value head 0; heads 2 and 3 share head 1 (no peeking at later tokens)."""
     module = make(impl)
     x = journey.unsqueeze(0)
@@ -205,7 +205,8 @@ def test_groups_share_their_keys(impl, close, journey):
     k, v = (layer(x).view(B, T, 2, 2).transpose(1, 2).repeat_interleave(2, 1) for layer in (module.W_key, module.W_value))
     scores = (q @ k.transpose(-2, -1) / 2 ** 0.5).masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
     expected = module.out_proj((torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(B, T, 8))
-    close(attempt(lambda: module(x), known.gqa_hints(module, x, 4, 2)), expected, hints=known.gqa_hints(module, x, 4, 2))
+    expect_close(attempt(lambda: module(x), known.gqa_hints(module, x, 4, 2)), expected,
+                 hints=known.gqa_hints(module, x, 4, 2))
 
 
 def test_uneven_heads_raise(impl):

@@ -220,3 +220,26 @@ def test_the_failures_a_test_keeps_hold_none_of_their_results():
         assert len(results) > 1 and [ref() for ref in results] == [None] * len(results)
     finally:
         gc.enable()
+
+
+def test_an_error_no_message_explains_is_said_by_its_built_in_type():
+    """Where torch's message is none the diagnosis knows, the hidden feedback says what an exception of that
+    built-in type usually means, and that the public checks show its own message (found by our seventh student
+    walk-through: "your code raised TypeError" was all a student learned); a known message keeps its own meaning."""
+    from grader.sandbox.host.problems import student_error
+    from grader.suites.checks import failed
+
+    def said(kind: str, message: str) -> str:
+        return str(failed(student_error({"type": kind, "builtins": [kind], "message": message}), "softmax(x)", "x (3, 4)"))
+
+    typed = said("TypeError", "view(): argument 'size' must be tuple of ints, but found element of type float")
+    assert typed.startswith("softmax(x) failed on x (3, 4): your code raised TypeError. This error means: an operation "
+                            "got a value of the wrong type"), typed
+    assert typed.endswith("(the public checks show the error's own message)."), typed
+    assert "view()" not in typed  # the message itself is never shown
+    known = said("RuntimeError", "view size is not compatible with input tensor's size and stride")
+    assert "use reshape(...)" in known and "public checks show" not in known
+    assert "This error means" not in said("MemoryError", "")  # no meaning of its own: nothing said
+    meta = said("NotImplementedError", "Cannot copy out of meta tensor; no data!")  # torch's, not a stub left
+    assert meta.startswith("softmax(x) failed on x (3, 4): your code raised NotImplementedError. This error means: "
+                           "the values of a meta tensor were copied out"), meta

@@ -78,7 +78,7 @@ def test_a_new_exercise_works_at_once(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory) -> tuple[Path, set[str]]:
+def with_gqa(tmp_path_factory) -> tuple[Path, set[str]]:
     """A copy of the course with gqa made by `grader new-exercise`, then written as its author would (tests/grader/
     gqa.py) and its stub and notebook generated again; and the files that differ from the original course."""
     root = copy_course(tmp_path_factory.mktemp("gqa"))
@@ -93,31 +93,31 @@ def course(tmp_path_factory) -> tuple[Path, set[str]]:
     return root, {path for path in after.keys() | before.keys() if before.get(path) != after.get(path)}
 
 
-def test_the_exercise_touches_only_its_folder_reference_entry_and_generated_files(course):
+def test_the_exercise_touches_only_its_folder_reference_entry_and_generated_files(with_gqa):
     """Adding gqa changed its folder, its reference, course.yaml, and the generated stub and notebook: nothing of
     another exercise, no shared suite module, nothing of the grader."""
-    _, changed = course
+    _, changed = with_gqa
     expected = {*FILES, "course.yaml", "exercises/gqa.py", f"nbgrader/source/{NOTEBOOK}/{NOTEBOOK}.ipynb",
                 "nbgrader/nbgrader_config.py"}
     assert changed == expected, sorted(changed ^ expected)
     print(f"\nfiles changed by adding the exercise: {len(changed)}")
 
 
-def test_check_exercise_passes(course):
+def test_check_exercise_passes(with_gqa):
     """`grader check-exercise gqa`: stub and notebook fresh, public checks green on the reference, the reference full
     marks and the stub none, each variant graded as it declares, every hint shown by a buggy variant."""
-    root, _ = course
+    root, _ = with_gqa
     checked = grader("check-exercise", "gqa", "--course", "course.yaml", cwd=root)
     last = checked.stdout.strip().splitlines()[-1]
     assert last.endswith("checks hold") and "failed" not in last, checked.stdout
     assert "variant buggy/gqa/kv_tiled" in checked.stdout and "variant correct/gqa/expand" in checked.stdout
 
 
-def test_check_exercise_names_what_fails(course, tmp_path):
+def test_check_exercise_names_what_fails(with_gqa, tmp_path):
     """A variant whose hint is not the one named, a variant whose edit the reference no longer holds (a traceback
     before our instructor's walk-through) and a stale stub fail check-exercise (status 1), each named."""
     root = tmp_path / "course"
-    shutil.copytree(course[0], root, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(with_gqa[0], root, ignore=shutil.ignore_patterns("__pycache__"))
     variants = root / "tests" / "course" / "gqa" / "variants_gqa.py"
     variants.write_text(variants.read_text(encoding="utf-8").replace('shows=("gqa.no_scaling",)',
                                                                      'shows=("gqa.scale_by_d",)'), encoding="utf-8")
@@ -132,19 +132,19 @@ def test_check_exercise_names_what_fails(course, tmp_path):
     assert "buggy/gqa/stale" in checked.stdout and "occurs 0 times" in checked.stdout  # a table row, not a traceback
 
 
-def test_public_checks_run_on_the_reference(course):
+def test_public_checks_run_on_the_reference(with_gqa):
     """The public checks know the new exercise from course.yaml: `-m gqa --strict-markers` passes on the reference."""
-    root, _ = course
+    root, _ = with_gqa
     process = subprocess.run([sys.executable, "-m", "pytest", "tests/course", "-m", "gqa", "--impl", "solutions",
                               "--strict-markers", "-q", "-p", "no:cacheprovider"], cwd=root, capture_output=True,
                              text=True, timeout=300)
     assert process.returncode == 0 and "5 passed" in process.stdout, process.stdout[-3000:]
 
 
-def test_release(course, tmp_path):
+def test_release(with_gqa, tmp_path):
     """The handout holds the exercise's stub, public checks, hints and notebook, and its README lists it; the handout
     of its notebook's assignment holds it alone, and its Gradescope zip grades it."""
-    root, _ = course
+    root, _ = with_gqa
     grader("release", str(tmp_path / "handout"), "--course", "course.yaml", "--grader-repository", REPOSITORY, cwd=root)
     handout = tmp_path / "handout"
     for path in ("exercises/gqa.py", "tests/public/test_gqa.py", "tests/public/hints_gqa.py",
@@ -162,10 +162,10 @@ def test_release(course, tmp_path):
         assert {"solutions/gqa.py", "tests/course/gqa/hidden_gqa.py", "course.yaml"} <= set(archive.namelist())
 
 
-def test_grade_and_batch(course, tmp_path):
+def test_grade_and_batch(with_gqa, tmp_path):
     """The reference earns full marks on the ninth exercise and the whole course, the stub none; its notebook alone is
     graded out of its own points; a batch's gradebook has its column."""
-    root, _ = course
+    root, _ = with_gqa
 
     def grade(submission: Path, name: str) -> dict:
         out = tmp_path / f"{name}.json"

@@ -113,22 +113,22 @@ def read(path: Path):
 # ---------------------------------------------------------------------------
 
 
-def test_the_lesson_helper_close_says_what_differs():
-    """`assert close(...)` in a lesson's check cell says what differs (the kind, the shape, both values), not a bare
-    AssertionError; it holds, and returns True, within its tolerance."""
+def test_the_lesson_helper_expect_close_says_what_differs():
+    """`expect_close(...)` in a lesson's check cell says what differs (the kind, the shape, both values), not a bare
+    AssertionError; it holds within its tolerance."""
     from grader.authoring.lessons import read_shared
     from grader.course import course
 
     setup: dict = {}
     exec(read_shared(course().notebook_texts).setup, setup)  # the course's own set-up cell
-    close = setup["close"]
-    assert close(setup["torch"].tensor([0.5, 0.25]), [0.50001, 0.25]) is True
+    expect_close = setup["expect_close"]
+    expect_close(setup["torch"].tensor([0.5, 0.25]), [0.50001, 0.25])
     for actual, expected, said in ((0.5, [0.5], "expected a tensor, got float"),
                                    (setup["torch"].ones(2, 1), [1.0, 1.0], "expected shape (2,), got (2, 1)"),
                                    (setup["torch"].tensor([0.5, 0.3]), [0.5, 0.25],
                                     "expected [0.5, 0.25] (to within 0.0001), got [0.5, 0.3]")):
         with pytest.raises(AssertionError) as caught:
-            assert close(actual, expected)
+            expect_close(actual, expected)
         assert str(caught.value) == said
 
 def test_course_folder_is_not_stale():

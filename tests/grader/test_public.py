@@ -258,10 +258,32 @@ WALKTHROUGH_BUGS = [  # rounds of {module: (edit of the reference, what its chec
                  "weights = torch.nn.functional.dropout(torch.softmax(scores, dim=-1), self.dropout.p, training=True)"),
                 "in eval mode the output changes with the dropout rate (0.5 against 0). Hint: dropout must be off in "
                 "eval mode", "raised")},
+    {"multihead": (("if num_heads <= 0 or d_out % num_heads:\n"
+                    "            raise ValueError(f\"d_out ({d_out}) must be divisible by num_heads ({num_heads})\")",
+                    "assert d_out % num_heads == 0, \"d_out must be divisible by num_heads\""),
+                   "raised AssertionError: d_out must be divisible by num_heads (exercises/multihead.py, line",
+                   "failed: d_out"),
+     "qkv": (("/ math.sqrt(d_k)  # (..., Tq, Tk)", "/ math.sqrt(queries.shape[-2])"),
+             "Hint: you scale by the square root of a sequence length (shape[-2]", "Hint: you scale by sqrt(d_v)"),
+     "causal": (("scores = scores.masked_fill(~self.mask[:T, :T], float(\"-inf\"))\n"
+                 "        weights = self.dropout(torch.softmax(scores, dim=-1))  # (B, T, T)",
+                 "scores = self.dropout(scores.masked_fill(~self.mask[:T, :T], float(\"-inf\")))\n"
+                 "        weights = torch.softmax(scores, dim=-1)"),
+                "dropout acts on the scores before the softmax (the masked ones are -inf there)", "NaN or inf"),
+     "softmax": (("z = z - z.amax(dim=dim, keepdim=True)", "z = z - z.max(dim=dim).values.unsqueeze(-1)"),
+                 "Hint: the row max is put back at the last dim (unsqueeze(-1)), not at `dim`", "without keepdim"),
+     "quiz": (("return decoder_attention(s, H)  # (d,)", "return torch.tensor([0.4387, 0.4855])"),
+              "makes fewer tensor operations than decoder_attention(s, H)", "assert")},
+    {"qkv": (("        self.W_query = nn.Parameter(torch.rand(d_in, d_out))\n"
+              "        self.W_key = nn.Parameter(torch.rand(d_in, d_out))\n",
+              "        self.W_key = nn.Parameter(torch.rand(d_in, d_out))\n"
+              "        self.W_query = nn.Parameter(torch.rand(d_in, d_out))\n"),
+             "the parameters are made in the order W_key, W_query, W_value; expected W_query, W_key, W_value",
+             "assert [")},
 ]
 
 
-@pytest.mark.parametrize("bugs", WALKTHROUGH_BUGS, ids=["round1", "round2"])
+@pytest.mark.parametrize("bugs", WALKTHROUGH_BUGS, ids=["round1", "round2", "round3", "round4"])
 def test_the_student_walkthroughs_bugs_are_said_in_the_right_words(tmp_path, bugs):
     """Found by our sixth student walk-through: the checks' own errors on what a .item() returned were printed as the
     student's ("raised TypeError"), a float64 answer as "assert (True and ...)", a function without a tensor input
@@ -269,7 +291,10 @@ def test_the_student_walkthroughs_bugs_are_said_in_the_right_words(tmp_path, bug
     got no hint (the multihead merge is edited to reshape alone below), and the lecture's numbers named no mistake
     (sqrt(d_in), a softmax over the batch, x @ weights, dropout left on in eval mode) where the grader names each; a
     function renamed is said as a name missing (our reviewer: the first fix called it "could not use what was
-    returned")."""
+    returned"). Our seventh: a student's own assert was printed as the check's verdict, sqrt(Tq) got three
+    contradictory hints (sqrt(d_v), not scaled, d_k itself: each true of one input's sizes alone), dropout on the
+    scores sent the student to values checks that pass, a max unsqueezed at the last dim named nothing, and a
+    parameter order was a raw assert expression."""
     copy = filled_handout(tmp_path / "repo")
     for module, ((old, new), _, _) in bugs.items():
         path = copy / "exercises" / f"{module}.py"
@@ -394,12 +419,12 @@ import torch
 torch.set_num_threads(2)
 import pytest
 args = json.loads(sys.argv[1])
-if isinstance(args, dict):  # {"notebook": the file whose code the notebook's solution cell holds}
+if isinstance(args, dict):  # {"notebook": the file whose code the notebook's solution cell holds, "module": its exercise}
     sys.path.insert(0, "tests/public")
     namespace = {}
     exec(open(args["notebook"], encoding="utf-8").read(), namespace)
     import checking
-    status = checking.run_in_notebook("softmax", namespace)
+    status = checking.run_in_notebook(args.get("module", "softmax"), namespace)
 else:
     status = pytest.main(args)
 print(json.dumps({"status": int(status), "threads": torch.get_num_threads(),
@@ -437,6 +462,15 @@ def test_a_students_run_loads_no_plugin_and_only_the_chosen_exercises_checks(fin
     assert run["status"] == 0 and [name for name in run["modules"] if name.startswith("test_")] == ["test_qkv", "test_softmax"]
     run = probe(finished_handout, ["tests/public", "-m", "not softmax", "-q"])  # not a choice of exercises: all collected
     assert run["status"] == 0 and len([name for name in run["modules"] if name.startswith("test_")]) == len(MODULES)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_notebooks_check_cell_passes_on_the_reference(finished_handout, module):
+    """Each notebook's check cell passes on the reference's code as the notebook defines it (its functions' globals
+    are the notebook's, not a module's): the quiz's cell called a correct quiz_answer "typed in", because it watched
+    decoder_attention in a copy of the notebook's names that quiz_answer never looks in."""
+    run = probe(finished_handout, {"notebook": f"exercises/{module}.py", "module": module})
+    assert run["status"] == 0, run["printed"]
 
 
 def test_the_notebooks_check_cell_runs_its_exercises_checks_alone(finished_handout):

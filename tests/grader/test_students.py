@@ -88,3 +88,37 @@ def test_a_started_file_wins_over_its_notebook(handout, tmp_path):
     assert read.files["softmax"].decode() == CODE["softmax"] + ("" if CODE["softmax"].endswith("\n") else "\n")
     assert read.sources == {"softmax": "notebooks/02_softmax/02_softmax.ipynb"}
 
+
+
+def test_a_started_file_says_the_notebook_code_it_leaves_ungraded(handout, tmp_path):
+    """Where the file is graded though the notebook's solution cell holds other code of the student's, a note says
+    that cell was not graded (a complete cell lost to a half-filled file, without a word, before)."""
+    from grader.intake.submission import read_submission
+
+    folder = checkout(handout, tmp_path / "both", in_notebooks=True)
+    (folder / "exercises" / "scores.py").write_text(CODE["scores"] + "\n# my own version\n")
+    read = read_submission(folder, course().grading.intake)
+    assert read.files["scores"].decode().endswith("# my own version\n")
+    assert ("scores: graded scores.py, which holds code of yours; the solution cell of "
+            "notebooks/01_scores/01_scores.ipynb holds other code of it, not graded") in read.notes
+
+
+def test_code_written_outside_the_solution_cell_is_pointed_at(handout, tmp_path):
+    """A notebook whose code sits in a new cell below the untouched solution cell gets a note naming that cell and
+    the solution cell (it was graded as the stub, "fill in the stubs", with no word of the cell that holds the code)."""
+    from grader.intake.submission import read_submission
+
+    folder = tmp_path / "below"
+    shutil.copytree(handout, folder)
+    name = course().notebook_name("scores")
+    path = folder / "notebooks" / name / f"{name}.ipynb"
+    notebook = json.loads(path.read_text())
+    at = next(i for i, c in enumerate(notebook["cells"], 1) if c["metadata"].get("nbgrader", {}).get("grade_id")
+              == solution_grade_id("scores"))
+    notebook["cells"].insert(at, {"cell_type": "code", "metadata": {}, "source": CODE["scores"], "outputs": [],
+                                  "execution_count": None})
+    path.write_text(json.dumps(notebook))
+    read = read_submission(folder, course().grading.intake)
+    [note] = [note for note in read.notes if note.startswith("scores: ")]
+    assert note.startswith(f"scores: cell {at + 1} (defines ") and note.endswith(
+        f"of {name}.ipynb, outside the solution cell (cell {at}): only the solution cell is graded; move your code into it")

@@ -40,12 +40,15 @@ class StudentError(Exception):
     def __init__(self, info: dict, where: str = "", stubs: frozenset[str] = frozenset()):
         info = clean_info(info)
         self.info = info
-        if info["type"] == "NotImplementedError":
+        self.builtin = info["type"] if _builtin_exception(info["type"]) else ""  # its type, where it is Python's own
+        if info["type"] == "NotImplementedError" and "meta tensor" in info["message"]:  # torch's, on a meta tensor
+            self.message = "your code raised NotImplementedError" + (f" ({where})" if where else "")
+        elif info["type"] == "NotImplementedError":
             stub = stub_message.PATTERN.match(info["message"])
             known = stub and stub["target"] in stubs and stub_message.message(stub["target"]) == info["message"]
             self.message = f"{STUB_PHRASE}: {info['message']}" if known else f"{STUB_PHRASE}: fill in the stub"
         else:
-            kind = info["type"] if _builtin_exception(info["type"]) else "an exception of its own class"
+            kind = self.builtin or "an exception of its own class"
             self.message = f"your code raised {kind}" + (f" ({where})" if where else "")
         Exception.__init__(self, self.message)
 

@@ -31,7 +31,7 @@ from grader.sandbox.dropout import KeyedDropout
 from grader.sandbox.jail import cgroup
 from grader.sandbox.jail.confine import SandboxUnavailable, confine, probe
 from grader.sandbox.jail.lifeline import die_with_parent
-from grader.sandbox.limits import Limits
+from grader.sandbox.limits import Limits, process_facts
 from grader.sandbox.seed import seed_torch
 
 SUBMISSION = "/submission"
@@ -198,24 +198,7 @@ def _start_cuda() -> None:
         x.matmul(x).sum().backward()
         torch.cuda.synchronize()
     except Exception as error:
-        raise RuntimeError(f"{type(error).__name__}: {error} ({_process_facts()})") from error
-
-
-def _process_facts() -> str:
-    """What a worker had when CUDA did not start in it (its open files, its threads and their limits): what tells a
-    limit that was reached (CUDA's "OS call failed") from a missing driver."""
-    import resource
-
-    facts = []
-    with contextlib.suppress(OSError, ValueError):
-        facts.append(f"{len(os.listdir('/proc/self/fd'))} open files of {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}")
-    with contextlib.suppress(OSError, ValueError, StopIteration):
-        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
-            threads = next(line.split()[1] for line in status if line.startswith("Threads:"))
-        facts.append(f"{threads} threads, {resource.getrlimit(resource.RLIMIT_NPROC)[0]} processes of its uid at most")
-    with contextlib.suppress(OSError, ValueError):
-        facts.append(f"uid {os.getuid()}, address space {resource.getrlimit(resource.RLIMIT_AS)[0]}")
-    return "; ".join(facts)
+        raise RuntimeError(f"{type(error).__name__}: {error} ({process_facts()})") from error
 
 
 # ---------------------------------------------------------------- worker

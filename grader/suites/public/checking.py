@@ -1,7 +1,7 @@
 """How a public check compares a result and fails: the grader's diagnosis on public inputs.
 
-``close(got, want, hints=...)`` fails with what the grader would say about the same mistake: the kind or shape of a
-wrong result, NaN or inf where the result is finite, the size of the error in the grader's buckets
+``expect_close(got, want, hints=...)`` fails with what the grader would say about the same mistake: the kind or
+shape of a wrong result, NaN or inf where the result is finite, the size of the error in the grader's buckets
 (``diagnosis.error_scale``), and the hint of a known mistake only when that mistake, computed on the same
 input, reproduces the result (``diagnosis.matching``); ``attempt(call, hints)`` names the mistake that raises
 the error the student's code raised. ``test_imports_allowed`` checks the grader's import
@@ -39,8 +39,8 @@ def shape(t: torch.Tensor) -> str:
     return "(" + ", ".join(str(n) for n in t.shape) + ("," if t.dim() == 1 else "") + ")"
 
 
-def close(got, want, atol: float = 1e-5, rtol: float = 1e-4, hints: D.Hints = (), dtype_from: str = "the input's dtype"
-          ) -> None:
+def expect_close(got, want, atol: float = 1e-5, rtol: float = 1e-4, hints: D.Hints = (),
+                 dtype_from: str = "the input's dtype") -> None:
     """``got`` must be a tensor of ``want``'s shape (and dtype, where ``want`` is a tensor: ``dtype_from`` says where
     that dtype comes from) whose values are within ``atol + rtol * |want|`` and hold no NaN; ``hints``: the known
     mistakes on the same input (an exercise's ``hints_<module>.*_hints``)."""
@@ -102,6 +102,25 @@ def linear_layers(module, names, d_in: int, d_out: int, bias: bool = False, afte
                           f"nn.Linear")
 
 
+class _Counting(TorchFunctionMode):
+    """Counts the torch functions, methods and operators called, as the grader's worker does."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def operations(thunk) -> int:
+    """How many torch operations ``thunk()`` makes (what it calls inside torch's own functions is not counted)."""
+    with torch.no_grad(), _Counting() as counting:
+        attempt(thunk)
+    return counting.count
+
+
 class _HalvingDropout(TorchFunctionMode):
     """Every dropout call in training mode (the nn.Dropout module, ``F.dropout``, ``torch.dropout``) records its input
     and returns it halved: a dropout without chance, whatever the layout of the tensor it acts on."""
@@ -137,9 +156,12 @@ def dropout_on_weights(module, x, weights: int, rows: int, halved) -> None:
     module.eval()
     if len(dropout.inputs) != 1:
         raise Failure(f"dropout is called {len(dropout.inputs)} times in training mode, where once is expected: "
-                      f"self.dropout on the attention weights (of every head at once: a loop over the heads calls it "
-                      f"once per head)")
+                      f"self.dropout on the attention weights, all at once (a Python loop over the heads or the "
+                      f"batch calls it once per step)")
     given = dropout.inputs[0]
+    if bool(torch.isneginf(given).any()) and not bool(torch.isnan(given).any()):
+        raise Failure("dropout acts on the scores before the softmax (the masked ones are -inf there): apply "
+                      "self.dropout to the attention weights, right after the softmax")
     if not bool(torch.isfinite(given).all()):
         raise Failure("the attention weights hold NaN or inf (a row whose every score is masked, or an overflow): "
                       "see the values checks")
@@ -150,7 +172,7 @@ def dropout_on_weights(module, x, weights: int, rows: int, halved) -> None:
     if bool((given < 0).any()) or abs(total - rows) > 1e-4 * rows:
         raise Failure("dropout's input is not the attention weights (each row of weights is >= 0 and sums to 1): "
                       "apply dropout to the weights once they are normalized")
-    close(got, want)
+    expect_close(got, want)
 
 
 def dropout_off_in_eval(module, without, x) -> None:
@@ -162,7 +184,7 @@ def dropout_off_in_eval(module, without, x) -> None:
             and not torch.allclose(D.as64(got), D.as64(want), rtol=1e-4, atol=1e-5)):
         raise Failure("in eval mode the output changes with the dropout rate (0.5 against 0)",
                       D.Hint(D.DROPOUT_IN_EVAL, lambda: got))
-    close(got, want)
+    expect_close(got, want)
 
 
 def attempt(thunk, hints: D.Hints = ()):

@@ -59,6 +59,9 @@ MEANINGS = [  # (part of torch's message, what it says happened and what to do, 
     ("is only implemented on integer and Boolean-type tensors",
      "~ (invert) of a float tensor: make the mask a bool tensor (dtype=torch.bool, or a comparison such as mask == 0)"),
     ("cannot be called on meta tensors", "an operation needed the values of a meta tensor, which has none"),
+    ("Cannot copy out of meta tensor", "the values of a meta tensor were copied out (into a tensor made without "
+                                       "device=x.device, such as torch.empty(T, T), or by .item(), .tolist()): make "
+                                       "every tensor on the input's device and keep to tensor operations"),
     ("view size is not compatible with input tensor's size and stride",
      "view() of a tensor whose memory is not laid out in order (after a transpose): use reshape(...), or "
      ".contiguous() before view(...)"),
@@ -81,9 +84,35 @@ MEANINGS = [  # (part of torch's message, what it says happened and what to do, 
 ]
 
 
-def meaning_of(message: str) -> str | None:
-    """What an error torch raised means, in the student's words, where its message is one of ``MEANINGS``."""
-    return next((meaning for pattern, meaning in MEANINGS if pattern in message), None)
+# What an exception of a built-in type means where its message matches none of ``MEANINGS``: said of the type
+# alone, so that it tells nothing of an input (the hidden feedback never shows the message).
+KIND_MEANINGS = {
+    "AssertionError": "an assert of your code failed; an assert checks the program's own invariants (python -O "
+                      "removes it): to refuse bad arguments, raise ValueError(...) with a message",
+    "TypeError": "an operation got a value of the wrong type, or the wrong number of arguments: a float where a size "
+                 "must be an int (view, reshape, torch.ones), a Python number or list where a tensor is needed, a "
+                 "tuple where one tensor is",
+    "IndexError": "an index past a dim's size, or a dim the tensor does not have (dim=-3 of a 2-D tensor, shape[2] of "
+                  "a 2-D shape): inputs may have any number of batch dims, so count dims from the end",
+    "NameError": "a name used where it is not defined: a typo, a variable of another function, or, in a notebook, a "
+                 "name defined in another cell (the solution cell is graded on its own)",
+    "UnboundLocalError": "a local variable used before it is assigned (a branch that does not assign it)",
+    "KeyError": "a dict was looked up with a key it does not hold",
+    "AttributeError": "an object has no attribute of that name: a typo, a layer created under another name than the "
+                      "contract's (self.W_query, self.out_proj), or a method of a tensor called on a Python number",
+    "ValueError": "a value of the right type was refused: unpacking a shape into the wrong number of names (B, T, d = "
+                  "x.shape of a 2-D tensor), or a condition of your own code's checks that holds for valid inputs",
+    "RuntimeError": "torch refused an operation: most often sizes that do not fit (a matrix product, a broadcast, a "
+                    "view) or tensors of different dtypes or devices",
+    "ZeroDivisionError": "a division by zero of Python numbers (a size computed as 0)",
+    "RecursionError": "a function that calls itself without end",
+}
+
+
+def meaning_of(message: str, kind: str = "") -> str | None:
+    """What an error means, in the student's words: by its message where torch's is one of ``MEANINGS``, else by its
+    type ``kind`` (``KIND_MEANINGS``)."""
+    return next((meaning for pattern, meaning in MEANINGS if pattern in message), KIND_MEANINGS.get(kind))
 
 
 def phrase(hint: Hint | None) -> str:

@@ -27,7 +27,7 @@ import pytest
 import stub_message
 import torch
 from checking import NOTEBOOK, Failure
-from checking import close as _close
+from checking import expect_close as _expect_close
 from wording import same_reason
 
 # The folder holding exercises/: the handout's root, or the course repository's.
@@ -257,16 +257,20 @@ def _explain(excinfo, package: Path, checks: Path) -> dict:
     if missing:  # pytest.raises' own words, said as the check means them
         return {"problem": f"returned instead of raising {missing['name']}: check the arguments first and raise "
                            f"{missing['name']}(...) with a message saying what is wrong"}
-    if isinstance(error, AssertionError):
+    if isinstance(error, AssertionError) and not _raised_in(error, (package,)):  # the check's own assert
         return {"problem": f"failed: {first or 'an assertion of the check'}"}
     owner = getattr(error, "obj", None)
+    if isinstance(error, AttributeError) and any(owner is cell for cell in NOTEBOOK.values()) and error.name:
+        return {"problem": f"the solution cell of this notebook defines no {error.name}: run the cell (an error stops "
+                           "it before it defines the rest; a relative import such as `from .softmax import softmax` "
+                           "works in a file only) and keep the name the handout gives it"}
     if isinstance(error, AttributeError) and isinstance(owner, types.ModuleType) and error.name:
         where = _display(getattr(owner, "__file__", None) or owner.__name__)
         return {"problem": f"{where} defines no {error.name}: keep the name the handout gives it"}
     if _raised_in(error, (checks, HERE)):  # torch.stack of a float, .dtype of a tuple: what was returned is not usable
         return {"problem": f"could not use what your code returned ({type(error).__name__}: {first}): see the "
                            "contract in its docstring (a tensor, its shape)"}
-    meaning = D.meaning_of(str(error))
+    meaning = D.meaning_of(str(error), type(error).__name__)
     problem = f"raised {type(error).__name__}: {first}{where}"
     return {"problem": problem.rstrip(".") + f". This error means: {meaning}" if meaning else problem}
 
@@ -388,8 +392,8 @@ def decoder_states() -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @pytest.fixture
-def close():
-    """``close(actual, expected, atol, rtol, hints)`` (checking.close): compare with printed numbers (atol 1e-4 for 4
-    decimals, 1e-3 for 3, rtol 0) or with a result computed here, naming the known mistake that reproduces a wrong
-    result."""
-    return _close
+def expect_close():
+    """``expect_close(actual, expected, atol, rtol, hints)`` (checking.expect_close): compare with printed numbers
+    (atol 1e-4 for 4 decimals, 1e-3 for 3, rtol 0) or with a result computed here, naming the known mistake that
+    reproduces a wrong result."""
+    return _expect_close

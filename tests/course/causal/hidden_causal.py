@@ -47,9 +47,10 @@ def _hints(reference, x, context_length, in_dtype=False):
 def _check(student, course, module, reference, x, context_length, what=WHAT):
     on = _on(x, context_length)
     got = C.attempt(lambda: module(x), what, on, lambda: _hints(reference, x, context_length, in_dtype=True))
-    C.close(got, M.module_reference(reference.eval(), x), what=what, on=on, course=course,
-            hints=lambda: _hints(reference, x, context_length),
-            generic="scores Q K^T / sqrt(d_out), -inf above the diagonal, softmax over the last dim, dropout, @ V.")
+    C.expect_close(got, M.module_reference(reference.eval(), x), what=what, on=on, course=course,
+                   hints=lambda: _hints(reference, x, context_length),
+                   generic="scores Q K^T / sqrt(d_out), -inf above the diagonal, softmax over the last dim, "
+                           "dropout, @ V.")
 
 
 # ---------------------------------------------------------------- causal_mask
@@ -81,8 +82,8 @@ def test_causal_mask_device(student, course):
     """causal_mask(T, device=...) creates the mask on that device (checked with the meta device)."""
     got = C.attempt(lambda: student.causal.causal_mask(4, device=torch.device("meta")), "causal_mask(4, device=meta)",
                     "T=4, device meta")
-    C.close(got, C.on_meta(ref.causal_mask(4)), what="causal_mask(T, device)", on="T=4, device meta", course=course,
-            check_dtype=False)
+    C.expect_close(got, C.on_meta(ref.causal_mask(4)), what="causal_mask(T, device)", on="T=4, device meta",
+                   course=course, check_dtype=False)
 
 
 # ---------------------------------------------------------------- CausalAttention

@@ -16,16 +16,18 @@ def make(impl, seed=0, **kwargs):
     return impl.causal.CausalAttention(**arguments).eval()
 
 
-def test_causal_mask_3(impl, close):
+def test_causal_mask_3(impl, expect_close):
     """causal_mask(3) is the bool lower triangle [[T, F, F], [T, T, F], [T, T, T]]."""
     expected = torch.tensor([[True, False, False], [True, True, False], [True, True, True]])
-    close(impl.causal.causal_mask(3), expected, atol=0, rtol=0, hints=known.causal_mask_hints(3), dtype_from=MASK_DTYPE)
+    expect_close(impl.causal.causal_mask(3), expected, atol=0, rtol=0, hints=known.causal_mask_hints(3),
+                 dtype_from=MASK_DTYPE)
 
 
-def test_causal_mask_6(impl, close):
+def test_causal_mask_6(impl, expect_close):
     """causal_mask(6) is True exactly where j <= i."""
     i, j = torch.meshgrid(torch.arange(6), torch.arange(6), indexing="ij")
-    close(impl.causal.causal_mask(6), j <= i, atol=0, rtol=0, hints=known.causal_mask_hints(6), dtype_from=MASK_DTYPE)
+    expect_close(impl.causal.causal_mask(6), j <= i, atol=0, rtol=0, hints=known.causal_mask_hints(6),
+                 dtype_from=MASK_DTYPE)
 
 
 def test_causal_attention_submodules(impl):
@@ -43,22 +45,22 @@ def test_causal_attention_shape(impl, journey):
     shaped(out, (2, 6, 2), "the output", torch.float32)
 
 
-def test_causal_attention_first_token_sees_only_itself(impl, journey, close):
+def test_causal_attention_first_token_sees_only_itself(impl, journey, expect_close):
     """With dropout 0 the first output row equals the value of the first token: its weights are [1, 0, ..., 0]."""
     module = make(impl)
     x = journey.unsqueeze(0)
     out = module(x)
-    close(out[:, 0], module.W_value(x)[:, 0])
+    expect_close(out[:, 0], module.W_value(x)[:, 0])
 
 
-def test_causal_attention_ignores_the_future(impl, journey, close):
+def test_causal_attention_ignores_the_future(impl, journey, expect_close):
     """Changing the last token leaves every earlier output row unchanged."""
     module = make(impl)
     x = journey.unsqueeze(0)
     changed = x.clone()
     changed[0, -1] = torch.tensor([5.0, -3.0, 2.0])
     before, after = module(x), module(changed)
-    close(before[:, :-1], after[:, :-1])
+    expect_close(before[:, :-1], after[:, :-1])
     assert not torch.allclose(before[:, -1], after[:, -1])
 
 
@@ -71,20 +73,20 @@ def masked_attention(module, x):
     return torch.softmax(scores, dim=-1) @ v
 
 
-def test_causal_attention_matches_masked_softmax(impl, journey, close):
+def test_causal_attention_matches_masked_softmax(impl, journey, expect_close):
     """The output is softmax(masked Q K^T / sqrt(d_out)) V, computed here with plain torch."""
     module = make(impl, seed=1, d_out=4)
     x = journey.unsqueeze(0)
     hints = known.module_hints(module, x, context_length=6)
-    close(attempt(lambda: module(x), hints), masked_attention(module, x), hints=hints)
+    expect_close(attempt(lambda: module(x), hints), masked_attention(module, x), hints=hints)
 
 
-def test_causal_attention_shorter_sequence(impl, journey, close):
+def test_causal_attention_shorter_sequence(impl, journey, expect_close):
     """A sequence shorter than context_length works: (1, 4, 3) gives (1, 4, 2), the mask cut to 4 tokens."""
     module = make(impl, seed=2)
     x = journey[:4].unsqueeze(0)
     hints = known.module_hints(module, x, context_length=6)
-    close(attempt(lambda: module(x), hints), masked_attention(module, x), hints=hints)
+    expect_close(attempt(lambda: module(x), hints), masked_attention(module, x), hints=hints)
 
 
 def test_causal_attention_rejects_long_sequence(impl, journey):

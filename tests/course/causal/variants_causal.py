@@ -98,7 +98,7 @@ bug("causal", "mask_rows_sliced", "CausalAttention slices the mask's rows only (
 bug("causal", "dropout_on_scores", "CausalAttention applies dropout to the scores, before the softmax",
     (CW, "weights = torch.softmax(self.dropout(scores), dim=-1)"))
 bug("causal", "scale_by_T", "CausalAttention scales by sqrt(keys.shape[1]), the sequence length",
-    (CS, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(keys.shape[1])"))
+    (CS, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(keys.shape[1])"), shows=("causal.scale_by_length",))
 ok("causal", "mask_in_forward", "causal with Llama's -inf triu(1) mask made in forward on x's device and dtype, added",
    (CF, 'scores = scores + torch.full((T, T), float("-inf"), device=x.device, dtype=x.dtype).triu(1)'))
 bug("causal", "relu_output", "CausalAttention applies a relu to its result",

@@ -22,8 +22,8 @@ def _check(student, course, name, x, rtol=None, atol=None):
     function, hints, formula = FUNCTIONS[name]
     on = C.describe(x=x)
     got = C.attempt(lambda: getattr(student.context, name)(x), f"{name}(x)", on, hints(x))
-    C.close(got, C.in_float64(function, x), what=f"{name}(x)", on=on, course=course, rtol=rtol, atol=atol,
-            hints=hints(x), generic=f"{name}(x) is {formula}.")
+    C.expect_close(got, C.in_float64(function, x), what=f"{name}(x)", on=on, course=course, rtol=rtol, atol=atol,
+                   hints=hints(x), generic=f"{name}(x) is {formula}.")
     return got
 
 

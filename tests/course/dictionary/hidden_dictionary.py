@@ -56,9 +56,9 @@ def test_one_hot_values(student, course, drawn):
     index, n = drawn
     on = f"index {'0' if index == 0 else ('n - 1' if index == n - 1 else 'inside 0..n-1')}, n={n}"
     got = C.attempt(lambda: student.dictionary.one_hot(index, n), "one_hot(index, n)", on)
-    C.close(got, ref.one_hot(index, n), what="one_hot(index, n)", on=on, course=course,
-            dtype_note="the default dtype (torch.zeros(n) without a dtype argument)",
-            hints=known.one_hot_hints(index, n, ref.one_hot))
+    C.expect_close(got, ref.one_hot(index, n), what="one_hot(index, n)", on=on, course=course,
+                   dtype_note="the default dtype (torch.zeros(n) without a dtype argument)",
+                   hints=known.one_hot_hints(index, n, ref.one_hot))
 
 
 @pytest.mark.rule
@@ -76,9 +76,9 @@ def _check(student, course, Q, K, V, t, rtol=None, atol=None):
     on = f"{C.describe(Q=Q, K=K, V=V)}, {C.temperature_class(t)}"
     hints = known.dictionary_hints(Q, K, V, t)
     got = C.attempt(lambda: student.dictionary.attention(Q, K, V, t), ATTENTION, on, hints)
-    C.close(got, C.in_float64(ref.attention, Q, K, V, t), what=ATTENTION, on=on, course=course, rtol=rtol, atol=atol,
-            hints=hints,
-            generic="softmax(Q K^T / temperature) over the keys, then @ V; no sqrt(d_k) here.")
+    C.expect_close(got, C.in_float64(ref.attention, Q, K, V, t), what=ATTENTION, on=on, course=course, rtol=rtol,
+                   atol=atol, hints=hints,
+                   generic="softmax(Q K^T / temperature) over the keys, then @ V; no sqrt(d_k) here.")
 
 
 @pytest.mark.weight(3)
@@ -110,8 +110,8 @@ def test_attention_default_temperature(student, course, device):
                torch.randn(5, 2, generator=g).to(device))
     on = C.describe(Q=Q, K=K, V=V)
     got = C.attempt(lambda: student.dictionary.attention(Q, K, V), "attention(Q, K, V)", on)
-    C.close(got, C.in_float64(ref.attention, Q, K, V), what="attention(Q, K, V) (default temperature)", on=on,
-            course=course, hints=known.dictionary_hints(Q, K, V, 1.0))
+    C.expect_close(got, C.in_float64(ref.attention, Q, K, V), what="attention(Q, K, V) (default temperature)", on=on,
+                   course=course, hints=known.dictionary_hints(Q, K, V, 1.0))
 
 
 @pytest.mark.rule
@@ -143,11 +143,12 @@ def test_lookup_values(student, course, drawn, t):
     table, key = drawn
     on = _table_on(table, key, t)
     got = C.attempt(lambda: student.dictionary.lookup(table, key, t), "lookup(table, key, temperature)", on)
-    C.close(got, ref.lookup(table, key, t), what="lookup(table, key, temperature)", on=on, course=course,
-            hints=known.lookup_hints(table, key, t, ref.lookup),
-            dtype_note="as the contract says: stack the values with dtype=torch.float32 (a table of ints would give int64)",
-            generic="K = one-hot vectors of the keys in dict order, V = the values stacked, q = one_hot of the key's "
-                    "position; return attention(q, K, V, temperature) as a float32 vector.")
+    C.expect_close(got, ref.lookup(table, key, t), what="lookup(table, key, temperature)", on=on, course=course,
+                   hints=known.lookup_hints(table, key, t, ref.lookup),
+                   dtype_note="as the contract says: stack the values with dtype=torch.float32 (a table of ints "
+                              "would give int64)",
+                   generic="K = one-hot vectors of the keys in dict order, V = the values stacked, q = one_hot of "
+                           "the key's position; return attention(q, K, V, temperature) as a float32 vector.")
 
 
 @pytest.mark.rule

@@ -51,11 +51,11 @@ def _on(x, heads, context_length):
 def _check(student, course, module, reference, x, heads, context_length, what=WHAT, generic=None):
     on = _on(x, heads, context_length)
     got = C.attempt(lambda: module(x), what, on, lambda: known.multihead_hints(reference.eval(), x, heads, context_length))
-    C.close(got, M.module_reference(reference.eval(), x), what=what, on=on, course=course,
-            hints=lambda: known.multihead_hints(M.wide(reference).eval(), x.double(), heads, context_length),
-            generic=generic or "project once, view(B, T, num_heads, head_dim).transpose(1, 2), scores / sqrt(head_dim), "
-                               "-inf above the diagonal, softmax, dropout, @ values, transpose(1, 2) back, reshape to "
-                               "(B, T, d_out), out_proj.")
+    C.expect_close(got, M.module_reference(reference.eval(), x), what=what, on=on, course=course,
+                   hints=lambda: known.multihead_hints(M.wide(reference).eval(), x.double(), heads, context_length),
+                   generic=generic or "project once, view(B, T, num_heads, head_dim).transpose(1, 2), "
+                                      "scores / sqrt(head_dim), -inf above the diagonal, softmax, dropout, @ values, "
+                                      "transpose(1, 2) back, reshape to (B, T, d_out), out_proj.")
 
 
 @pytest.mark.rule

@@ -51,36 +51,36 @@ def test_multihead_layers(impl):
 
 
 @pytest.mark.parametrize("num_heads", [1, 2, 4])
-def test_multihead_matches_heads_computed_one_by_one(impl, journey, close, num_heads):
+def test_multihead_matches_heads_computed_one_by_one(impl, journey, expect_close, num_heads):
     """The output equals num_heads causal heads of size d_out // num_heads, concatenated, then out_proj."""
     module = make(impl, seed=num_heads, num_heads=num_heads, d_out=8)
     x = torch.stack([journey, journey.flip(0)])
     hints = known.multihead_hints(module, x, num_heads, context_length=6)
-    close(attempt(lambda: module(x), hints), reference(module, x, num_heads), hints=hints)
+    expect_close(attempt(lambda: module(x), hints), reference(module, x, num_heads), hints=hints)
 
 
-def test_multihead_first_token_sees_only_itself(impl, journey, close):
+def test_multihead_first_token_sees_only_itself(impl, journey, expect_close):
     """With dropout 0 the first output row is out_proj of the first token's value."""
     module = make(impl)
     x = journey.unsqueeze(0)
-    close(module(x)[:, 0], module.out_proj(module.W_value(x))[:, 0])
+    expect_close(module(x)[:, 0], module.out_proj(module.W_value(x))[:, 0])
 
 
-def test_multihead_ignores_the_future(impl, journey, close):
+def test_multihead_ignores_the_future(impl, journey, expect_close):
     """Changing the last token leaves every earlier output row unchanged."""
     module = make(impl)
     x = journey.unsqueeze(0)
     changed = x.clone()
     changed[0, -1] = torch.tensor([5.0, -3.0, 2.0])
-    close(module(x)[:, :-1], module(changed)[:, :-1])
+    expect_close(module(x)[:, :-1], module(changed)[:, :-1])
 
 
-def test_multihead_shorter_sequence(impl, journey, close):
+def test_multihead_shorter_sequence(impl, journey, expect_close):
     """A sequence shorter than context_length works: (1, 4, 3) gives (1, 4, 4), the mask cut to 4 tokens."""
     module = make(impl, seed=5)
     x = journey[:4].unsqueeze(0)
     hints = known.multihead_hints(module, x, 2, context_length=6)
-    close(attempt(lambda: module(x), hints), reference(module, x, 2), hints=hints)
+    expect_close(attempt(lambda: module(x), hints), reference(module, x, 2), hints=hints)
 
 
 def test_multihead_rejects_long_sequence(impl, journey):

@@ -36,8 +36,9 @@ def _check_project(student, course, x, Wq, Wk, Wv):
     got = C.expect_tensors(got, 3, PROJECT, on, "the tuple (queries, keys, values)")
     want = C.in_float64(ref.project, x, Wq, Wk, Wv)
     for name, g, w, own in zip(OUTPUTS, got, want, weights):
-        C.close(g, w, what=f"the {name} of {PROJECT}", on=on, course=course, hints=known.project_hints(x, weights, own, name),
-                generic=f"the {name} are x @ {own}, one row per token.")
+        C.expect_close(g, w, what=f"the {name} of {PROJECT}", on=on, course=course,
+                       hints=known.project_hints(x, weights, own, name),
+                       generic=f"the {name} are x @ {own}, one row per token.")
 
 
 @pytest.mark.weight(2)
@@ -73,8 +74,9 @@ def _check_sdpa(student, course, q, k, v, mask=None, rtol=None, atol=None):
     hints = known.attention_hints(q.double(), k.double(), v.double(), mask)
     got = C.attempt(lambda: student.qkv.scaled_dot_product_attention(*args), SDPA, on, hints)
     want = C.in_float64(ref.scaled_dot_product_attention, *args)
-    C.close(got, want, what=SDPA + (" with a mask" if mask is not None else ""), on=on, course=course, rtol=rtol, atol=atol,
-            hints=hints, generic="softmax(queries @ keys^T / sqrt(d_k)) over the keys, then @ values.")
+    C.expect_close(got, want, what=SDPA + (" with a mask" if mask is not None else ""), on=on, course=course,
+                   rtol=rtol, atol=atol,
+                   hints=hints, generic="softmax(queries @ keys^T / sqrt(d_k)) over the keys, then @ values.")
 
 
 @pytest.mark.weight(3)
@@ -173,8 +175,8 @@ def _check_module(course, module, reference, x):
         return _module_hints(M.wide(reference), x.double(), isinstance(reference, ref.SelfAttentionLinear))
 
     got = C.attempt(lambda: module(x), what, on, hints)
-    C.close(got, M.module_reference(reference, x), what=what, on=on, course=course, hints=hints,
-            generic="project x to queries, keys and values, then softmax(Q K^T / sqrt(d_out)) V.")
+    C.expect_close(got, M.module_reference(reference, x), what=what, on=on, course=course, hints=hints,
+                   generic="project x to queries, keys and values, then softmax(Q K^T / sqrt(d_out)) V.")
 
 
 def _check_twin(student, course, cls, reference, x, ctor, device):
@@ -237,8 +239,8 @@ def test_copy_linear_weights(student, course, device, case):
         wide, x64 = M.wide(src_ref), x.double()
         return known.self_attention_hints(wide.W_query(x64), wide.W_key(x64), wide.W_value(x64), x.shape[-1])
 
-    C.close(C.attempt(lambda: dst(x), "dst(x)", C.describe(x=x), hints), M.module_reference(src_ref, x),
-            what="dst(x) after copy_linear_weights", on=C.describe(x=x), course=course, hints=hints)
+    C.expect_close(C.attempt(lambda: dst(x), "dst(x)", C.describe(x=x), hints), M.module_reference(src_ref, x),
+                   what="dst(x) after copy_linear_weights", on=C.describe(x=x), course=course, hints=hints)
 
 
 # ---------------------------------------------------------------- dtype, device, autograd, in-place, loops, built-ins

@@ -2,7 +2,7 @@
 import hints_qkv as known
 import pytest
 import torch
-from checking import attempt, linear_layers, shaped, test_imports_allowed  # noqa: F401 (the grader's import rule, checked here too)
+from checking import Failure, attempt, linear_layers, shaped, test_imports_allowed  # noqa: F401 (the import rule, here too)
 from torch import nn
 
 pytestmark = pytest.mark.qkv
@@ -28,20 +28,20 @@ def journey_weights():
     return torch.rand(3, 2), torch.rand(3, 2), torch.rand(3, 2)
 
 
-def test_project_river_shapes(impl, river, close):
+def test_project_river_shapes(impl, river, expect_close):
     """project gives queries (3, 2), keys (3, 2), values (3, 3); "bank"'s query is [0.84, 0.84]."""
     queries, keys, values = impl.qkv.project(river, W_QUERY, W_KEY, W_VALUE)
     shaped(queries, (3, 2), "queries"), shaped(keys, (3, 2), "keys"), shaped(values, (3, 3), "values")
     weights = {"W_query": W_QUERY, "W_key": W_KEY, "W_value": W_VALUE}
     for name, got, own in (("queries", queries, "W_query"), ("keys", keys, "W_key"), ("values", values, "W_value")):
-        close(got, river @ weights[own], hints=known.project_hints(river, weights, own, name))
-    close(queries[1], [0.84, 0.84], atol=1e-4)
+        expect_close(got, river @ weights[own], hints=known.project_hints(river, weights, own, name))
+    expect_close(queries[1], [0.84, 0.84], atol=1e-4)
 
 
-def test_project_journey_query(impl, journey, close):
+def test_project_journey_query(impl, journey, expect_close):
     """With the seed-123 weights the query of "journey" is [0.4306, 1.4551]; keys and values are (6, 2)."""
     queries, keys, values = impl.qkv.project(journey, *journey_weights())
-    close(queries[1], [0.4306, 1.4551], atol=1e-4)
+    expect_close(queries[1], [0.4306, 1.4551], atol=1e-4)
     shaped(keys, (6, 2), "keys"), shaped(values, (6, 2), "values")
 
 
@@ -51,52 +51,54 @@ def test_project_rejects_wrong_weight_shape(impl, river):
         impl.qkv.project(river, torch.ones(3, 2), W_KEY, W_VALUE)
 
 
-def test_sdpa_river(impl, river, close):
+def test_sdpa_river(impl, river, expect_close):
     """Scaled dot-product attention of the projected river sentence gives the lecture's 3x3 output."""
     expected = [[0.992, 0.221, 0.261], [0.957, 0.314, 0.256], [0.986, 0.232, 0.263]]
     q, k, v = river @ W_QUERY, river @ W_KEY, river @ W_VALUE
-    close(impl.qkv.scaled_dot_product_attention(q, k, v), expected, atol=1e-3, rtol=0, hints=known.attention_hints(q, k, v))
+    expect_close(impl.qkv.scaled_dot_product_attention(q, k, v), expected, atol=1e-3, rtol=0,
+                 hints=known.attention_hints(q, k, v))
 
 
-def test_sdpa_finance(impl, finance, close):
+def test_sdpa_finance(impl, finance, expect_close):
     """Scaled dot-product attention of the projected finance sentence gives the lecture's 3x3 output."""
     expected = [[0.188, 1.158, 0.169], [0.297, 1.089, 0.180], [0.204, 1.146, 0.172]]
     q, k, v = finance @ W_QUERY, finance @ W_KEY, finance @ W_VALUE
-    close(impl.qkv.scaled_dot_product_attention(q, k, v), expected, atol=1e-3, rtol=0, hints=known.attention_hints(q, k, v))
+    expect_close(impl.qkv.scaled_dot_product_attention(q, k, v), expected, atol=1e-3, rtol=0,
+                 hints=known.attention_hints(q, k, v))
 
 
-def test_sdpa_journey(impl, journey, close):
+def test_sdpa_journey(impl, journey, expect_close):
     """For "journey" (weights [0.1500, 0.2264, ...] after dividing by sqrt(2)) the context vector is [0.3061, 0.8210]."""
     W_query, W_key, W_value = journey_weights()
     queries, keys, values = journey @ W_query, journey @ W_key, journey @ W_value
     out = impl.qkv.scaled_dot_product_attention(queries[1:2], keys, values)
     assert out.shape == (1, 2)
-    close(out, [[0.3061, 0.8210]], atol=1e-4, hints=known.attention_hints(queries[1:2], keys, values))
-    close(impl.qkv.scaled_dot_product_attention(queries, keys, values), SEED_123_OUTPUT, atol=1e-4,
-          hints=known.attention_hints(queries, keys, values))
+    expect_close(out, [[0.3061, 0.8210]], atol=1e-4, hints=known.attention_hints(queries[1:2], keys, values))
+    expect_close(impl.qkv.scaled_dot_product_attention(queries, keys, values), SEED_123_OUTPUT, atol=1e-4,
+                 hints=known.attention_hints(queries, keys, values))
 
 
-def test_sdpa_scales_by_sqrt_dk(impl, close):
+def test_sdpa_scales_by_sqrt_dk(impl, expect_close):
     """The scores are divided by sqrt(d_k), the key width: softmax(Q K^T / sqrt(d_k)) V, on batched (2, 4, 8) queries."""
     torch.manual_seed(0)
     q, k, v = torch.randn(2, 4, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 3)
     hints = known.attention_hints(q, k, v)
-    close(attempt(lambda: impl.qkv.scaled_dot_product_attention(q, k, v), hints),
-          torch.softmax(q @ k.transpose(-2, -1) / 8 ** 0.5, dim=-1) @ v, hints=hints)
+    expect_close(attempt(lambda: impl.qkv.scaled_dot_product_attention(q, k, v), hints),
+                 torch.softmax(q @ k.transpose(-2, -1) / 8 ** 0.5, dim=-1) @ v, hints=hints)
 
 
-def test_sdpa_mask(impl, close):
+def test_sdpa_mask(impl, expect_close):
     """A bool mask (True = may attend) gives masked keys weight 0; an all-True mask changes nothing."""
     torch.manual_seed(0)
     q, k, v = torch.randn(4, 2), torch.randn(4, 2), torch.randn(4, 3)
     causal = torch.ones(4, 4, dtype=torch.bool).tril()
     out = impl.qkv.scaled_dot_product_attention(q, k, v, mask=causal)
     expected = torch.softmax((q @ k.T / 2 ** 0.5).masked_fill(~causal, float("-inf")), dim=-1) @ v
-    close(out, expected, hints=known.attention_hints(q, k, v, mask=causal))
-    close(out[0], v[0])  # the first query sees only the first key
+    expect_close(out, expected, hints=known.attention_hints(q, k, v, mask=causal))
+    expect_close(out[0], v[0])  # the first query sees only the first key
     everything = torch.ones(4, 4, dtype=torch.bool)
-    close(impl.qkv.scaled_dot_product_attention(q, k, v, mask=everything),
-          impl.qkv.scaled_dot_product_attention(q, k, v))
+    expect_close(impl.qkv.scaled_dot_product_attention(q, k, v, mask=everything),
+                 impl.qkv.scaled_dot_product_attention(q, k, v))
 
 
 def test_sdpa_keeps_float64(impl):
@@ -112,39 +114,44 @@ def test_sdpa_rejects_mismatched_dk(impl):
         impl.qkv.scaled_dot_product_attention(torch.ones(3, 2), torch.ones(3, 4), torch.ones(3, 2))
 
 
-def test_self_attention_seed_0_river(impl, river, close):
+def test_self_attention_seed_0_river(impl, river, expect_close):
     """torch.manual_seed(0); SelfAttention(d_in=4, d_out=3) on the river sentence gives the lecture's output."""
     torch.manual_seed(0)
     module = impl.qkv.SelfAttention(d_in=4, d_out=3)
     expected = [[0.540, 0.705, 1.030], [0.538, 0.706, 1.030], [0.541, 0.703, 1.025]]
     hints = _hints_of(module, river)
-    close(attempt(lambda: module(river), hints), expected, atol=1e-3, hints=hints)
+    expect_close(attempt(lambda: module(river), hints), expected, atol=1e-3, hints=hints)
 
 
-def test_self_attention_seed_0_finance(impl, finance, close):
+def test_self_attention_seed_0_finance(impl, finance, expect_close):
     """torch.manual_seed(0); SelfAttention(d_in=4, d_out=3) on the finance sentence gives the lecture's output."""
     torch.manual_seed(0)
     module = impl.qkv.SelfAttention(d_in=4, d_out=3)
     expected = [[0.220, 0.418, 0.642], [0.213, 0.404, 0.624], [0.216, 0.409, 0.630]]
     hints = _hints_of(module, finance)
-    close(attempt(lambda: module(finance), hints), expected, atol=1e-3, hints=hints)
+    expect_close(attempt(lambda: module(finance), hints), expected, atol=1e-3, hints=hints)
 
 
-def test_self_attention_seed_123_journey(impl, journey, close):
+def test_self_attention_seed_123_journey(impl, journey, expect_close):
     """torch.manual_seed(123); SelfAttention(d_in=3, d_out=2) on the journey sentence gives the lecture's 6x2 output."""
     torch.manual_seed(123)
     module = impl.qkv.SelfAttention(d_in=3, d_out=2)
     hints = _hints_of(module, journey)
-    close(attempt(lambda: module(journey), hints), SEED_123_OUTPUT, atol=1e-4, hints=hints)
+    expect_close(attempt(lambda: module(journey), hints), SEED_123_OUTPUT, atol=1e-4, hints=hints)
 
 
 def test_self_attention_parameters(impl):
     """SelfAttention holds W_query, W_key, W_value (in that order) as (d_in, d_out) nn.Parameters."""
     module = impl.qkv.SelfAttention(d_in=4, d_out=3)
     names = [name for name, _ in module.named_parameters()]
-    assert names == ["W_query", "W_key", "W_value"]
+    if names != ["W_query", "W_key", "W_value"]:
+        raise Failure(f"the parameters are made in the order {', '.join(names) or 'none'}; expected W_query, W_key, "
+                      f"W_value (the order of their random initial values, torch.rand(d_in, d_out) each)")
     for name in names:
-        assert isinstance(getattr(module, name), nn.Parameter) and getattr(module, name).shape == (4, 3)
+        parameter = getattr(module, name)
+        if not isinstance(parameter, nn.Parameter) or parameter.shape != (4, 3):
+            raise Failure(f"{name} is {type(parameter).__name__} of shape {tuple(getattr(parameter, 'shape', ()))}; "
+                          f"expected an nn.Parameter of shape (d_in, d_out) = (4, 3)")
 
 
 def _hints_of(module, x) -> list:
@@ -170,23 +177,23 @@ def _linear_hints_of(module, x) -> list:
     return known.self_attention_hints(q, k, v, x.shape[-1], x=x, linear_weights=weights)
 
 
-def test_self_attention_batched(impl, river, finance, close):
+def test_self_attention_batched(impl, river, finance, expect_close):
     """A batch (2, 3, 4) gives (2, 3, d_out), each sentence as if alone."""
     torch.manual_seed(0)
     module = impl.qkv.SelfAttention(d_in=4, d_out=3)
     x = torch.stack([river, finance])
     out = attempt(lambda: module(x), _hints_of(module, x))
     assert out.shape == (2, 3, 3)
-    close(out[0], module(river))
-    close(out[1], module(finance))
+    expect_close(out[0], module(river))
+    expect_close(out[1], module(finance))
 
 
-def test_self_attention_linear_seed_789(impl, journey, close):
+def test_self_attention_linear_seed_789(impl, journey, expect_close):
     """torch.manual_seed(789); SelfAttentionLinear(d_in=3, d_out=2) gives the lecture's 6x2 output."""
     torch.manual_seed(789)
     module = impl.qkv.SelfAttentionLinear(d_in=3, d_out=2)
     hints = _linear_hints_of(module, journey)
-    close(attempt(lambda: module(journey), hints), SEED_789_OUTPUT, atol=1e-4, hints=hints)
+    expect_close(attempt(lambda: module(journey), hints), SEED_789_OUTPUT, atol=1e-4, hints=hints)
 
 
 def test_self_attention_linear_layers(impl):
@@ -196,7 +203,7 @@ def test_self_attention_linear_layers(impl):
                   bias=True)
 
 
-def test_copy_linear_weights(impl, journey, close):
+def test_copy_linear_weights(impl, journey, expect_close):
     """copy_linear_weights makes the seed-123 SelfAttention compute the seed-789 SelfAttentionLinear's output."""
     torch.manual_seed(789)
     src = impl.qkv.SelfAttentionLinear(d_in=3, d_out=2)
@@ -205,5 +212,5 @@ def test_copy_linear_weights(impl, journey, close):
     returned = attempt(lambda: impl.qkv.copy_linear_weights(src, dst), known.copy_hints(3, 2))
     assert returned is dst, "copy_linear_weights returns dst"
     hints = _hints_of(dst, journey)
-    close(attempt(lambda: dst(journey), hints), SEED_789_OUTPUT, atol=1e-4, hints=hints)
-    close(dst(journey), src(journey))
+    expect_close(attempt(lambda: dst(journey), hints), SEED_789_OUTPUT, atol=1e-4, hints=hints)
+    expect_close(dst(journey), src(journey))

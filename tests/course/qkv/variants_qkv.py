@@ -15,6 +15,8 @@ bug("qkv", "keys_from_W_query", "project computes the keys with W_query",
     (PROJ, "return x @ W_query, x @ W_query, x @ W_value"), shows=("qkv.project_wrong_weight",))
 bug("qkv", "scale_by_d_k", "scaled_dot_product_attention divides by d_k instead of sqrt(d_k)",
     (SC, "scores = queries @ keys.transpose(-2, -1) / d_k"), shows=("attention.scale_by_d",))
+bug("qkv", "scale_by_length", "scaled_dot_product_attention takes d_k from the number of queries (shape[-2])",
+    (SC, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-2])"), shows=("attention.scale_by_length",))
 bug("qkv", "no_scaling", "scaled_dot_product_attention does not scale the scores",
     (SC, "scores = queries @ keys.transpose(-2, -1)"), shows=("attention.no_scaling",))
 bug("qkv", "mask_after_softmax", "scaled_dot_product_attention zeroes masked weights after the softmax",

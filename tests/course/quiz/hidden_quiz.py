@@ -33,9 +33,9 @@ def _inputs(case, device, dtype=torch.float32):
 def _check(student, course, s, H, rtol=None, atol=None):
     on = C.describe(s=s, H=H)
     got = C.attempt(lambda: student.quiz.decoder_attention(s, H), WHAT, on, known.decoder_hints(s, H))
-    C.close(got, C.in_float64(ref.decoder_attention, s, H), what=WHAT, on=on, course=course, rtol=rtol, atol=atol,
-            hints=known.decoder_hints(s, H),
-            generic="scores H s (one per state), alphas = softmax over the n states, v = sum_i alpha_i h_i.")
+    C.expect_close(got, C.in_float64(ref.decoder_attention, s, H), what=WHAT, on=on, course=course, rtol=rtol,
+                   atol=atol, hints=known.decoder_hints(s, H),
+                   generic="scores H s (one per state), alphas = softmax over the n states, v = sum_i alpha_i h_i.")
 
 
 @pytest.mark.weight(2)
@@ -95,10 +95,10 @@ def test_return_weights(student, course, device, case):
             and tuple(got[0].shape) == tuple(alphas_want.shape) and tuple(got[1].shape) == tuple(v_want.shape)):
         raise C.CheckFailed(f"decoder_attention(..., return_weights=True) returned (alphas, v) on {on}. Hint: {swapped}.",
                             misconception="quiz.swapped_return")
-    C.close(got[1], alphas_want, what="the alphas of decoder_attention", on=on, course=course,
-            hints=known.alphas_hints(s, H))
-    C.close(got[0], v_want, what="the v of decoder_attention", on=on, course=course,
-            hints=known.decoder_hints(s, H))
+    C.expect_close(got[1], alphas_want, what="the alphas of decoder_attention", on=on, course=course,
+                   hints=known.alphas_hints(s, H))
+    C.expect_close(got[0], v_want, what="the v of decoder_attention", on=on, course=course,
+                   hints=known.decoder_hints(s, H))
 
 
 @pytest.mark.weight(1)

@@ -19,9 +19,8 @@ def test_dot_values(student, course, device, case):
     a, b = case.randn(case.d, dtype=torch.float32, device=device), case.randn(case.d, dtype=torch.float32, device=device)
     on = C.describe(a=a, b=b)
     got = C.attempt(lambda: student.scores.dot(a, b), "dot(a, b)", on)
-    C.close(got, C.in_float64(ref.dot, a, b), what="dot(a, b)", on=on, course=course,
-            hints=known.dot_hints(a, b),
-            generic="multiply element by element and sum: (a * b).sum().")
+    C.expect_close(got, C.in_float64(ref.dot, a, b), what="dot(a, b)", on=on, course=course,
+                   hints=known.dot_hints(a, b), generic="multiply element by element and sum: (a * b).sum().")
 
 
 @pytest.mark.weight(3)
@@ -32,8 +31,9 @@ def test_pairwise_scores_values(student, course, device, case):
     x = case.randn(*case.batch, case.T, case.d, dtype=torch.float32, device=device)
     on = C.describe(x=x)
     got = C.attempt(lambda: student.scores.pairwise_scores(x), "pairwise_scores(x)", on, known.pairwise_hints(x))
-    C.close(got, C.in_float64(ref.pairwise_scores, x), what="pairwise_scores(x)", on=on, course=course,
-            hints=known.pairwise_hints(x), generic="entry [i, j] is the dot product of token i with token j: x @ x^T.")
+    C.expect_close(got, C.in_float64(ref.pairwise_scores, x), what="pairwise_scores(x)", on=on, course=course,
+                   hints=known.pairwise_hints(x),
+                   generic="entry [i, j] is the dot product of token i with token j: x @ x^T.")
 
 
 @pytest.mark.weight(3)
@@ -46,8 +46,9 @@ def test_attention_scores_values(student, course, device, case):
     on = C.describe(queries=q, keys=k)
     got = C.attempt(lambda: student.scores.attention_scores(q, k), "attention_scores(queries, keys)", on,
                     known.score_hints(q, k))
-    C.close(got, C.in_float64(ref.attention_scores, q, k), what="attention_scores(queries, keys)", on=on,
-            course=course, hints=known.score_hints(q, k), generic="row i holds query i against every key: queries @ keys^T.")
+    C.expect_close(got, C.in_float64(ref.attention_scores, q, k), what="attention_scores(queries, keys)", on=on,
+                   course=course, hints=known.score_hints(q, k),
+                   generic="row i holds query i against every key: queries @ keys^T.")
 
 
 BROADCASTS = [((3,), ()), ((), (4,)), ((2, 1), (3,)), ((4, 1), (1, 3))]
@@ -63,8 +64,8 @@ def test_attention_scores_broadcasts_leading_dims(student, course, device, lead_
     on = C.describe(queries=q, keys=k)
     got = C.attempt(lambda: student.scores.attention_scores(q, k), "attention_scores(queries, keys)", on,
                     known.score_hints(q, k))
-    C.close(got, C.in_float64(ref.attention_scores, q, k), what="attention_scores(queries, keys)", on=on,
-            course=course, hints=known.score_hints(q, k))
+    C.expect_close(got, C.in_float64(ref.attention_scores, q, k), what="attention_scores(queries, keys)", on=on,
+                   course=course, hints=known.score_hints(q, k))
 
 
 NAMES = {"dot": ("a", "b"), "pairwise_scores": ("x",), "attention_scores": ("queries", "keys")}

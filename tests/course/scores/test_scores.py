@@ -23,30 +23,30 @@ def projected_journey(journey):
     return journey @ W_query, journey @ W_key, journey @ W_value
 
 
-def test_dot_journey_against_your(impl, journey, close):
+def test_dot_journey_against_your(impl, journey, expect_close):
     """dot("journey", "Your") is 0.9544, returned as a 0-d float32 tensor."""
     result = impl.scores.dot(journey[1], journey[0])
     assert isinstance(result, torch.Tensor) and result.shape == (), "dot must return a 0-d tensor (no .item())"
     assert result.dtype == torch.float32
-    close(result, 0.9544, atol=1e-4)
+    expect_close(result, 0.9544, atol=1e-4)
 
 
-def test_dot_journey_against_every_token(impl, journey, close):
+def test_dot_journey_against_every_token(impl, journey, expect_close):
     """dot of "journey" with each of the six tokens gives the lecture's row [0.9544, 1.4950, ...]."""
     result = torch.stack([impl.scores.dot(journey[1], token) for token in journey])
-    close(result, JOURNEY_SCORES[1], atol=1e-4)
+    expect_close(result, JOURNEY_SCORES[1], atol=1e-4)
 
 
-def test_dot_quiz_scores(impl, decoder_states, close):
+def test_dot_quiz_scores(impl, decoder_states, expect_close):
     """The quiz's scores s·h1, s·h2, s·h3 are 0.9678, 0.5721, 0.2350."""
     s, H = decoder_states
-    close(torch.stack([impl.scores.dot(s, h) for h in H]), [0.9678, 0.5721, 0.2350], atol=1e-4)
+    expect_close(torch.stack([impl.scores.dot(s, h) for h in H]), [0.9678, 0.5721, 0.2350], atol=1e-4)
 
 
-def test_dot_of_projected_query_and_key(impl, journey, close):
+def test_dot_of_projected_query_and_key(impl, journey, expect_close):
     """The projected query and key of "journey" score 1.8524 against each other."""
     queries, keys, _ = projected_journey(journey)
-    close(impl.scores.dot(queries[1], keys[1]), 1.8524, atol=1e-4)
+    expect_close(impl.scores.dot(queries[1], keys[1]), 1.8524, atol=1e-4)
 
 
 def test_dot_keeps_float64(impl):
@@ -64,64 +64,64 @@ def test_dot_rejects_different_lengths(impl):
         impl.scores.dot(torch.ones(3), torch.ones(4))
 
 
-def test_pairwise_scores_river(impl, river, close):
+def test_pairwise_scores_river(impl, river, expect_close):
     """pairwise_scores of "stream bank mud" is the lecture's 3x3 matrix."""
     expected = [[1.530, 0.960, 1.350], [0.960, 1.320, 0.720], [1.350, 0.720, 1.620]]
     hints = known.pairwise_hints(river)
-    close(attempt(lambda: impl.scores.pairwise_scores(river), hints), expected, atol=1e-3, hints=hints)
+    expect_close(attempt(lambda: impl.scores.pairwise_scores(river), hints), expected, atol=1e-3, hints=hints)
 
 
-def test_pairwise_scores_finance(impl, finance, close):
+def test_pairwise_scores_finance(impl, finance, expect_close):
     """pairwise_scores of "money bank loan" is the lecture's 3x3 matrix."""
     expected = [[1.970, 1.120, 1.600], [1.120, 1.320, 0.880], [1.600, 0.880, 1.570]]
     hints = known.pairwise_hints(finance)
-    close(attempt(lambda: impl.scores.pairwise_scores(finance), hints), expected, atol=1e-3, hints=hints)
+    expect_close(attempt(lambda: impl.scores.pairwise_scores(finance), hints), expected, atol=1e-3, hints=hints)
 
 
-def test_pairwise_scores_journey(impl, journey, close):
+def test_pairwise_scores_journey(impl, journey, expect_close):
     """pairwise_scores of "Your journey starts with one step" is the lecture's 6x6 attn_scores."""
     hints = known.pairwise_hints(journey)
-    close(attempt(lambda: impl.scores.pairwise_scores(journey), hints), JOURNEY_SCORES, atol=1e-4, hints=hints)
+    expect_close(attempt(lambda: impl.scores.pairwise_scores(journey), hints), JOURNEY_SCORES, atol=1e-4, hints=hints)
 
 
-def test_pairwise_scores_batched(impl, river, finance, close):
+def test_pairwise_scores_batched(impl, river, finance, expect_close):
     """A batch (2, 3, 4) of sentences gives (2, 3, 3): each sentence's own scores."""
     x = torch.stack([river, finance])
     hints = known.pairwise_hints(x)
-    close(attempt(lambda: impl.scores.pairwise_scores(x), hints), x @ x.transpose(-2, -1), hints=hints)
+    expect_close(attempt(lambda: impl.scores.pairwise_scores(x), hints), x @ x.transpose(-2, -1), hints=hints)
 
 
-def test_pairwise_scores_keeps_float64(impl, journey, close):
+def test_pairwise_scores_keeps_float64(impl, journey, expect_close):
     """pairwise_scores keeps float64 and is symmetric."""
     result = impl.scores.pairwise_scores(journey.double())
     assert result.dtype == torch.float64
-    close(result, result.T)
+    expect_close(result, result.T)
 
 
-def test_attention_scores_projected_journey(impl, journey, close):
+def test_attention_scores_projected_journey(impl, journey, expect_close):
     """The query of "journey" against the six keys scores [1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440]."""
     queries, keys, _ = projected_journey(journey)
-    close(queries[1], [0.4306, 1.4551], atol=1e-4)  # the lecture's query_2 (a check of this test's set-up)
+    expect_close(queries[1], [0.4306, 1.4551], atol=1e-4)  # the lecture's query_2 (a check of this test's set-up)
     hints = known.score_hints(queries[1:2], keys)
     result = attempt(lambda: impl.scores.attention_scores(queries[1:2], keys), hints)
-    close(result, [[1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440]], atol=1e-4, hints=hints)
+    expect_close(result, [[1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440]], atol=1e-4, hints=hints)
 
 
-def test_attention_scores_rectangular(impl, close):
+def test_attention_scores_rectangular(impl, expect_close):
     """Tq queries against Tk keys give a (Tq, Tk) matrix, not a square one."""
     torch.manual_seed(0)
     queries, keys = torch.randn(5, 4), torch.randn(7, 4)
     hints = known.score_hints(queries, keys)
-    close(attempt(lambda: impl.scores.attention_scores(queries, keys), hints), queries @ keys.T, hints=hints)
+    expect_close(attempt(lambda: impl.scores.attention_scores(queries, keys), hints), queries @ keys.T, hints=hints)
 
 
-def test_attention_scores_broadcasts_leading_dims(impl, close):
+def test_attention_scores_broadcasts_leading_dims(impl, expect_close):
     """Leading dims broadcast: (1, 5, 4) queries with (3, 7, 4) keys give (3, 5, 7)."""
     torch.manual_seed(0)
     queries, keys = torch.randn(1, 5, 4), torch.randn(3, 7, 4)
     hints = known.score_hints(queries, keys)
-    close(attempt(lambda: impl.scores.attention_scores(queries, keys), hints), queries @ keys.transpose(-2, -1),
-          hints=hints)
+    expect_close(attempt(lambda: impl.scores.attention_scores(queries, keys), hints), queries @ keys.transpose(-2, -1),
+                 hints=hints)
 
 
 def test_attention_scores_rejects_different_widths(impl):

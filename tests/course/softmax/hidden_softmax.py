@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from grader.suites import cases as S
 from grader.suites import checks as C
-from grader.suites.contract import Contract, HalfInputs, Subject
+from grader.suites.contract import Contract, HalfInputs, Subject, sequences
 from solutions import softmax as ref
 
 pytestmark = pytest.mark.softmax
@@ -37,8 +37,9 @@ def _check(student, course, x, dim, t, rtol=None, atol=None, what=WHAT):
     hints = known.softmax_hints(x, dim, t)
     got = C.attempt(lambda: student.softmax.softmax(x, dim=dim, temperature=t), what, on, hints)
     want = C.in_float64(ref.softmax, x, dim=dim, temperature=t)
-    C.close(got, want, what=what, on=on, course=course, rtol=rtol, atol=atol, hints=hints,
-            generic="exp(z - max) / sum(exp(z - max)) for z = x / t, with max and sum taken along `dim` (keepdim=True).")
+    C.expect_close(got, want, what=what, on=on, course=course, rtol=rtol, atol=atol, hints=hints,
+                   generic="exp(z - max) / sum(exp(z - max)) for z = x / t, with max and sum taken along `dim` "
+                           "(keepdim=True).")
 
 
 @pytest.mark.weight(5)
@@ -57,12 +58,13 @@ def test_defaults(student, course, device):
     x = torch.randn(3, 4, 5, generator=g).to(device)
     on = C.describe(x=x)
     got = C.attempt(lambda: student.softmax.softmax(x), "softmax(x)", on, known.softmax_hints(x, -1, 1.0))
-    C.close(got, C.in_float64(torch.softmax, x, -1), what="softmax(x) (defaults dim=-1, temperature=1.0)", on=on,
-            course=course, hints=known.softmax_hints(x, -1, 1.0))
+    C.expect_close(got, C.in_float64(torch.softmax, x, -1), what="softmax(x) (defaults dim=-1, temperature=1.0)", on=on,
+                   course=course, hints=known.softmax_hints(x, -1, 1.0))
     got = C.attempt(lambda: student.softmax.softmax(x, 1, 2.0), "softmax(x, 1, 2.0)", on, known.softmax_hints(x, 1, 2.0))
-    C.close(got, C.in_float64(ref.softmax, x, 1, 2.0), what="softmax(x, 1, 2.0) (positional dim and temperature)",
-            on=on + ", dim=1, a temperature above 1", course=course, hints=known.softmax_hints(x, 1, 2.0),
-            generic="the signature is softmax(x, dim=-1, temperature=1.0), in that order.")
+    C.expect_close(got, C.in_float64(ref.softmax, x, 1, 2.0),
+                   what="softmax(x, 1, 2.0) (positional dim and temperature)",
+                   on=on + ", dim=1, a temperature above 1", course=course, hints=known.softmax_hints(x, 1, 2.0),
+                   generic="the signature is softmax(x, dim=-1, temperature=1.0), in that order.")
 
 
 @pytest.mark.weight(2)
@@ -121,5 +123,5 @@ CONTRACT = Contract(subjects=(
             values=lambda student, course, case: _check(student, course, *case.args, *C.tolerance(
                 course, case.args[0].dtype, float(case.args[0].abs().max()))),
             instead="exp of the shifted scores divided by their sum along dim, with amax/exp/sum (keepdim=True).",
-            half=(HalfInputs(2.0, (-1, 1.0)), HalfInputs(100.0, (-1, 1.0)))),
+            half=(HalfInputs(2.0, (-1, 1.0)), HalfInputs(100.0, (-1, 1.0))), sizes=sequences(4)),
 ))

@@ -35,6 +35,14 @@ def softmax_hints(x, dim: int, t: float) -> list[Hint]:
         z = (x64 / t - (x64 / t).amax(dim)).exp()
         return z / z.sum(dim, keepdim=True)
 
+    def max_unsqueezed_last():  # the row max put back at the last dim, wherever `dim` is
+        z = (x64 / t - (x64 / t).amax(dim).unsqueeze(-1)).exp()
+        return z / z.sum(dim, keepdim=True)
+
+    if dim % rank != rank - 1:
+        hints.append(Hint("the row max is put back at the last dim (unsqueeze(-1)), not at `dim`, so it broadcasts "
+                          "along the wrong dim: x.amax(dim, keepdim=True) keeps it in place.", max_unsqueezed_last,
+                          "softmax.max_unsqueezed_last"))
     hints += [Hint(NO_KEEPDIM, lambda: e / e.sum(dim), "softmax.no_keepdim"),
               Hint(NO_KEEPDIM, max_without_keepdim, "softmax.no_keepdim"),
               Hint(NO_MAX, lambda: naive_softmax(x / t, dim), "softmax.no_max"),

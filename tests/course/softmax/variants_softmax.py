@@ -18,6 +18,8 @@ bug("softmax", "no_max_subtraction", "softmax does not subtract the row max (exp
     ("    " + SM + "\n", ""), shows=("softmax.no_max",))
 bug("softmax", "no_keepdim", "softmax sums without keepdim=True, so the sum broadcasts over the wrong dim",
     ("return e / e.sum(dim=dim, keepdim=True)", "return e / e.sum(dim=dim)"), shows=("softmax.no_keepdim",))
+bug("softmax", "max_unsqueezed_last", "softmax puts the row max back at the last dim (max(dim).values.unsqueeze(-1))",
+    (SM, "z = z - z.max(dim=dim).values.unsqueeze(-1)"), shows=("softmax.max_unsqueezed_last",))
 bug("softmax", "temperature_multiplied", "softmax multiplies by the temperature instead of dividing",
     ("z = x / temperature", "z = x * temperature"), shows=("softmax.temperature_multiplied",))
 bug("softmax", "global_max", "softmax subtracts the max of the whole tensor, not each row's",
@@ -39,6 +41,10 @@ bug("softmax", "float32_cast_back", "softmax computes in float32 and casts the r
     ("return e / e.sum(dim=dim, keepdim=True)", "return (e / e.sum(dim=dim, keepdim=True)).to(x.dtype)"), shows=("float64.less_precise",))
 bug("softmax", "abs_max", "softmax subtracts the row's largest absolute value, which is inf for rows with -inf",
     (SM, "z = z - z.abs().amax(dim=dim, keepdim=True)"))
+part("softmax", "row_loop", "softmax normalizes one row at a time in a Python loop over the other dims",
+     (SOFTMAX_BODY, "    z = (x / temperature).movedim(dim, -1)\n    flat = z.reshape(-1, z.shape[-1])\n"
+                    "    rows = [(r - r.max()).exp() / (r - r.max()).exp().sum() for r in flat]\n"
+                    "    return torch.stack(rows).reshape(z.shape).movedim(-1, dim) if rows else z.movedim(-1, dim)"))
 part("softmax", "torch_softmax", "softmax calls torch.softmax (a banned built-in); everything else right",
      (SOFTMAX_BODY, "    return torch.softmax(x / temperature, dim=dim)"))
 part("softmax", "special_softmax", "softmax calls torch.special.softmax (a banned built-in under another name)",
