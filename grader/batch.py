@@ -308,10 +308,9 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     def class_rows() -> list[dict]:
         return [results[e.key] for e in sorted(entries, key=lambda e: (e.student, e.key)) if e.key in results]
 
-    faulted: dict[str, tuple[Entry, float]] = {}  # key -> (entry, its reading time) of a grader fault to grade again
+    faulted: dict[str, Entry] = {}  # key -> entry of a grading that was a grader fault, to grade again
 
     def record(entry: Entry, graded: Graded) -> None:
-        reading_left[entry.student] -= graded.reading
         data = {**graded.results, "student": entry.student,
                 "graded_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         if entry.assignment:
@@ -326,7 +325,9 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
             taken[entry.key] = kept
         results[entry.key] = data
         if not is_final(data) and data["status"] != f"error: {PROCESS_DIED}":  # that one was graded alone already
-            faulted[entry.key] = (entry, graded.reading)
+            faulted[entry.key] = entry  # its reading is the grader's loss, not its student's
+        else:
+            reading_left[entry.student] -= graded.reading
         counts["graded" if data.get("status") == "graded" else "errored"] += 1
         if progress:
             progress.advance(counts)
@@ -352,7 +353,7 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
         if entry.problem:
             record_error(entry, entry.problem)
     readable = [e for e in todo if not e.problem]
-    for again in (False, True):  # a submission whose grading was a grader fault is graded again once, in new jobs
+    for again in (False, True):  # a grading that was a grader fault is graded again once (a local pool: new jobs)
         if readable and dask:
             with make_executor(jobs, dask) as executor:
                 _grade(executor, readable, start, record, record_error)
@@ -360,13 +361,11 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
             _grade_in_local_pools(readable, jobs, staging / RUNNING, start, record, record_error)
         if again or not faulted:
             break
-        readable = [entry for entry, _ in faulted.values()]
+        readable = list(faulted.values())
         first = readable[0]
         print(f"grader: {len(readable)} of {len(todo)} gradings ended in a grader fault (the first, "
               f"{clean(first.key, MAX_NAME)}: {clean(results[first.key]['status'], 300)}); grading them again",
               file=sys.stderr)
-        for entry, reading in faulted.values():  # the reading it took is the grader's loss, not the student's
-            reading_left[entry.student] += reading
         counts["errored"] -= len(readable)
         faulted.clear()
         if progress:

@@ -37,7 +37,7 @@ from grader.batch import run_batch
 from grader.course import Course, Intake, load_course
 from grader.entries import BatchError
 from grader.intake.walk import intake_reads
-from grader.records.adjust import class_course, keep_course
+from grader.records.adjust import class_course, keep_course, load_records
 from grader.reports.files import write_atomic
 from grader.text import MAX_NAME, clean, csv_cell, student_id
 
@@ -120,7 +120,7 @@ def _git_options(megabytes: int) -> dict:
 
 def git(*args: str, cwd: Path | None = None, seconds: float = CLONE_SECONDS, megabytes: int = CLONE_MB) -> str:
     """Run git with the safety options, no prompt, and bounds on time and file size; its stdout (raises
-    CollectError with git's last line of error)."""
+    CollectError with git's line of error: its ``fatal:`` or ``error:`` line, else its last)."""
     try:
         process = subprocess.run(["git", *GIT_SAFETY, *args], cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL,
                                  timeout=seconds, **_git_options(megabytes))
@@ -130,7 +130,8 @@ def git(*args: str, cwd: Path | None = None, seconds: float = CLONE_SECONDS, meg
         raise CollectError(f"git {args[0]}: the repository is larger than {megabytes} MB")
     if process.returncode != 0:
         lines = process.stderr.decode(errors="replace").strip().splitlines() or [f"exit status {process.returncode}"]
-        raise CollectError(f"git {args[0]} failed: {clean(lines[-1], 200)}")
+        said = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[-1])
+        raise CollectError(f"git {args[0]} failed: {clean(said, 200)}")
     return process.stdout.decode(errors="replace").strip()
 
 
@@ -298,8 +299,9 @@ def collect(roster: str | os.PathLike, out: str | os.PathLike, *, deadline: str,
     write_collected(out / "collected.csv", repositories)
     rows = []
     if grade and any(r.commit for r in repositories):
-        try:
-            rows = run_batch(submissions, out / "grades", course_file=course_file, **batch)
+        try:  # each commit's time is its submission's: course.yaml's late policy applies, as with batch --submitted
+            rows = run_batch(submissions, out / "grades", course_file=course_file,
+                             records=load_records(course, submitted=out / "collected.csv"), **batch)
         except BatchError as error:
             raise CollectError(str(error)) from None
         keep_course(out / "grades", course_file)

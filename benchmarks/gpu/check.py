@@ -64,11 +64,13 @@ def run(args: list[str], timeout: float, env: dict | None = None) -> tuple[int, 
         output, _ = process.communicate(timeout=timeout)
         code = process.returncode
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGINT)
+        with contextlib.suppress(ProcessLookupError):  # it may have ended in between
+            os.killpg(process.pid, signal.SIGINT)
         try:
             output, _ = process.communicate(timeout=20)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             output, _ = process.communicate()
         code = 124
     return code, output, round(time.monotonic() - started, 2)

@@ -64,7 +64,9 @@ def render_notebook(course: Course, module: str, lesson_file: Path, shared: Shar
     number = course.modules.index(module) + 1
     points = sum(test.points for test in lesson.tests)
     if points != exercise.points:
-        raise LessonError(f"{shown(lesson_file)}: the graded tests add up to {points} points, course.yaml gives {exercise.points}")
+        raise LessonError(f"{shown(lesson_file)}: the graded tests add up to {points} points, course.yaml gives "
+                          f"{exercise.points}: make the points of its `<!-- test NAME: N points -->` lines add up to "
+                          f"{exercise.points}, then run `grader notebooks`")
     solution = (course.solutions_dir / f"{module}.py").read_text(encoding="utf-8")
     cells = []
 
@@ -159,6 +161,19 @@ def stale_notebooks(target: Path | None = None, course: Course | None = None) ->
             if name not in files and ".ipynb_checkpoints" not in path.parts:
                 stale.append(name)
     return stale
+
+
+def stale_problem(course: Course) -> str | None:
+    """Why the course's nbgrader/ is not what course.yaml and its lessons make now (a lesson that does not build, or
+    notebooks not generated again since), or None: a release would ship notebooks that state, and grade, other points."""
+    try:
+        stale = stale_notebooks(course=course)
+    except LessonError as error:
+        return str(error)
+    if not stale:
+        return None
+    return (f"{course.nbgrader_dir.name}/ is not what course.yaml and the lessons make now ({', '.join(stale[:3])}"
+            f"{', ...' if len(stale) > 3 else ''}): run `grader notebooks`, then release")
 
 
 def generate_course(target: Path | None = None, course: Course | None = None) -> list[str]:

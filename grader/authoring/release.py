@@ -418,6 +418,10 @@ def handout_files(course: Course, *, grader_repository: str | None, grader_ref: 
     else:
         notes.append("no GitHub Actions workflow in the handout: its README tells students to upload to Gradescope "
                      "(give --grader-repository for a workflow that grades every push)")
+        if values["DUE"]:
+            notes.append("the README states course.yaml's late policy, which the Gradescope autograder does not apply "
+                         "(it grades what it is given): set the same policy in the Gradescope assignment's settings, "
+                         "or grade the class with `grader batch --submitted` from Gradescope's export of the times")
     return files, notes
 
 
@@ -442,6 +446,12 @@ def build_handout(outdir: str | os.PathLike, *, grader_repository: str | None,
     for repository in {ROOT, course.root}:
         if outdir.resolve() == repository or repository.is_relative_to(outdir.resolve()):
             raise ReleaseError(f"{outdir} is the course repository itself (or holds it): choose a new folder")
+    if notebooks is None and course.nbgrader_dir.is_dir():  # the course's own: what course.yaml and its lessons make
+        from grader.authoring.notebooks import stale_problem
+
+        problem = stale_problem(course.whole)
+        if problem:
+            raise ReleaseError(problem)
     if outdir.exists() and any(outdir.iterdir()):
         if not force:
             raise ReleaseError(f"{outdir} is not empty (use --force to replace its contents)")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import COURSE_FILE
-from grader.authoring.notebooks import generate_course, stale_notebooks
+from grader.authoring.notebooks import generate_course, render_course, stale_notebooks
 from grader.authoring.release import render
 from grader.authoring.stubs import stale_files, write_exercises
 from grader.course import Course, CourseError, load_course, module_name_problem
@@ -52,15 +52,24 @@ def new_exercise(course_file: Path, module: str, title: str, points: int) -> lis
     taken = [path for path in targets.values() if path.exists()]
     if taken or course.exercise_dir(module).exists():
         raise ScaffoldError(f"{(taken or [course.exercise_dir(module)])[0]} exists already: choose another name")
-    yaml_text = _with_entry(Path(course_file).read_text(encoding="utf-8"), module, title, points)
-    for template, path in targets.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render(f"{TEMPLATES}/{template}", values), encoding="utf-8")
-    Path(course_file).write_text(yaml_text, encoding="utf-8")
-    course = load_course(course_file)
-    written = [*targets.values(), Path(course_file)]
-    written += [course.exercises_dir / name for name in write_exercises(course=course)]
-    written += [course.nbgrader_dir / name for name in generate_course(course=course)]
+    render_course(course)  # the course's lessons build as they are (a LessonError names one): before anything is written
+    original = Path(course_file).read_text(encoding="utf-8")
+    try:
+        for template, path in targets.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render(f"{TEMPLATES}/{template}", values), encoding="utf-8")
+        Path(course_file).write_text(_with_entry(original, module, title, points), encoding="utf-8")
+        course = load_course(course_file)
+        written = [*targets.values(), Path(course_file)]
+        written += [course.exercises_dir / name for name in write_exercises(course=course)]
+        written += [course.nbgrader_dir / name for name in generate_course(course=course)]
+    except BaseException:  # nothing of the exercise is left half made: a rerun starts afresh
+        for path in targets.values():
+            path.unlink(missing_ok=True)
+        shutil.rmtree(course.exercise_dir(module), ignore_errors=True)
+        (course.exercises_dir / f"{module}.py").unlink(missing_ok=True)
+        Path(course_file).write_text(original, encoding="utf-8")
+        raise
     return written
 
 

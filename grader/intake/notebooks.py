@@ -261,6 +261,11 @@ def read_notebook(path, problems: dict[str, str], notes: list[str], limits=None,
     return files
 
 
+def _lines(code: bytes) -> list[bytes]:
+    """Code as its lines without their ends and trailing spaces: the same code saved by another editor is the same."""
+    return [line.rstrip() for line in code.strip().splitlines()]
+
+
 def take_notebooks(root: Path, found: list[tuple[str, ...]], files: dict[str, bytes], problems: dict[str, str],
                    notes: list[str], limits, course: Course) -> dict[str, str]:
     """Take exercise code from the notebooks ``found`` in a submission folder (paths inside ``root``, split: wherever
@@ -301,7 +306,8 @@ def take_notebooks(root: Path, found: list[tuple[str, ...]], files: dict[str, by
     for module in course.modules:
         stub = stubs[f"{module}.py"]
         if module in files and not unstarted(files[module].decode("utf-8"), stub):
-            other = sorted({shown for rank, shown, code, _ in cells.get(module, []) if not rank[0] and code != files[module]})
+            other = sorted({shown for rank, shown, code, _ in cells.get(module, [])
+                            if not rank[0] and _lines(code) != _lines(files[module])})
             if other:
                 notes.append(f"{module}: graded {module}.py, which holds code of yours; the solution cell of "
                              f"{clean(', '.join(other), MAX_NAME)} holds other code of it, not graded")

@@ -17,6 +17,7 @@ An id is read as batch reads a submission's name (``text.student_id``), so that 
 """
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,7 +67,7 @@ def load_roster(path: str | Path) -> Roster:
     classroom = "github_username" in header and "id" not in header
     students = Roster()
     students.where, students.columns, students.lines = str(path), header, {}
-    lines = students.lines
+    lines, emails = students.lines, {}  # e-mail (letter case aside) -> the id it belongs to
     for row in rows:
         raw = (row.get("github_username") or row.get("identifier", "")) if classroom else \
             row.get(pick(header, ID_COLUMNS), "")
@@ -77,6 +78,11 @@ def load_roster(path: str | Path) -> Roster:
             raise TableError(f"{row.where}: student {clean(sid, MAX_NAME)!r} is listed twice (also line {lines[sid]})")
         identifier = row.get("identifier", "")
         email = row.get("email", "") or (identifier if classroom and "@" in identifier else "")
+        twin = emails.setdefault(email.casefold(), sid) if email else sid
+        if twin != sid:
+            raise TableError(f"{row.where}: the e-mail {clean(email, MAX_NAME)!r} is also that of "
+                             f"{clean(twin, MAX_NAME)!r} (line {lines[twin]}): an LMS import matches students by it, so "
+                             "one would get the other's grade")
         first, last = clean(row.get("first_name", ""), MAX_NAME), clean(row.get("last_name", ""), MAX_NAME)
         if not (first or last):
             first, last = [*clean(row.get("name", ""), MAX_NAME).rsplit(maxsplit=1), "", ""][:2]  # "Ana María", "Díaz"
@@ -91,22 +97,27 @@ def check_roster(roster: Roster, students: Collection[str]) -> None:
     """A ``TableError`` where fewer than half of ``students`` (those who handed something in) are on ``roster`` (its
     ids are not the submissions' names: the wrong column, or the wrong file, and every student would be "not on the
     roster" and every roster student "missing"), or where a student's id differs from a roster id only in letter case
-    (``Dave`` handed in, the roster lists ``dave``)."""
+    or accents (``Dave`` or ``Davé`` handed in, the roster lists ``dave``)."""
     listed = sum(student in roster for student in students)
     if students and listed * 2 < len(students):
         raise TableError(f"{roster.where}: only {listed} of the {len(students)} students who handed something in are "
                          f"on this roster (its columns: {_columns(roster.columns)}): its ids must be the names of the "
                          f"submissions (folder, .zip or .ipynb); a roster's header is {EXPECTED}")
-    cased: dict[str, list[str]] = {}
+    alike: dict[str, list[str]] = {}
     for sid in roster:
-        cased.setdefault(sid.casefold(), []).append(sid)
+        alike.setdefault(_loosely(sid), []).append(sid)
     for student in sorted(set(students) - set(roster)):
-        [listed_as, *others] = cased.get(student.casefold(), [student])
+        [listed_as, *others] = alike.get(_loosely(student), [student])
         if listed_as != student and not others and listed_as not in students:
             raise TableError(f"{roster.where}:{roster.lines[listed_as]}: the submission {clean(student, MAX_NAME)!r} "
                              f"is not on the roster, which lists {clean(listed_as, MAX_NAME)!r}: ids are compared "
-                             "exactly, letter case too (one student would be both missing and not on the roster): "
-                             "rename the submission or the roster's entry")
+                             "exactly, letter case and accents too (one student would be both missing and not on the "
+                             "roster): rename the submission or the roster's entry")
+
+
+def _loosely(sid: str) -> str:
+    """An id without letter case and accents: ``José`` and ``jose`` alike."""
+    return "".join(c for c in unicodedata.normalize("NFKD", sid.casefold()) if not unicodedata.combining(c))
 
 
 def _columns(header: list[str]) -> str:

@@ -115,13 +115,18 @@ def process_facts() -> str:
     CUDA did not start in a worker, where it tells a limit reached (CUDA's "OS call failed") from a missing driver."""
     if resource is None:  # pragma: no cover
         return "not a Unix"
+
+    def limit(res: int) -> str:
+        soft = resource.getrlimit(res)[0]
+        return "unlimited" if soft == resource.RLIM_INFINITY else str(soft)
+
     facts = []
     with contextlib.suppress(OSError, ValueError):
-        facts.append(f"{len(os.listdir('/proc/self/fd'))} open files of {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}")
+        facts.append(f"{len(os.listdir('/proc/self/fd'))} open files of {limit(resource.RLIMIT_NOFILE)}")
     with contextlib.suppress(OSError, ValueError, StopIteration):
         with open("/proc/self/status", encoding="ascii", errors="replace") as status:
             threads = next(line.split()[1] for line in status if line.startswith("Threads:"))
-        facts.append(f"{threads} threads, {resource.getrlimit(resource.RLIMIT_NPROC)[0]} processes of its uid at most")
+        facts.append(f"{threads} threads, {limit(resource.RLIMIT_NPROC)} processes of its uid at most")
     with contextlib.suppress(OSError, ValueError):
-        facts.append(f"uid {os.getuid()}, address space {resource.getrlimit(resource.RLIMIT_AS)[0]}")
+        facts.append(f"uid {os.getuid()}, address space {limit(resource.RLIMIT_AS)}")
     return "; ".join(facts)

@@ -40,9 +40,10 @@ class CheckFailed(AssertionError):
     """A property of the submission does not hold; the message is written for the student. ``misconception``: the id
     of the known mistake the message names (one whose result on the same input reproduces the student's), if any."""
 
-    def __init__(self, message: str, misconception: str = ""):
+    def __init__(self, message: str, misconception: str = "", raised: bool = False):
         super().__init__(message)
         self.misconception = misconception
+        self.raised = raised  # the student's code raised: the property could not be looked at on this input
 
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
@@ -117,9 +118,9 @@ def _expected(text: str | None) -> str:
     return labelled("Expected", text)
 
 
-def diagnosed(message: str, hint: Hint | None) -> CheckFailed:
+def diagnosed(message: str, hint: Hint | None, raised: bool = False) -> CheckFailed:
     """The CheckFailed saying ``message``, and the mistake ``hint`` (if any) that reproduces the result, by its id."""
-    return CheckFailed(message + phrase(hint), misconception=hint.id if hint else "")
+    return CheckFailed(message + phrase(hint), misconception=hint.id if hint else "", raised=raised)
 
 
 WITNESSES = 4  # failing cases a test looks at for the mistake most of them name, when its first names none
@@ -175,13 +176,13 @@ def failed(error: StudentError, what: str, on: str, hints: Hints = (), note: str
     message = f"{what} failed on {on}: {error}".rstrip(".") + "."
     kind, text = error.info.get("type", ""), error.info.get("message", "")
     if kind == "NotImplementedError" and STUB_PHRASE in error.message:
-        return CheckFailed(message)  # a stub: the message says what to do
+        return CheckFailed(message, raised=True)  # a stub: the message says what to do
     found = raising_alike(kind, text, hints)
     meaning = meaning_of(text, error.builtin) if found is None else None
     if meaning and meaning_of(text) is None:  # said of the type alone: the message itself is the public checks'
         meaning += " (the public checks show the error's own message)"
     message += f" This error means: {meaning}." if meaning else ""
-    return diagnosed(message + (f" Note: {note}." if note else ""), found)
+    return diagnosed(message + (f" Note: {note}." if note else ""), found, raised=True)
 
 
 def run_all(session, calls: list, what: str | Sequence[str], on: str, hints: Hints = ()) -> list[CallResult]:

@@ -250,21 +250,24 @@ def values_right(student, course, exercise, subject, device, scale: float = 1.0)
 def judged(student, course, exercise, subject, device, check, scale: float = 1.0) -> None:
     """Run a property's ``check(subject)``; its failure stands only where the subject's values are right (on float32
     inputs): otherwise the values checks report the mistake, and the property is judged once they pass. A function
-    whose values are wrong only with a batch dim (``.T`` of a batched input) has the property judged on one sequence
-    (``Subject.unbatched``): one mistake costs its values checks, not every rule besides. A module whose parameters
-    are not the exercise's (a bias left out) is such a mistake; a missing file or name is not judged here."""
-    for candidate in (subject, subject.unbatched()):
-        if candidate is None:
-            break
-        try:
-            check(candidate)
-            return
-        except (CheckFailed, SubmissionProblem) as caught:
-            if isinstance(caught, SubmissionProblem) and caught.kind != "parameters":
-                raise  # a missing file or name costs what it should have held, said the same way in every check
-            failure = C.without_frames(caught)
-        if STUB_PHRASE in str(failure) or values_right(student, course, exercise, candidate, device, scale):
-            raise failure  # an unfilled stub is said as such, like in every other check
+    that raised on the batched inputs and whose values are right on one sequence (``.T`` of a batched input) has the
+    property judged there (``Subject.unbatched``): one mistake costs its values checks, not every rule besides. A
+    module whose parameters are not the exercise's (a bias left out) is such a mistake; a missing file or name is not
+    judged here."""
+    try:
+        check(subject)
+        return
+    except (CheckFailed, SubmissionProblem) as caught:
+        if isinstance(caught, SubmissionProblem) and caught.kind != "parameters":
+            raise  # a missing file or name costs what it should have held, said the same way in every check
+        failure = C.without_frames(caught)
+    if STUB_PHRASE in str(failure) or values_right(student, course, exercise, subject, device, scale):
+        raise failure  # an unfilled stub is said as such, like in every other check
+    one = subject.unbatched()
+    if getattr(failure, "raised", False) and one is not None and values_right(student, course, exercise, one, device,
+                                                                              scale):
+        check(one)  # its verdict stands, as on the batched inputs where the values are right
+        return
     raise CheckFailed(f"{subject.what}: {DEFERRED}") from None
 
 

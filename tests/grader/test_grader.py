@@ -344,7 +344,8 @@ def test_a_worker_whose_cuda_cannot_start_is_a_grader_fault(monkeypatch, private
         with pytest.raises(GraderFault, match="CUDA did not start"):
             session.run({"module": "softmax", "path": ["softmax"]}, (torch.ones(3),))
         assert session.fault and "CUDA did not start" in session.fault
-        assert re.search(r"\d+ open files of \d+; \d+ threads, \d+ processes of its uid at most", session.fault)
+        assert re.search(r"\d+ open files of (\d+|unlimited); \d+ threads, (\d+|unlimited) processes of its uid at most",
+                         session.fault)
     finally:
         zygote.close()
 
@@ -367,7 +368,7 @@ print(student.modules["plain"].AT_IMPORT.device, call("Plain").mask.device, call
       call("Plain", as_on_cpu=True).mask.device, call("made", seed=4).device)
 moved = []
 worker._on_the_cpu = lambda value: moved.append(value) or value  # a meta tensor cannot be copied to the CPU
-call("made"), call("made", 1), call("made", [torch.empty(1)]), call("made", kwargs={"device": "cpu"}), call("Plain")
+call("made"), call("made", 1), call("made", [[torch.empty(1)]]), call("made", kwargs={"device": "cpu"}), call("Plain")
 print(*(getattr(value, "shape", type(value).__name__) for value in moved))
 """
 
@@ -846,3 +847,30 @@ def test_cli_refuses_what_it_cannot_grade_in_one_line(tmp_path, case):
     assert len(lines) == 1 and lines[0].startswith("grader: "), lines
     assert case in lines[0]
     assert not out.exists()
+
+
+LOOPED_SOFTMAX = '''import torch
+
+
+def softmax(x, dim=-1, temperature=1.0):
+    if temperature <= 0:
+        raise ValueError("temperature must be positive")
+    z = (x {op} temperature).movedim(dim, -1)
+    rows = [(r - r.max()).exp() / (r - r.max()).exp().sum() for r in z.reshape(-1, z.shape[-1])]
+    return torch.stack(rows).reshape(z.shape).movedim(-1, dim)
+'''
+
+
+@pytest.mark.parametrize("op, rule", [("/", "failed"), ("*", "not judged yet")])
+def test_a_loop_is_judged_alike_whatever_the_values(tmp_path, zygote, course, op, rule):
+    """A softmax looping over its rows fails the loop rule where its values are right; with the temperature multiplied
+    too (wrong on every input, one sequence included), the rule waits for the values: judged on one sequence it held,
+    and fixing the temperature then lost a rule the student was told they met (our reviewer)."""
+    shutil.copytree(ROOT / "solutions", tmp_path / "sub", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "sub" / "softmax.py").write_text(LOOPED_SOFTMAX.format(op=op), encoding="utf-8")
+    results = grade(tmp_path / "sub", course, zygote, "softmax")
+    [vectorized] = [t for t in results["tests"] if "No Python loop" in t["name"]]
+    assert vectorized["status"] == "failed"
+    said = vectorized["output"]
+    assert ("not judged yet" in said) == (rule == "not judged yet") and ("calls more tensor operations" in said) == (
+        rule == "failed"), said

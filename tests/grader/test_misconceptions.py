@@ -243,3 +243,6 @@ def test_an_error_no_message_explains_is_said_by_its_built_in_type():
     meta = said("NotImplementedError", "Cannot copy out of meta tensor; no data!")  # torch's, not a stub left
     assert meta.startswith("softmax(x) failed on x (3, 4): your code raised NotImplementedError. This error means: "
                            "the values of a meta tensor were copied out"), meta
+    indexed = said("NotImplementedError", "aten::nonzero: attempted to run this operator with Meta tensors")
+    assert "your code raised NotImplementedError. This error means: an operation torch has not got" in indexed
+    assert "fill in the stub" in said("NotImplementedError", "")  # a stub of the student's own, without a message

@@ -77,6 +77,30 @@ def test_a_new_exercise_works_at_once(tmp_path):
         assert name == "layer_scale" or not (root / "solutions" / f"{name}.py").exists()
 
 
+def test_new_exercise_on_a_course_whose_lessons_do_not_build_writes_nothing(tmp_path):
+    """A course whose lesson's graded tests disagree with course.yaml's points (an exercise re-weighted): new-exercise
+    says which lesson and what to edit, and writes nothing (it wrote the reference, the folder, the stub and the
+    course.yaml entry, then failed, and a rerun was refused as "already has an exercise": our fourth instructor
+    walk-through)."""
+    root = copy_course(tmp_path / "course")
+    text = (root / "course.yaml").read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    module, points, total = data["exercises"][0]["module"], data["exercises"][0]["points"], data["total_points"]
+    entry = next(line for line in text.splitlines() if f"module: {module}" in line)
+    text = text.replace(entry, entry.replace(f"points: {points}", f"points: {points + 1}"))
+    (root / "course.yaml").write_text(text.replace(f"total_points: {total}", f"total_points: {total + 1}"),
+                                      encoding="utf-8")
+    before = files_of(root)
+    refused = grader("new-exercise", "layer_scale", "--points", "5", "--course", "course.yaml", cwd=root, status=2)
+    assert f"the graded tests add up to {points} points, course.yaml gives {points + 1}: make the points" \
+        in refused.stderr, refused.stderr
+    assert files_of(root) == before
+    # and `release` refuses to ship notebooks that state, and grade, the old points (it wrote them, exit 0)
+    released = grader("release", str(tmp_path / "handout"), "--grader-repository", REPOSITORY, "--course",
+                      "course.yaml", cwd=root, status=2)
+    assert "course.yaml gives" in released.stderr and not (tmp_path / "handout").exists(), released.stderr
+
+
 @pytest.fixture(scope="module")
 def with_gqa(tmp_path_factory) -> tuple[Path, set[str]]:
     """A copy of the course with gqa made by `grader new-exercise`, then written as its author would (tests/grader/

@@ -269,7 +269,8 @@ WALKTHROUGH_BUGS = [  # rounds of {module: (edit of the reference, what its chec
                  "        weights = self.dropout(torch.softmax(scores, dim=-1))  # (B, T, T)",
                  "scores = self.dropout(scores.masked_fill(~self.mask[:T, :T], float(\"-inf\")))\n"
                  "        weights = torch.softmax(scores, dim=-1)"),
-                "dropout acts on the scores before the softmax (the masked ones are -inf there)", "NaN or inf"),
+                "dropout acts before the attention weights are normalized (the masked entries are -inf there)",
+                "NaN or inf"),
      "softmax": (("z = z - z.amax(dim=dim, keepdim=True)", "z = z - z.max(dim=dim).values.unsqueeze(-1)"),
                  "Hint: the row max is put back at the last dim (unsqueeze(-1)), not at `dim`", "without keepdim"),
      "quiz": (("return decoder_attention(s, H)  # (d,)", "return torch.tensor([0.4387, 0.4855])"),

@@ -153,13 +153,17 @@ def test_a_roster_of_other_ids_than_the_class_stops_before_grading(tmp_path):
 
 def test_an_id_that_differs_from_the_rosters_in_letter_case_only_stops_before_grading(tmp_path):
     """``Dave`` handed in, the roster lists ``dave``: one line naming both before grading (found by our instructor's
-    walk-through: the class got a "missing" dave and a "not on the roster" Dave, no hint why); ids that differ in
-    more than case, or two roster ids of one spelling, are left to the not-on-the-roster flag."""
+    walk-through: the class got a "missing" dave and a "not on the roster" Dave, no hint why), accents too (the
+    fourth walk-through: ``José García`` against ``Jose Garcia`` put a 0 in the LMS files); ids that differ in more,
+    or two roster ids of one spelling, are left to the not-on-the-roster flag."""
     roster = load_roster(_write(tmp_path / "roster.csv", "id,name\nann,Ann Lee\ndave,Dave Poe\n"))
     assert _error(check_records, COURSE, Records(roster=roster), [("ann", None), ("Dave", None)]) == (
         f"{tmp_path / 'roster.csv'}:3: the submission 'Dave' is not on the roster, which lists 'dave': ids are "
-        "compared exactly, letter case too (one student would be both missing and not on the roster): rename the "
-        "submission or the roster's entry")
+        "compared exactly, letter case and accents too (one student would be both missing and not on the roster): "
+        "rename the submission or the roster's entry")
+    accented = load_roster(_write(tmp_path / "accents.csv", "id,name\nann,Ann Lee\nJose Garcia,Jose Garcia\n"))
+    assert _error(check_records, COURSE, Records(roster=accented), [("ann", None), ("José García", None)]).startswith(
+        f"{tmp_path / 'accents.csv'}:3: the submission 'José García' is not on the roster, which lists 'Jose Garcia'")
     assert check_records(COURSE, Records(roster=roster), [("ann", None), ("dave", None), ("Dave", None)]) is None
     assert check_records(COURSE, Records(roster=roster), [("ann", None), ("dav", None)]) is None
     twins = load_roster(_write(tmp_path / "twins.csv", "id,name\nann,Ann Lee\ndave,Dave Poe\nDAVE,Dave Roe\n"))
@@ -787,3 +791,13 @@ def test_an_instructors_strings_are_cleaned_for_each_format(tmp_path):
     for name in ("gradebook.csv", "canvas.csv", "moodle.csv"):
         cells = [cell for row in _table(tmp_path / name) for cell in row]
         assert not [cell for cell in cells if cell.startswith(("=", "+", "@")) or "\n" in cell], name
+
+
+def test_an_email_listed_twice_on_the_roster_is_refused(tmp_path):
+    """Two roster rows with one e-mail (letter case aside): an LMS import matches students by it, so one would get
+    the other's grade (found by our fourth instructor walk-through: accepted without a word)."""
+    path = _write(tmp_path / "roster.csv", "id,name,email\nann,Ann Lee,ann@uni.edu\nbob,Bob Ray,ANN@uni.edu\n")
+    with pytest.raises(TableError) as caught:
+        load_roster(path)
+    assert str(caught.value) == (f"{path}:3: the e-mail 'ANN@uni.edu' is also that of 'ann' (line 2): an LMS import matches "
+                                 "students by it, so one would get the other's grade")

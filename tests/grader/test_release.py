@@ -125,6 +125,9 @@ def test_the_readme_says_when_the_work_is_due_and_what_it_is(tmp_path):
     assert one.startswith(f"# {course().title}: {second.title}\n")
     assert f"Assignment {due} is worth {second.points} points" in one and "**Due 2026-11-20 23:59+01:00.**" in one
     assert "Due " not in readme("other", undue)
+    gradescope = build_handout(tmp_path / "gradescope", course_file=path, grader_repository=None, gradescope=True)
+    assert any(note.startswith("the README states course.yaml's late policy, which the Gradescope autograder does not "
+                               "apply") for note in gradescope.notes), gradescope.notes  # the fourth walk-through
 
 
 # ----------------------------------------------------------------- nothing hidden

@@ -34,17 +34,16 @@ class StudentError(Exception):
 
     Its text (what the student reads) holds none of what the student's code chose after it saw an input: the type
     only when it is a built-in exception class, the place only as checked against the submission's own file
-    (``where``), never the message. A stub's NotImplementedError is named only when it is one of the handout's.
+    (``where``), never the message. A stub's NotImplementedError is named only when it is one of the handout's; one
+    with another message (torch's, on a meta tensor: ``x[mask]``, ``nonzero``) is said as any other exception.
     """
 
     def __init__(self, info: dict, where: str = "", stubs: frozenset[str] = frozenset()):
         info = clean_info(info)
         self.info = info
         self.builtin = info["type"] if _builtin_exception(info["type"]) else ""  # its type, where it is Python's own
-        if info["type"] == "NotImplementedError" and "meta tensor" in info["message"]:  # torch's, on a meta tensor
-            self.message = "your code raised NotImplementedError" + (f" ({where})" if where else "")
-        elif info["type"] == "NotImplementedError":
-            stub = stub_message.PATTERN.match(info["message"])
+        stub = stub_message.PATTERN.match(info["message"])
+        if info["type"] == "NotImplementedError" and (stub or not info["message"].strip()):  # a stub, or one like it
             known = stub and stub["target"] in stubs and stub_message.message(stub["target"]) == info["message"]
             self.message = f"{STUB_PHRASE}: {info['message']}" if known else f"{STUB_PHRASE}: fill in the stub"
         else:

@@ -417,7 +417,7 @@ class Worker:
         return reply
 
 
-def _any_leaf(value, test, depth: int = 3) -> bool:
+def _any_leaf(value, test, depth: int = 5) -> bool:
     """Whether ``test`` holds for a value of ``value`` (a call's arguments), a few containers deep."""
     if depth and isinstance(value, (list, tuple)):
         return any(_any_leaf(item, test, depth - 1) for item in value)
@@ -454,6 +454,8 @@ def _on_the_cpu(value):
         return value.to("cpu")
     if type(value) in (tuple, list):
         return type(value)(_on_the_cpu(item) for item in value)
+    if type(value) is dict:
+        return {key: _on_the_cpu(item) for key, item in value.items()}
     return value
 
 

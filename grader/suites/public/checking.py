@@ -160,8 +160,8 @@ def dropout_on_weights(module, x, weights: int, rows: int, halved) -> None:
                       f"batch calls it once per step)")
     given = dropout.inputs[0]
     if bool(torch.isneginf(given).any()) and not bool(torch.isnan(given).any()):
-        raise Failure("dropout acts on the scores before the softmax (the masked ones are -inf there): apply "
-                      "self.dropout to the attention weights, right after the softmax")
+        raise Failure("dropout acts before the attention weights are normalized (the masked entries are -inf "
+                      "there): apply self.dropout to the weights once they are normalized")
     if not bool(torch.isfinite(given).all()):
         raise Failure("the attention weights hold NaN or inf (a row whose every score is masked, or an overflow): "
                       "see the values checks")

@@ -105,6 +105,10 @@ KIND_MEANINGS = {
     "RuntimeError": "torch refused an operation: most often sizes that do not fit (a matrix product, a broadcast, a "
                     "view) or tensors of different dtypes or devices",
     "ZeroDivisionError": "a division by zero of Python numbers (a size computed as 0)",
+    "NotImplementedError": "an operation torch has not got for these inputs: on the meta device (which the device "
+                           "rule uses), one whose result's shape depends on the values (x[mask], nonzero, "
+                           "masked_select, unique) or that reads them (.item(), .tolist()); use masked_fill, where and "
+                           "other operations whose result's shape follows from the inputs' shapes",
     "RecursionError": "a function that calls itself without end",
 }
 

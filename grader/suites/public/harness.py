@@ -257,13 +257,13 @@ def _explain(excinfo, package: Path, checks: Path) -> dict:
     if missing:  # pytest.raises' own words, said as the check means them
         return {"problem": f"returned instead of raising {missing['name']}: check the arguments first and raise "
                            f"{missing['name']}(...) with a message saying what is wrong"}
-    if isinstance(error, AssertionError) and not _raised_in(error, (package,)):  # the check's own assert
+    if isinstance(error, AssertionError) and _raised_in(error, (checks, HERE)):  # the check's own assert
         return {"problem": f"failed: {first or 'an assertion of the check'}"}
     owner = getattr(error, "obj", None)
     if isinstance(error, AttributeError) and any(owner is cell for cell in NOTEBOOK.values()) and error.name:
         return {"problem": f"the solution cell of this notebook defines no {error.name}: run the cell (an error stops "
-                           "it before it defines the rest; a relative import such as `from .softmax import softmax` "
-                           "works in a file only) and keep the name the handout gives it"}
+                           "it before it defines the rest; a relative import of an earlier exercise works in a file "
+                           "only) and keep the name the handout gives it"}
     if isinstance(error, AttributeError) and isinstance(owner, types.ModuleType) and error.name:
         where = _display(getattr(owner, "__file__", None) or owner.__name__)
         return {"problem": f"{where} defines no {error.name}: keep the name the handout gives it"}
