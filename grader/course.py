@@ -381,6 +381,8 @@ def _describe(error: ValidationError, path: Path, text: str) -> str:
         what = f"missing: add it (the keys here are {', '.join(allowed)})" if allowed else "missing: add it"
     elif first["type"] == "timezone_aware":  # pydantic said "Input should have timezone info"
         what = "a time without its UTC offset: write it with one, as 2026-12-01T23:59:00+01:00"
+    elif first["type"].startswith(("datetime_", "date_")):  # "invalid character in year" and its kind
+        what = "not a date and time: write it as ISO 8601 with its UTC offset, as 2026-12-01T23:59:00+01:00"
     else:
         what = str(first["msg"]).removeprefix("Value error, ")
     return f"{place}: {what}" + (f" ({more} more problem{'s' * (more > 1)} after this one)" if more else "")

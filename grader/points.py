@@ -48,6 +48,13 @@ class ExerciseScore:
     tests: list[TestScore] = field(default_factory=list)
     stubs: tuple[str, ...] = ()  # the handout's stubs left in its file (``<module>.<function>``), in the file's order
 
+    @property
+    def checks_passed(self) -> tuple[int, int]:
+        """(passed, applicable): the checks that apply (not skipped), and those that passed and pay; a rule that holds
+        while the values are wrong pays nothing yet (a stub's import rule) and is not counted as passed."""
+        applicable = [t for t in self.tests if t.status != "skipped"]
+        return sum(t.status == "passed" and t.score > 0 for t in applicable), len(applicable)
+
 
 @dataclass
 class Grade:

@@ -24,13 +24,12 @@ def markdown_summary(grade: Grade, *, title: str = "Grade", files: Mapping[str, 
         out.append("")
     out += ["| # | exercise | file | points | checks passed |", "|---:|---|---|---:|---:|"]
     for number, exercise in enumerate(grade.exercises, 1):
-        applicable = [t for t in exercise.tests if t.status != "skipped"]
-        passed = sum(t.status == "passed" for t in applicable)
+        passed, applicable = exercise.checks_passed
         mark = "✅" if complete(exercise) else "❌" if exercise.score == 0 else "⚠️"
         path = files.get(exercise.module, (f"exercises/{exercise.module}.py", 0))[0]
         out.append(f"| {number} | {markdown(exercise.title)} | `{markdown(path, MAX_NAME, code=True)}` | "
                    f"{mark} {points(exercise.score)} / {points(exercise.max_score)} "
-                   f"| {passed} / {len(applicable)} |")
+                   f"| {passed} / {applicable} |")
     out += [f"| | **total** | | **{points(grade.score)} / {points(grade.max_score)}** | |", ""]
     todo = [e for e in grade.exercises if not complete(e)]
     if not todo:

@@ -26,11 +26,10 @@ def print_summary(grade: Grade, console: Console | None = None) -> None:
     table.add_column("tests passed", justify="right")
     table.add_column("note")
     for exercise in grade.exercises:
-        applicable = [t for t in exercise.tests if t.status != "skipped"]
-        passed = sum(t.status == "passed" for t in applicable)
+        passed, applicable = exercise.checks_passed
         style = "green" if exercise.score == exercise.max_score else "red" if exercise.score == 0 else "yellow"
         table.add_row(exercise.module, Text(f"{points(exercise.score)}/{points(exercise.max_score)}", style=style),
-                      f"{passed}/{len(applicable)}",
+                      f"{passed}/{applicable}",
                       terminal(collapsed(exercise)))
     for note in grade.notes:
         console.print(Text.assemble(("note:", "bold yellow"), " ", terminal(note)), soft_wrap=True)

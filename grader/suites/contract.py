@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import importlib
 import math
 from collections.abc import Callable
@@ -187,11 +188,15 @@ def _banned_entries_checked(exercise: str, declared: Contract | None, course) ->
     checked = {f"{exercise}.{subject.name}" for subject in declared.subjects if subject.instead} \
         if declared is not None and declared.applies("own_implementation") else set()
     unlisted = sorted(checked - set(course.banned))
+    unread = sorted(t for t in course.banned if t.split(".", 1)[0] == exercise and t not in checked)
+    typo = difflib.get_close_matches(unlisted[0], unread, n=1) if unlisted else []
+    if typo:  # softmax.softmx for softmax.softmax: one mistake, said once
+        raise ContractError(f"banned: {typo[0]}: no check of {exercise} reads this entry; did you mean "
+                            f"{unlisted[0]}?")
     if unlisted:
         raise ContractError(f"{exercise}: {unlisted[0].split('.', 1)[1]} says what to do instead of a built-in, but "
                             f"course.yaml's banned: has no entry {unlisted[0]} (list the torch calls that would do its "
                             f"whole job)")
-    unread = sorted(t for t in course.banned if t.split(".", 1)[0] == exercise and t not in checked)
     if unread:
         raise ContractError(f"banned: {unread[0]}: no check of {exercise} reads this entry, so it bans nothing (the "
                             f"handout would tell students it does): its own-implementation rule checks "

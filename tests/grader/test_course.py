@@ -388,6 +388,9 @@ COURSE_ERRORS = {  # what is wrong -> (how to make it in the copy, what the one 
     "a banned entry no check reads": (  # found by our instructor's walk-through: a misspelled function banned nothing
         lambda data, tmp_path: data["banned"].update({"scores.pairwise_score": ["matmul"]}),
         "banned: scores.pairwise_score: no check of scores reads this entry, so it bans nothing"),
+    "a banned entry misspelled": (  # the fourth walk-through: "has no entry scores.dot" invited a second entry
+        lambda data, tmp_path: data["banned"].update({"scores.dott": data["banned"].pop("scores.dot")}),
+        "banned: scores.dott: no check of scores reads this entry; did you mean scores.dot?"),
     "a suite with a syntax error": (  # found by our instructor's walk-through: a traceback, exit status 1
         lambda data, tmp_path: _softmax_suite_marked(tmp_path, "softmax\ndef broken(:"),
         "tests/course/softmax/hidden_softmax.py:14: a suite of the course cannot be imported: SyntaxError"),

@@ -352,6 +352,9 @@ def test_what_to_fix_comes_first_and_the_rules_not_judged_yet_are_one_line(tmp_p
     assert ("2 rules that hold earn nothing yet: a rule pays only the share of the values checks (by weight) that "
             "pass; 3 rules are judged") in printed
     assert "2 rules that hold earn nothing yet" in markdown_summary(grade)
+    # a rule that holds and pays nothing yet is not a passed check (a stub's import rule was "1 / 15": the fourth
+    # instructor walk-through)
+    assert "| 0 / 6 |" in markdown_summary(grade) and " 0/6 " in printed
     data = dict(results(grade, execution_time=1.0, device="cpu", sha256=SHA), student="ann")
     assert write_feedback(data, tmp_path) is None
     for page in ((tmp_path / "feedback" / f"ann.{kind}").read_text() for kind in ("md", "html")):

@@ -402,6 +402,9 @@ def test_the_late_policy_is_checked_in_course_yaml(tmp_path):
     base = COURSE_FILE.read_text(encoding="utf-8")
     cases = {"naive": ("late: {due: {course: 2026-11-20 23:59}, percent: 10}",
                        "late.due.course: a time without its UTC offset: write it with one, as 2026-12-01T23:59:00+01:00"),
+             "european": ("late: {due: {course: '01.12.2026 23:59'}, percent: 10}",  # the fourth walk-through
+                          "late.due.course: not a date and time: write it as ISO 8601 with its UTC offset, as "
+                          "2026-12-01T23:59:00+01:00"),
              "unknown": ("late: {due: {week9: '2026-11-20T23:59:00Z'}, percent: 10}", "week9"),
              "zone": ("late: {due: {course: '2026-11-20T23:59:00Z'}, percent: 10, timezone: Mars}", "time zone"),
              "percent": ("late: {due: {course: '2026-11-20T23:59:00Z'}, percent: 0}", "late.percent"),
