@@ -190,7 +190,7 @@ def _banned_entries_checked(exercise: str, declared: Contract | None, course) ->
     unlisted = sorted(checked - set(course.banned))
     unread = sorted(t for t in course.banned if t.split(".", 1)[0] == exercise and t not in checked)
     typo = difflib.get_close_matches(unlisted[0], unread, n=1) if unlisted else []
-    if typo:  # softmax.softmx for softmax.softmax: one mistake, said once
+    if typo:  # a misspelled entry (a letter left out of the function's name): one mistake, said once
         raise ContractError(f"banned: {typo[0]}: no check of {exercise} reads this entry; did you mean "
                             f"{unlisted[0]}?")
     if unlisted:
