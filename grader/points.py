@@ -50,10 +50,11 @@ class ExerciseScore:
 
     @property
     def checks_passed(self) -> tuple[int, int]:
-        """(passed, applicable): the checks that apply (not skipped), and those that passed and pay; a rule that holds
-        while the values are wrong pays nothing yet (a stub's import rule) and is not counted as passed."""
+        """(passed, applicable): the checks that apply (not skipped), and those that passed and earned their share, as
+        the feedback pages count them; a rule that holds pays only as far as the values are right (a stub's import
+        rule: nothing) and is not counted as passed."""
         applicable = [t for t in self.tests if t.status != "skipped"]
-        return sum(t.status == "passed" and t.score > 0 for t in applicable), len(applicable)
+        return sum(t.status == "passed" and t.score >= t.max_score for t in applicable), len(applicable)
 
 
 @dataclass

@@ -259,8 +259,9 @@ def _adjustments_table(shown: list[Adjustment]) -> str:
 
 
 def _passed(section: Section) -> str:
-    """How many checks of an unfinished exercise passed already, if any ("3 checks passed; ")."""
-    passed = sum(check.passed for check in section.checks)
+    """How many checks of an unfinished exercise passed already, if any ("3 checks passed; "): those that earned
+    their share, as ``ExerciseScore.checks_passed`` counts them (a rule that holds, paying nothing yet, is not one)."""
+    passed = sum(check.passed and check.earned for check in section.checks)
     return f"{passed} check{'s' * (passed != 1)} passed; " if passed else ""
 
 
