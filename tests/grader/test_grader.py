@@ -335,8 +335,9 @@ def test_the_shared_properties_are_reported_under_each_exercise(zygote, course):
 def test_a_worker_whose_cuda_cannot_start_is_a_grader_fault(monkeypatch, private_tmp, course):
     """A worker asked for CUDA where CUDA cannot start (no device, no driver, a CPU build of torch) is the grader's
     fault, said as such and never scored: not "your code exited while starting". CUDA_VISIBLE_DEVICES="" hides any
-    GPU, so this holds on every machine. The message says what the worker had (open files, threads and their limits):
-    an H200 refused CUDA to some workers with "OS call failed" only."""
+    GPU, so this holds on every machine. The message says what the worker had (open files, threads and their limits)
+    and how many processes its uid has on the machine: an H200 refused CUDA with "OS call failed" to workers whose
+    uid was full of zombies."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     zygote = Zygote()
     try:
@@ -346,6 +347,7 @@ def test_a_worker_whose_cuda_cannot_start_is_a_grader_fault(monkeypatch, private
         assert session.fault and "CUDA did not start" in session.fault
         assert re.search(r"\d+ open files of (\d+|unlimited); \d+ threads, (\d+|unlimited) processes of its uid at most",
                          session.fault)
+        assert re.search(r"uid \d+ has \d+ tasks on this machine, \d+ of them zombies", session.fault), session.fault
     finally:
         zygote.close()
 

@@ -147,12 +147,13 @@ def token():
 
 @pytest.fixture(autouse=True)
 def nothing_left_behind(request, private_tmp):
-    """After every case: no staged folder left, no worker left, no named process left."""
+    """After every case: no staged folder left, no worker left, no named process left, not even a zombie left for
+    init to reap, right away (a worker ends only once every process of its sandbox is reaped)."""
     zygote = request.getfixturevalue("zygote") if "zygote" in request.fixturenames else None
     name = request.getfixturevalue("token") if "token" in request.fixturenames else None
     yield
     if name is not None:
-        assert wait_until(lambda: not processes_named(name)), f"processes named {name} survived: {processes_named(name)}"
+        assert not processes_named(name), f"processes named {name} survived: {processes_named(name)}"
     if zygote is not None:
         assert not list(private_tmp.glob("grader-*")), "a staged submission folder was left behind"
         assert wait_until(lambda: not children_of(zygote.process.pid)), \

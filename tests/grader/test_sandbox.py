@@ -7,6 +7,7 @@ with a deadline and kills the child on timeout.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import encodings.idna  # noqa: F401 - preloaded: the user-namespace test cannot read the stdlib
@@ -559,6 +560,48 @@ def test_daemon_dies_when_supervisor_is_killed(spawn):
         os.close(r)
         if w is not None:
             os.close(w)
+
+
+def _pid_namespace_members(namespace: str) -> list[int]:
+    """The pids (this namespace's numbers) of the processes, zombies included, in pid namespace ``namespace``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            if entry.isdigit() and os.readlink(f"/proc/{entry}/ns/pid") == namespace:
+                found.append(int(entry))
+    return found
+
+
+def test_sigterm_ends_the_sandbox_and_leaves_nothing_for_init_to_reap(spawn):
+    """SIGTERM to the supervisor (how the grader ends a worker) kills everything in the sandbox and the supervisor
+    exits only once all of it is reaped: no process of it is left, not even a zombie for init to reap (on a machine
+    whose init never reaps, such zombies filled the sandbox uid's process limit)."""
+    r, w = os.pipe()
+    try:
+        child = spawn(lambda: _daemonize_holding(w), keep=(w,), linger=True)
+        os.close(w)
+        w = None
+        assert child.result().get("daemonized")
+        inner = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if _parent(pid) == child.pid]
+        assert len(inner) == 1, inner
+        namespace = os.readlink(f"/proc/{inner[0]}/ns/pid")
+        assert len(_pid_namespace_members(namespace)) >= 2  # the inner process and the daemon, readable here
+        os.kill(child.pid, signal.SIGTERM)
+        assert child.wait() == 128 + signal.SIGKILL
+        assert _pid_namespace_members(namespace) == []
+        assert _eof_within(r, 0)
+    finally:
+        os.close(r)
+        if w is not None:
+            os.close(w)
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def test_parent_death_signal_cannot_be_cleared(spawn):

@@ -7,6 +7,7 @@ words of ``problems``.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import secrets
@@ -31,12 +32,14 @@ from grader.sandbox.host.problems import (
 from grader.sandbox.host.proxy import CallResult, RemoteObject, guarded, target_label
 from grader.sandbox.host.zygote import Zygote
 from grader.sandbox.jail.lifeline import describe_status
+from grader.sandbox.jail.uids import census
 from grader.sandbox.limits import Limits
 from grader.text import clean
 
 MAX_REPLY_BYTES = wire.MAX_REPLY_BYTES
 HELLO_SECONDS = 60
 EXIT_GRACE_SECONDS = 2.0  # a worker that closed its socket gets this long to exit before it is killed
+TEARDOWN_SECONDS = 10.0  # a sandbox's processes get this long to be gone after SIGTERM; then SIGKILL, orphaning them
 CRASHES_PER_FUNCTION = 3  # a function that crashed the worker this often is not called again
 # Bytes of replies read since the last garbage collection past which the next exchange collects first: a failed
 # check's exception holds its frames, and they the reply's bytes, in a cycle only the collector frees, and reading a
@@ -103,8 +106,8 @@ class WorkerSession:
             problem = self._problem(hello, early=True)
             self.stop()
             if getattr(problem, "kind", None) == "sandbox":
-                self.fault = str(problem)
-                raise GraderFault(str(problem))
+                self.fault = f"{problem} ({census()})"
+                raise GraderFault(self.fault)
             raise problem
 
     def _import_all(self) -> bool:
@@ -139,8 +142,13 @@ class WorkerSession:
         self.pid = self.sock = None
         sock.close()
         status = self.zygote.wait(pid, grace) if grace > 0 else None
+        unconfined = self.isolation.startswith("rlimits only")
+        if status is None and not unconfined:  # the supervisor ends its namespace and exits once all of it is reaped
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
+            status = self.zygote.wait(pid, TEARDOWN_SECONDS)
         if status is None:
-            for kill in (os.kill, os.killpg) if self.isolation.startswith("rlimits only") else (os.kill,):
+            for kill in (os.kill, os.killpg) if unconfined else (os.kill,):
                 try:  # without namespaces the worker leads its own process group: take its children too
                     kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):

@@ -62,6 +62,7 @@ from grader.sandbox.jail.syscalls import (
     libc,
     os_error,
     prctl,
+    sigkill_handler,
     syscall,
 )
 from grader.sandbox.jail.uids import SANDBOX_GID, SANDBOX_UID
@@ -294,12 +295,15 @@ def _enter_namespaces(sub: str | None, limits: Limits, *, expose_cuda: bool,
         # the supervisor could read its status: wait-able while forking, restored inside.
         old_chld = _set_handler(signal.SIGCHLD, signal.SIG_DFL)
         alive_r, alive_w = os.pipe()
+        # A SIGTERM (the grader ending the worker) waits until the supervisor can pass it on: see _supervise.
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
         pid = os.fork()
     except BaseException as e:
         raise SandboxUnavailable(_one_line(f"sandbox setup failed: {e}")) from e
     if pid:
         os.close(alive_r)
         _supervise(pid, alive_w, limits.cpu_seconds)  # never returns
+    signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     os.close(alive_w)
     if old_chld is not None:
         _set_handler(signal.SIGCHLD, old_chld)
@@ -347,14 +351,20 @@ def _supervise(child: int, alive_w: int, cpu_seconds: float) -> None:
     The exit code is the inner process's, or 128+signal. Pid 1 of a namespace ignores the
     SIGXCPU of the soft CPU limit, so the hard limit kills it with SIGKILL: a SIGKILL after
     cpu_seconds of CPU time is reported as 128+SIGXCPU.
+
+    SIGTERM is how the grader ends a worker: the supervisor SIGKILLs the inner process and exits once it is reaped,
+    which is once every process of its namespace is gone. A supervisor SIGKILLed itself leaves its inner process to
+    die orphaned, a zombie of the sandbox uid until init reaps it; where init never does (a container whose first
+    process is no init), those zombies fill the uid's RLIMIT_NPROC and its next workers cannot start a thread.
     """
     code = 70
     try:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE,
+        for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE,
                     signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM):
             _set_handler(sig, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
         _close_fds({alive_w})  # hold nothing of the worker's (its socket included)
+        _set_handler(signal.SIGTERM, sigkill_handler(child))
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
         while True:
             try:
                 _, status, usage = os.wait4(child, 0)

@@ -7,8 +7,14 @@ import os
 import stat
 import tempfile
 
+
+def sandbox_uid() -> int:
+    """The uid workers run as: ``GRADER_SANDBOX_UID`` (a batch job sets its own; see ``lease_sandbox_uid``)."""
+    return int(os.environ.get("GRADER_SANDBOX_UID", "64055"))
+
+
 # Read once, when the grader imports this module (students never get to set these).
-SANDBOX_UID = int(os.environ.get("GRADER_SANDBOX_UID", "64055"))
+SANDBOX_UID = sandbox_uid()
 SANDBOX_GID = int(os.environ.get("GRADER_SANDBOX_GID", str(SANDBOX_UID)))
 
 UID_LOCK_DIR = "/run/grader/sandbox-uids" if os.geteuid() == 0 else os.path.join(
@@ -36,3 +42,21 @@ def lease_sandbox_uid(first: int, count: int = 1000, lock_dir: str = UID_LOCK_DI
             continue
         return uid, fd
     raise RuntimeError(f"no free sandbox uid in {first}..{first + count - 1}: {count} graders are running here")
+
+
+def census() -> str:
+    """How many processes the uid that workers run as (the sandbox uid under root, else one's own) has on this
+    machine, as RLIMIT_NPROC counts them, threads and zombies included: said with a worker that could not start,
+    where a uid full of leftovers is a cause."""
+    uid = sandbox_uid() if os.geteuid() == 0 else os.geteuid()
+    tasks = zombies = 0
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as status:
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+        except (OSError, ValueError):  # not a process, or gone
+            continue
+        if fields.get("Uid", "").split()[:1] == [str(uid)]:
+            tasks += int(fields.get("Threads", "1"))
+            zombies += fields.get("State", "").strip().startswith("Z")
+    return f"uid {uid} has {tasks} tasks on this machine, {zombies} of them zombies"

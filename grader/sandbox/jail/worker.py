@@ -58,6 +58,21 @@ def zygote_main(control_fd: int) -> None:
         exited[pid] = status
         cgroup.remove(cgroups.pop(pid, []))
 
+    def waited(pid: int, deadline: float) -> bool:
+        """Whether worker ``pid`` exited (and was reaped) by ``deadline``."""
+        while pid not in exited:
+            try:
+                done, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done, status = pid, 0
+            if done:
+                reaped(pid, status)
+            elif time.monotonic() >= deadline:
+                return False
+            else:
+                time.sleep(0.005)
+        return True
+
     while True:
         try:
             data, fds, _, _ = socket.recv_fds(control, 65536, 1)
@@ -77,19 +92,8 @@ def zygote_main(control_fd: int) -> None:
             os.close(fds[0])
             control.send(json.dumps({"pid": pid}).encode())
         elif request["op"] == "wait":  # give a worker that is exiting on its own a moment; None if still running
-            pid, deadline = request["pid"], time.monotonic() + float(request["timeout"])
-            while pid not in exited:
-                try:
-                    done, status = os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    done, status = pid, 0
-                if done:
-                    reaped(pid, status)
-                elif time.monotonic() >= deadline:
-                    break
-                else:
-                    time.sleep(0.005)
-            control.send(json.dumps({"status": exited.pop(pid, None)}).encode())
+            waited(request["pid"], time.monotonic() + float(request["timeout"]))
+            control.send(json.dumps({"status": exited.pop(request["pid"], None)}).encode())
         elif request["op"] == "reap":
             pid = request["pid"]
             if pid not in exited:
@@ -98,12 +102,17 @@ def zygote_main(control_fd: int) -> None:
                 except ChildProcessError:
                     reaped(pid, 0)
             control.send(json.dumps({"status": exited.pop(pid)}).encode())
-    for pid in list(cgroups):  # they would die with the zygote anyway: first take their cgroups down
-        try:
-            os.kill(pid, signal.SIGKILL)
+    # They would die with the zygote anyway: end their sandboxes (SIGTERM: the supervisor's way out that orphans
+    # nothing, confine._supervise), SIGKILL what is left after a while, and take their cgroups down.
+    for pid in cgroups:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    for pid in list(cgroups):
+        if not waited(pid, deadline):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
             reaped(pid, os.waitpid(pid, 0)[1])
-        except (ProcessLookupError, ChildProcessError):
-            reaped(pid, 0)
 
 
 _cgroup_numbers = itertools.count(1)
