@@ -422,6 +422,32 @@ def test_fork_bomb_is_capped_and_killed(tmp_path, zygote, course, token):
     assert "ran for more than" in outputs(results)
 
 
+def test_a_sandbox_orphaned_by_the_fallback_is_reaped_by_the_zygote_not_left_to_init(tmp_path, course, monkeypatch):
+    """A sandbox still not gone when the grader gives up waiting (``TEARDOWN_SECONDS``: a submission can make the
+    kernel's teardown take seconds) has its supervisor SIGKILLed; its orphaned pid 1 is then the zygote's to reap
+    (a child subreaper), never init's, which may never reap it and so leave the sandbox uid a process short."""
+    from grader.sandbox.host import client
+
+    monkeypatch.setattr(client, "TEARDOWN_SECONDS", 0.0)
+    zygote = Zygote()
+    try:
+        session = WorkerSession(zygote, str(ROOT / "solutions"), course.grading.limits)
+        session._start()
+        (inner,) = [pid for pid in children_of(session.pid) if _parent(pid) == session.pid]
+        session.stop()
+        assert _parent(inner) in (None, zygote.process.pid)  # None: gone already
+        assert wait_until(lambda: _parent(inner) is None, 10), f"pid 1 of the sandbox was left: {inner}"
+    finally:
+        zygote.close()
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def test_daemons_do_not_outlive_the_grading(tmp_path, zygote, course, token, baseline):
     """Double-forked, setsid'ed children ignoring SIGTERM/SIGHUP die with the worker (checked by the
     autouse fixture: no process carries the case's token afterwards)."""

@@ -39,7 +39,7 @@ from grader.text import clean
 MAX_REPLY_BYTES = wire.MAX_REPLY_BYTES
 HELLO_SECONDS = 60
 EXIT_GRACE_SECONDS = 2.0  # a worker that closed its socket gets this long to exit before it is killed
-TEARDOWN_SECONDS = 10.0  # a sandbox's processes get this long to be gone after SIGTERM; then SIGKILL, orphaning them
+TEARDOWN_SECONDS = 60.0  # a sandbox gets this long to be gone after SIGTERM (the kernel took 13 s for one that filled its limits)
 CRASHES_PER_FUNCTION = 3  # a function that crashed the worker this often is not called again
 # Bytes of replies read since the last garbage collection past which the next exchange collects first: a failed
 # check's exception holds its frames, and they the reply's bytes, in a cycle only the collector frees, and reading a

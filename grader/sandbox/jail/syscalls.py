@@ -25,6 +25,7 @@ CLONE_NEWCGROUP = 0x02000000
 # prctl options.
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
 PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
+PR_SET_CHILD_SUBREAPER = 36
 
 # System call numbers, from the kernel's tables: arch/x86/entry/syscalls/syscall_64.tbl for x86_64,
 # include/uapi/asm-generic/unistd.h for aarch64 and riscv64. A name missing from a table does not exist

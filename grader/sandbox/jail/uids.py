@@ -22,7 +22,8 @@ UID_LOCK_DIR = "/run/grader/sandbox-uids" if os.geteuid() == 0 else os.path.join
 
 
 def lease_sandbox_uid(first: int, count: int = 1000, lock_dir: str = UID_LOCK_DIR) -> tuple[int, int]:
-    """The lowest uid of ``first`` .. ``first + count - 1`` that no live process holds, and the fd that holds it.
+    """The lowest uid of ``first`` .. ``first + count - 1`` that no live grader holds and no process runs as (a zombie
+    included), and the fd that holds it.
 
     A uid is held by an exclusive ``flock`` on ``<lock_dir>/<uid>.lock``: keep the fd open for as long as workers
     may run as that uid; the kernel releases it when the process dies, however it dies. ``lock_dir`` must be a
@@ -40,6 +41,9 @@ def lease_sandbox_uid(first: int, count: int = 1000, lock_dir: str = UID_LOCK_DI
         except BlockingIOError:
             os.close(fd)
             continue
+        if _tasks(uid)[0]:  # left by a grader killed where init does not reap: they count against RLIMIT_NPROC
+            os.close(fd)
+            continue
         return uid, fd
     raise RuntimeError(f"no free sandbox uid in {first}..{first + count - 1}: {count} graders are running here")
 
@@ -49,6 +53,12 @@ def census() -> str:
     machine, as RLIMIT_NPROC counts them, threads and zombies included: said with a worker that could not start,
     where a uid full of leftovers is a cause."""
     uid = sandbox_uid() if os.geteuid() == 0 else os.geteuid()
+    tasks, zombies = _tasks(uid)
+    return f"uid {uid} has {tasks} tasks on this machine, {zombies} of them zombies"
+
+
+def _tasks(uid: int) -> tuple[int, int]:
+    """The tasks (threads) of the processes whose real uid is ``uid``, and how many of those processes are zombies."""
     tasks = zombies = 0
     for entry in os.listdir("/proc"):
         try:
@@ -59,4 +69,4 @@ def census() -> str:
         if fields.get("Uid", "").split()[:1] == [str(uid)]:
             tasks += int(fields.get("Threads", "1"))
             zombies += fields.get("State", "").strip().startswith("Z")
-    return f"uid {uid} has {tasks} tasks on this machine, {zombies} of them zombies"
+    return tasks, zombies

@@ -16,10 +16,9 @@ import itertools
 import json
 import os
 import re
-import signal
+import select
 import socket
 import sys
-import time
 import traceback
 import types
 
@@ -29,6 +28,7 @@ from torch.overrides import TorchFunctionMode
 from grader.sandbox import wire
 from grader.sandbox.dropout import KeyedDropout
 from grader.sandbox.jail import cgroup
+from grader.sandbox.jail.children import Children
 from grader.sandbox.jail.confine import SandboxUnavailable, confine, probe
 from grader.sandbox.jail.lifeline import die_with_parent
 from grader.sandbox.limits import Limits, process_facts
@@ -51,29 +51,11 @@ def zygote_main(control_fd: int) -> None:
     cgroup.sweep(hierarchies)
     gc.freeze()  # a worker's collector never walks, so never copies on write, what was imported here (~25% fewer page faults)
     control = socket.socket(fileno=control_fd)
-    exited: dict[int, int] = {}
-    cgroups: dict[int, list[str]] = {}  # worker pid -> its cgroup's directories, removed once it is reaped
-
-    def reaped(pid: int, status: int) -> None:
-        exited[pid] = status
-        cgroup.remove(cgroups.pop(pid, []))
-
-    def waited(pid: int, deadline: float) -> bool:
-        """Whether worker ``pid`` exited (and was reaped) by ``deadline``."""
-        while pid not in exited:
-            try:
-                done, status = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                done, status = pid, 0
-            if done:
-                reaped(pid, status)
-            elif time.monotonic() >= deadline:
-                return False
-            else:
-                time.sleep(0.005)
-        return True
-
+    children = Children()
     while True:
+        children.sweep()
+        if not select.select([control], [], [], 1.0)[0]:
+            continue
         try:
             data, fds, _, _ = socket.recv_fds(control, 65536, 1)
         except OSError:
@@ -88,31 +70,14 @@ def zygote_main(control_fd: int) -> None:
             if pid == 0:
                 control.close()
                 _run_worker(fds[0], request, zygote, paths, worker_cap)
-            cgroups[pid] = paths
+            children.forked(pid, paths)
             os.close(fds[0])
             control.send(json.dumps({"pid": pid}).encode())
         elif request["op"] == "wait":  # give a worker that is exiting on its own a moment; None if still running
-            waited(request["pid"], time.monotonic() + float(request["timeout"]))
-            control.send(json.dumps({"status": exited.pop(request["pid"], None)}).encode())
+            control.send(json.dumps({"status": children.wait(request["pid"], float(request["timeout"]))}).encode())
         elif request["op"] == "reap":
-            pid = request["pid"]
-            if pid not in exited:
-                try:
-                    reaped(pid, os.waitpid(pid, 0)[1])
-                except ChildProcessError:
-                    reaped(pid, 0)
-            control.send(json.dumps({"status": exited.pop(pid)}).encode())
-    # They would die with the zygote anyway: end their sandboxes (SIGTERM: the supervisor's way out that orphans
-    # nothing, confine._supervise), SIGKILL what is left after a while, and take their cgroups down.
-    for pid in cgroups:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 5
-    for pid in list(cgroups):
-        if not waited(pid, deadline):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            reaped(pid, os.waitpid(pid, 0)[1])
+            control.send(json.dumps({"status": children.reap(request["pid"])}).encode())
+    children.end()  # they would die with the zygote anyway: this way they leave no orphan, and no cgroup
 
 
 _cgroup_numbers = itertools.count(1)
