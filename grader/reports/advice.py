@@ -56,7 +56,7 @@ def failures(exercise: ExerciseScore) -> list[TestScore]:
 def rules_line(tests: list[TestScore]) -> str:
     """The one line that says what the rules among ``tests`` earn while values are wrong (or ""): those that hold are
     paid the share of the values checks that pass, those not judged yet nothing (a summary's "0 / 15 | 11 / 18 checks
-    passed" said neither: our sixth student walk-through)."""
+    passed" said neither: our sixth student walk-through; the eighth looked for the ✗ of checks so counted)."""
     held = [t for t in tests if t.kind == RULE and t.status == "passed" and t.score < t.max_score]
     waiting = sum(t.deferred for t in tests)
     parts = []
@@ -66,8 +66,8 @@ def rules_line(tests: list[TestScore]) -> str:
         part = f"{share:.0%}" if share >= 0.005 else "less than 1%"
         paid = (f"earn{'s' * one} {part} of {'its' if one else 'their'} points" if share
                 else f"earn{'s' * one} nothing yet")
-        parts.append(f"{len(held)} rule{'s' * (not one)} that hold{'s' * one} {paid}: a rule pays only the share of "
-                     f"the values checks (by weight) that pass")
+        parts.append(f"{len(held)} rule{'s' * (not one)} that hold{'s' * one} {paid} (not counted as passed): a rule "
+                     f"pays only the share of the values checks (by weight) that pass")
     if waiting:
         parts.append(f"{waiting} rule{'s are' if waiting != 1 else ' is'} judged once the values are right (the checks "
                      f"above say what to fix)")

@@ -349,8 +349,8 @@ def test_what_to_fix_comes_first_and_the_rules_not_judged_yet_are_one_line(tmp_p
     assert "not judged yet" not in printed and printed.count("3 rules are judged once the values are right") == 1
     assert printed.index("use tril") < printed.index("3 rules are judged")
     # why 2 checks passed and earned nothing (found by our sixth student walk-through)
-    assert ("2 rules that hold earn nothing yet: a rule pays only the share of the values checks (by weight) that "
-            "pass; 3 rules are judged") in printed
+    assert ("2 rules that hold earn nothing yet (not counted as passed): a rule pays only the share of the values "
+            "checks (by weight) that pass; 3 rules are judged") in printed
     assert "2 rules that hold earn nothing yet" in markdown_summary(grade)
     # a rule that holds and pays nothing yet is not a passed check (a stub's import rule was "1 / 15": the fourth
     # instructor walk-through)

@@ -224,8 +224,10 @@ def test_the_failures_a_test_keeps_hold_none_of_their_results():
 
 def test_an_error_no_message_explains_is_said_by_its_built_in_type():
     """Where torch's message is none the diagnosis knows, the hidden feedback says what an exception of that
-    built-in type usually means, and that the public checks show its own message (found by our seventh student
-    walk-through: "your code raised TypeError" was all a student learned); a known message keeps its own meaning."""
+    built-in type usually means, and how to read its own message: call the code on such an input (found by our seventh
+    student walk-through: "your code raised TypeError" was all a student learned; the eighth: the public checks, which
+    the pointer named, pass where only hidden inputs raise); a known message keeps its own meaning; a note particular
+    to the check comes before the meaning, so that the feedback's cap cuts the general words first."""
     from grader.sandbox.host.problems import student_error
     from grader.suites.checks import failed
 
@@ -235,10 +237,13 @@ def test_an_error_no_message_explains_is_said_by_its_built_in_type():
     typed = said("TypeError", "view(): argument 'size' must be tuple of ints, but found element of type float")
     assert typed.startswith("softmax(x) failed on x (3, 4): your code raised TypeError. This error means: an operation "
                             "got a value of the wrong type"), typed
-    assert typed.endswith("(the public checks show the error's own message)."), typed
+    assert typed.endswith("(to read torch's own message, call your code on an input like this one)."), typed
     assert "view()" not in typed  # the message itself is never shown
     known = said("RuntimeError", "view size is not compatible with input tensor's size and stride")
-    assert "use reshape(...)" in known and "public checks show" not in known
+    assert "use reshape(...)" in known and "torch's own message" not in known
+    noted = str(failed(student_error({"type": "TypeError", "builtins": ["TypeError"], "message": "no"}), "f(x)", "x (3,)",
+                       note="meta tensors have no values"))
+    assert noted.index("Note: meta tensors") < noted.index("This error means"), noted
     assert "This error means" not in said("MemoryError", "")  # no meaning of its own: nothing said
     meta = said("NotImplementedError", "Cannot copy out of meta tensor; no data!")  # torch's, not a stub left
     assert meta.startswith("softmax(x) failed on x (3, 4): your code raised NotImplementedError. This error means: "
@@ -246,3 +251,18 @@ def test_an_error_no_message_explains_is_said_by_its_built_in_type():
     indexed = said("NotImplementedError", "aten::nonzero: attempted to run this operator with Meta tensors")
     assert "your code raised NotImplementedError. This error means: an operation torch has not got" in indexed
     assert "fill in the stub" in said("NotImplementedError", "")  # a stub of the student's own, without a message
+
+
+def test_what_came_back_instead_of_a_tensor_is_said_with_its_own_remedy():
+    """A tuple of tensors (a (context, weights) pair, the habit of other implementations) is told to return the
+    tensor alone; a list of numbers, to build a tensor; a number, to keep the tensor (walk-throughs 7 and 8)."""
+    from grader.suites.checks import CheckFailed, expect_tensor
+
+    def said(value) -> str:
+        with pytest.raises(CheckFailed) as failure:
+            expect_tensor(value, "attention(q, k, v)", "q (2, 5)", like=torch.zeros(2, 5))
+        return str(failure.value)
+
+    assert "return the result tensor alone, not a tuple" in said((torch.zeros(2, 5), torch.zeros(2, 2)))
+    assert "torch.stack, torch.cat" in said([0.5, 0.5])
+    assert "return the tensor itself" in said(0.5)

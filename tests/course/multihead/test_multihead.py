@@ -47,6 +47,8 @@ def test_multihead_layers(impl):
     linear_layers(module, ["W_query", "W_key", "W_value"], 3, 4, after=("out_proj",))
     assert isinstance(module.out_proj, nn.Linear), "out_proj is an nn.Linear(d_out, d_out)"
     assert tuple(module.out_proj.weight.shape) == (4, 4), "out_proj is an nn.Linear(d_out, d_out): its weight is (4, 4)"
+    assert module.out_proj.bias is not None, ("out_proj is an nn.Linear(d_out, d_out) with its bias (the default), "
+                                              "whatever qkv_bias is: qkv_bias is W_query's, W_key's and W_value's")
     assert isinstance(module.dropout, nn.Dropout), "dropout is an nn.Dropout(dropout)"
 
 
@@ -94,7 +96,8 @@ def test_multihead_dropout_acts_on_the_weights(impl, journey):
     """In training mode dropout acts once, on every head's attention weights after the softmax, before out_proj."""
     x = torch.stack([journey, journey])  # (2, 6, 3), 2 heads: 2 x 2 x 6 rows of 6 weights
     module = make(impl, dropout=0.5)
-    bias = module.out_proj.bias.detach()  # out_proj(merged / 2) = (out_proj(merged) - bias) / 2 + bias
+    bias = 0 if module.out_proj.bias is None else module.out_proj.bias.detach()  # a missing bias: the layers' check
+    # out_proj(merged / 2) = (out_proj(merged) - bias) / 2 + bias
     dropout_on_weights(module, x, weights=2 * 2 * 6 * 6, rows=2 * 2 * 6, halved=lambda out: (out - bias) * 0.5 + bias)
 
 

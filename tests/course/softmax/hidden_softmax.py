@@ -32,14 +32,15 @@ def _on(x, dim, t):
     return f"{C.describe(x=x)}, dim={dim}, {C.temperature_class(t)}"
 
 
+MATH = "exp(z - max) / sum(exp(z - max)) for z = x / t, with max and sum taken along `dim` (keepdim=True)."
+
+
 def _check(student, course, x, dim, t, rtol=None, atol=None, what=WHAT):
     on = _on(x, dim, t)
     hints = known.softmax_hints(x, dim, t)
     got = C.attempt(lambda: student.softmax.softmax(x, dim=dim, temperature=t), what, on, hints)
     want = C.in_float64(ref.softmax, x, dim=dim, temperature=t)
-    C.expect_close(got, want, what=what, on=on, course=course, rtol=rtol, atol=atol, hints=hints,
-                   generic="exp(z - max) / sum(exp(z - max)) for z = x / t, with max and sum taken along `dim` "
-                           "(keepdim=True).")
+    C.expect_close(got, want, what=what, on=on, course=course, rtol=rtol, atol=atol, hints=hints, generic=MATH)
 
 
 @pytest.mark.weight(5)
@@ -60,11 +61,14 @@ def test_defaults(student, course, device):
     got = C.attempt(lambda: student.softmax.softmax(x), "softmax(x)", on, known.softmax_hints(x, -1, 1.0))
     C.expect_close(got, C.in_float64(torch.softmax, x, -1), what="softmax(x) (defaults dim=-1, temperature=1.0)", on=on,
                    course=course, hints=known.softmax_hints(x, -1, 1.0))
-    got = C.attempt(lambda: student.softmax.softmax(x, 1, 2.0), "softmax(x, 1, 2.0)", on, known.softmax_hints(x, 1, 2.0))
-    C.expect_close(got, C.in_float64(ref.softmax, x, 1, 2.0),
-                   what="softmax(x, 1, 2.0) (positional dim and temperature)",
-                   on=on + ", dim=1, a temperature above 1", course=course, hints=known.softmax_hints(x, 1, 2.0),
-                   generic="the signature is softmax(x, dim=-1, temperature=1.0), in that order.")
+    # named first: the signature is blamed only where the same call with its arguments named is right
+    want, hints, on = C.in_float64(ref.softmax, x, 1, 2.0), known.softmax_hints(x, 1, 2.0), on + ", dim=1, a temperature above 1"
+    named = C.attempt(lambda: student.softmax.softmax(x, dim=1, temperature=2.0), "softmax(x, dim=1, temperature=2.0)", on, hints)
+    C.expect_close(named, want, what="softmax(x, dim=1, temperature=2.0)", on=on, course=course, hints=hints, generic=MATH)
+    got = C.attempt(lambda: student.softmax.softmax(x, 1, 2.0), "softmax(x, 1, 2.0)", on, hints)
+    C.expect_close(got, want, what="softmax(x, 1, 2.0) (positional dim and temperature)", on=on, course=course, hints=hints,
+                   generic="softmax(x, dim=1, temperature=2.0) is right: the signature is softmax(x, dim=-1, "
+                           "temperature=1.0), in that order.")
 
 
 @pytest.mark.weight(2)

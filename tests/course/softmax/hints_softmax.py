@@ -39,10 +39,17 @@ def softmax_hints(x, dim: int, t: float) -> list[Hint]:
         z = (x64 / t - (x64 / t).amax(dim).unsqueeze(-1)).exp()
         return z / z.sum(dim, keepdim=True)
 
+    def max_over_last_dim():  # the max taken along the last dim, the sum along `dim`
+        z = (x64 / t - (x64 / t).amax(-1, keepdim=True)).exp()
+        return z / z.sum(dim, keepdim=True)
+
     if dim % rank != rank - 1:
         hints.append(Hint("the row max is put back at the last dim (unsqueeze(-1)), not at `dim`, so it broadcasts "
                           "along the wrong dim: x.amax(dim, keepdim=True) keeps it in place.", max_unsqueezed_last,
                           "softmax.max_unsqueezed_last"))
+        hints.append(Hint("the max is taken along the last dim while the sum runs along `dim`: subtract the max along "
+                          "`dim` (x.amax(dim, keepdim=True)), the same dim as the sum.", max_over_last_dim,
+                          "softmax.max_over_last_dim"))
     hints += [Hint(NO_KEEPDIM, lambda: e / e.sum(dim), "softmax.no_keepdim"),
               Hint(NO_KEEPDIM, max_without_keepdim, "softmax.no_keepdim"),
               Hint(NO_MAX, lambda: naive_softmax(x / t, dim), "softmax.no_max"),
