@@ -127,8 +127,7 @@ def zygote_maps_libcuda() -> bool:
         pid, connection = zygote.spawn(submission, course().grading.limits, "cpu", False)
         maps = Path(f"/proc/{zygote.process.pid}/maps").read_text(errors="replace")
         connection.close()
-        os.kill(pid, 9)
-        zygote.reap(pid)
+        zygote.stop(pid, 0.0, 10.0, unconfined=False)
     finally:
         zygote.close()
         shutil.rmtree(submission, ignore_errors=True)

@@ -180,7 +180,7 @@ def failed(error: StudentError, what: str, on: str, hints: Hints = (), note: str
     found = raising_alike(kind, text, hints)
     meaning = meaning_of(text, error.builtin) if found is None else None
     if meaning and meaning_of(text) is None:  # said of the type alone: the message is not shown (it may hold values)
-        meaning += " (to read torch's own message, call your code on an input like this one)"
+        meaning += " (to read the error's own message, call your code on an input like this one)"
     message += f" Note: {note}." if note else ""  # first: what is particular to this check outlasts the feedback's cap
     return diagnosed(message + (f" This error means: {meaning}." if meaning else ""), found, raised=True)
 
@@ -236,7 +236,7 @@ def expect_tensor(got, what: str, on: str, like: torch.Tensor | None = None) -> 
     if isinstance(got, (float, int)):
         hint = " Hint: return the tensor itself; .item(), float() or a Python sum turn it into a number, which loses autograd, dtype and device."
     elif isinstance(got, tuple) and got and type(got[0]) in (torch.Tensor, StudentTensor):
-        hint = " Hint: return the result tensor alone, not a tuple of tensors (such as (context, weights)): see the docstring."
+        hint = " Hint: return the result tensor alone, not a tuple of tensors (such as (output, weights)): see the docstring."
     elif isinstance(got, (list, tuple)):
         hint = " Hint: build the result with tensor operations (torch.stack, torch.cat) rather than a Python list."
     expected = f" of shape {shape(like)}" if like is not None else ""

@@ -204,7 +204,7 @@ def test_a_uid_with_processes_left_on_the_machine_is_not_leased(tmp_path, monkey
         os.close(fd)
         assert uid == 70011
         monkeypatch.setenv("GRADER_SANDBOX_UID", "70010")
-        assert uids.census() == "uid 70010 has 1 tasks on this machine, 0 of them zombies"
+        assert uids.census() == "uid 70010 has 1 task on this machine, 0 of them zombies"
     finally:
         leftover.kill()
         leftover.wait()

@@ -792,10 +792,8 @@ class _FakeZygote:
     def alive(self):
         return True
 
-    def wait(self, pid, timeout):
-        return None
-
-    def reap(self, pid):
+    def stop(self, pid, grace, teardown, unconfined):
+        self.process.kill()
         return self.process.wait()
 
 

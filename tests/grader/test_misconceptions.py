@@ -237,10 +237,10 @@ def test_an_error_no_message_explains_is_said_by_its_built_in_type():
     typed = said("TypeError", "view(): argument 'size' must be tuple of ints, but found element of type float")
     assert typed.startswith("softmax(x) failed on x (3, 4): your code raised TypeError. This error means: an operation "
                             "got a value of the wrong type"), typed
-    assert typed.endswith("(to read torch's own message, call your code on an input like this one)."), typed
+    assert typed.endswith("(to read the error's own message, call your code on an input like this one)."), typed
     assert "view()" not in typed  # the message itself is never shown
     known = said("RuntimeError", "view size is not compatible with input tensor's size and stride")
-    assert "use reshape(...)" in known and "torch's own message" not in known
+    assert "use reshape(...)" in known and "the error's own message" not in known
     noted = str(failed(student_error({"type": "TypeError", "builtins": ["TypeError"], "message": "no"}), "f(x)", "x (3,)",
                        note="meta tensors have no values"))
     assert noted.index("Note: meta tensors") < noted.index("This error means"), noted

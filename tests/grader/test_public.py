@@ -272,7 +272,7 @@ WALKTHROUGH_BUGS = [  # rounds of {module: (edit of the reference, what its chec
                 "dropout acts before the attention weights are normalized (the masked entries are -inf there)",
                 "NaN or inf"),
      "softmax": (("z = z - z.amax(dim=dim, keepdim=True)", "z = z - z.max(dim=dim).values.unsqueeze(-1)"),
-                 "Hint: the row max is put back at the last dim (unsqueeze(-1)), not at `dim`", "without keepdim"),
+                 "Hint: the row max is taken along, or put back at, the last dim", "without keepdim"),
      "quiz": (("return decoder_attention(s, H)  # (d,)", "return torch.tensor([0.4387, 0.4855])"),
               "makes fewer tensor operations than decoder_attention(s, H)", "assert")},
     {"qkv": (("        self.W_query = nn.Parameter(torch.rand(d_in, d_out))\n"

@@ -7,11 +7,9 @@ words of ``problems``.
 """
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import secrets
-import signal
 import socket
 import time
 from pathlib import Path
@@ -133,27 +131,16 @@ class WorkerSession:
     def stop(self, grace: float = 0.0) -> int | None:
         """Stop the worker (if any) and return its wait status (None if unknown).
 
-        With ``grace``, a worker that is exiting on its own (its socket closed) gets that long to
-        finish, so that its own exit status (a segfault, say) is reported rather than our SIGKILL.
+        With ``grace``, a worker that is exiting on its own (its socket closed) gets that long to finish, so that its
+        own exit status (a segfault, say) is reported rather than ours; a sandbox then gets ``TEARDOWN_SECONDS`` to
+        be gone, every process of it (see ``jail.children.Children.stop``).
         """
         if self.pid is None:
             return None
         pid, sock = self.pid, self.sock
         self.pid = self.sock = None
         sock.close()
-        status = self.zygote.wait(pid, grace) if grace > 0 else None
-        unconfined = self.isolation.startswith("rlimits only")
-        if status is None and not unconfined:  # the supervisor ends its namespace and exits once all of it is reaped
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGTERM)
-            status = self.zygote.wait(pid, TEARDOWN_SECONDS)
-        if status is None:
-            for kill in (os.kill, os.killpg) if unconfined else (os.kill,):
-                try:  # without namespaces the worker leads its own process group: take its children too
-                    kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            status = self.zygote.reap(pid)
+        status = self.zygote.stop(pid, grace, TEARDOWN_SECONDS, unconfined=self.isolation.startswith("rlimits only"))
         if status is None and not self.zygote.alive():
             self.fault = "the worker zygote stopped while grading"
         return status

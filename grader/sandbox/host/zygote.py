@@ -92,17 +92,12 @@ class Zygote:
         self.spawned += 1
         return pid, ours
 
-    def reap(self, pid: int) -> int | None:
-        """Wait for a worker that was killed; its wait status (None when the zygote is gone)."""
+    def stop(self, pid: int, grace: float, teardown: float, unconfined: bool) -> int | None:
+        """End a worker (``jail.children.Children.stop``, which the zygote runs: only the process that reaps a worker
+        may signal it by pid); its wait status (None when the zygote is gone)."""
         try:
-            return self._ask({"op": "reap", "pid": pid})["status"]
-        except GraderFault:
-            return None
-
-    def wait(self, pid: int, timeout: float) -> int | None:
-        """The wait status of a worker that exits within ``timeout`` seconds, else None (it is then still running)."""
-        try:
-            return self._ask({"op": "wait", "pid": pid, "timeout": timeout})["status"]
+            return self._ask({"op": "stop", "pid": pid, "grace": grace, "teardown": teardown,
+                              "unconfined": unconfined})["status"]
         except GraderFault:
             return None
 

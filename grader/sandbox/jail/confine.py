@@ -62,7 +62,6 @@ from grader.sandbox.jail.syscalls import (
     libc,
     os_error,
     prctl,
-    sigkill_handler,
     syscall,
 )
 from grader.sandbox.jail.uids import SANDBOX_GID, SANDBOX_UID
@@ -363,20 +362,23 @@ def _supervise(child: int, alive_w: int, cpu_seconds: float) -> None:
                     signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM):
             _set_handler(sig, signal.SIG_DFL)
         _close_fds({alive_w})  # hold nothing of the worker's (its socket included)
-        _set_handler(signal.SIGTERM, sigkill_handler(child))
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        # SIGTERM (blocked since before the fork) and SIGCHLD stay blocked and are taken from the queue: neither is
+        # lost between a look at the child and the wait for the next signal.
+        signal.pthread_sigmask(signal.SIG_SETMASK, [signal.SIGTERM, signal.SIGCHLD])
         while True:
             try:
-                _, status, usage = os.wait4(child, 0)
+                pid, status, usage = os.wait4(child, os.WNOHANG)
             except ChildProcessError:
                 break
-            if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+            if pid:
                 code = os.waitstatus_to_exitcode(status)
                 code = 128 - code if code < 0 else code
                 if (code == 128 + signal.SIGKILL
                         and usage.ru_utime + usage.ru_stime >= cpu_seconds):
                     code = 128 + signal.SIGXCPU
                 break
+            if signal.sigwaitinfo({signal.SIGTERM, signal.SIGCHLD}).si_signo == signal.SIGTERM:
+                os.kill(child, signal.SIGKILL)  # not reaped yet: the pid is still the child's
     finally:
         os._exit(code & 0xFF)
 

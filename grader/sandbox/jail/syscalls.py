@@ -5,12 +5,10 @@ Shared by the sandbox's stages (``confine``, ``rootfs``, ``seccomp``); ``libc`` 
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
 import os
 import platform
-import signal
 import sys
 
 # Namespace flags of clone and unshare.
@@ -120,19 +118,3 @@ def fsencode(path) -> bytes | None:
 def prctl(option: int, arg: int = 0) -> int:
     return checked(libc.prctl(option, arg, 0, 0, 0), f"prctl({option})")
 
-
-def sigkill_handler(child: int):
-    """A signal handler that SIGKILLs ``child`` and never raises: through a pidfd where the kernel has them (5.3+), so
-    that a signal handled late cannot reach another process given the pid of the child once it is reaped."""
-    try:
-        pidfd = os.pidfd_open(child)
-    except (AttributeError, OSError):
-        pidfd = None
-
-    def kill(*_):
-        with contextlib.suppress(OSError):
-            if pidfd is None:
-                os.kill(child, signal.SIGKILL)
-            else:
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-    return kill

@@ -45,7 +45,7 @@ def lease_sandbox_uid(first: int, count: int = 1000, lock_dir: str = UID_LOCK_DI
             os.close(fd)
             continue
         return uid, fd
-    raise RuntimeError(f"no free sandbox uid in {first}..{first + count - 1}: {count} graders are running here")
+    raise RuntimeError(f"no free sandbox uid in {first}..{first + count - 1}: each is held by a grader or has processes left")
 
 
 def census() -> str:
@@ -53,8 +53,11 @@ def census() -> str:
     machine, as RLIMIT_NPROC counts them, threads and zombies included: said with a worker that could not start,
     where a uid full of leftovers is a cause."""
     uid = sandbox_uid() if os.geteuid() == 0 else os.geteuid()
-    tasks, zombies = _tasks(uid)
-    return f"uid {uid} has {tasks} tasks on this machine, {zombies} of them zombies"
+    try:
+        tasks, zombies = _tasks(uid)
+    except OSError as error:  # never in the way of the fault it is said with
+        return f"uid {uid}'s processes could not be counted ({error.strerror or error})"
+    return f"uid {uid} has {tasks} task{'s' * (tasks != 1)} on this machine, {zombies} of them zombies"
 
 
 def _tasks(uid: int) -> tuple[int, int]:

@@ -65,7 +65,8 @@ def test_defaults(student, course, device):
     want, hints, on = C.in_float64(ref.softmax, x, 1, 2.0), known.softmax_hints(x, 1, 2.0), on + ", dim=1, a temperature above 1"
     named = C.attempt(lambda: student.softmax.softmax(x, dim=1, temperature=2.0), "softmax(x, dim=1, temperature=2.0)", on, hints)
     C.expect_close(named, want, what="softmax(x, dim=1, temperature=2.0)", on=on, course=course, hints=hints, generic=MATH)
-    got = C.attempt(lambda: student.softmax.softmax(x, 1, 2.0), "softmax(x, 1, 2.0)", on, hints)
+    got = C.attempt(lambda: student.softmax.softmax(x, 1, 2.0), "softmax(x, 1, 2.0)", on, hints,
+                    note="softmax(x, dim=1, temperature=2.0) works: the signature is softmax(x, dim=-1, temperature=1.0)")
     C.expect_close(got, want, what="softmax(x, 1, 2.0) (positional dim and temperature)", on=on, course=course, hints=hints,
                    generic="softmax(x, dim=1, temperature=2.0) is right: the signature is softmax(x, dim=-1, "
                            "temperature=1.0), in that order.")

@@ -4,6 +4,9 @@ from hints import NO_MAX, naive_softmax, softmax
 
 NO_KEEPDIM = ("a reduction is taken without keepdim=True (the row max or the sum), so it broadcasts over the wrong dim: "
               "x.amax(dim, keepdim=True) and e.sum(dim, keepdim=True).")
+MAX_AT_LAST_DIM = ("the row max is taken along, or put back at, the last dim (amax(-1, keepdim=True), or "
+                   "max(dim).values.unsqueeze(-1)), not along `dim`, so it is subtracted along the wrong dim: "
+                   "x.amax(dim, keepdim=True) takes it along `dim` and keeps it in place.")
 
 
 def _sm_all(z):
@@ -43,13 +46,9 @@ def softmax_hints(x, dim: int, t: float) -> list[Hint]:
         z = (x64 / t - (x64 / t).amax(-1, keepdim=True)).exp()
         return z / z.sum(dim, keepdim=True)
 
-    if dim % rank != rank - 1:
-        hints.append(Hint("the row max is put back at the last dim (unsqueeze(-1)), not at `dim`, so it broadcasts "
-                          "along the wrong dim: x.amax(dim, keepdim=True) keeps it in place.", max_unsqueezed_last,
-                          "softmax.max_unsqueezed_last"))
-        hints.append(Hint("the max is taken along the last dim while the sum runs along `dim`: subtract the max along "
-                          "`dim` (x.amax(dim, keepdim=True)), the same dim as the sum.", max_over_last_dim,
-                          "softmax.max_over_last_dim"))
+    if dim % rank != rank - 1:  # one mistake, two spellings: on a symmetric input they give the same values
+        hints += [Hint(MAX_AT_LAST_DIM, max_unsqueezed_last, "softmax.max_at_last_dim"),
+                  Hint(MAX_AT_LAST_DIM, max_over_last_dim, "softmax.max_at_last_dim")]
     hints += [Hint(NO_KEEPDIM, lambda: e / e.sum(dim), "softmax.no_keepdim"),
               Hint(NO_KEEPDIM, max_without_keepdim, "softmax.no_keepdim"),
               Hint(NO_MAX, lambda: naive_softmax(x / t, dim), "softmax.no_max"),

@@ -19,9 +19,9 @@ bug("softmax", "no_max_subtraction", "softmax does not subtract the row max (exp
 bug("softmax", "no_keepdim", "softmax sums without keepdim=True, so the sum broadcasts over the wrong dim",
     ("return e / e.sum(dim=dim, keepdim=True)", "return e / e.sum(dim=dim)"), shows=("softmax.no_keepdim",))
 bug("softmax", "max_unsqueezed_last", "softmax puts the row max back at the last dim (max(dim).values.unsqueeze(-1))",
-    (SM, "z = z - z.max(dim=dim).values.unsqueeze(-1)"), shows=("softmax.max_unsqueezed_last",))
+    (SM, "z = z - z.max(dim=dim).values.unsqueeze(-1)"), shows=("softmax.max_at_last_dim",))
 bug("softmax", "max_over_last_dim", "softmax subtracts the max along the last dim while it sums along dim",
-    (SM, "z = z - z.amax(dim=-1, keepdim=True)"), shows=("softmax.max_over_last_dim",))
+    (SM, "z = z - z.amax(dim=-1, keepdim=True)"), shows=("softmax.max_at_last_dim",))
 bug("softmax", "temperature_multiplied", "softmax multiplies by the temperature instead of dividing",
     ("z = x / temperature", "z = x * temperature"), shows=("softmax.temperature_multiplied",))
 bug("softmax", "global_max", "softmax subtracts the max of the whole tensor, not each row's",
