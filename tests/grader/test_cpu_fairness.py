@@ -11,6 +11,7 @@ The figure (a classmate's grading beside the hog, against alone) is measured by 
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -208,6 +209,46 @@ def test_a_uid_with_processes_left_on_the_machine_is_not_leased(tmp_path, monkey
     finally:
         leftover.kill()
         leftover.wait()
+
+
+ORPHAN = """
+import json, os, time
+from grader.sandbox.jail.children import Children
+
+children = Children()
+report_r, report_w = os.pipe()
+hold_r, hold_w = os.pipe()
+supervisor = os.fork()
+if supervisor == 0:  # a supervisor that dies before its pid 1, as one SIGKILLed does
+    inner = os.fork()
+    if inner == 0:
+        os.close(hold_w)
+        os.read(hold_r, 1)  # lives until the test lets it go
+        os._exit(0)
+    os.write(report_w, str(inner).encode())
+    os._exit(9)
+children.forked(supervisor, [])
+os.close(report_w)
+inner = int(os.read(report_r, 32))
+status = children.stop(supervisor, 10.0, 0.0, unconfined=False)
+with open(f"/proc/{inner}/stat") as stat:
+    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+os.close(hold_w)
+deadline = time.monotonic() + 30
+while not children.sweep() and time.monotonic() < deadline:
+    time.sleep(0.01)
+print(json.dumps({"status": os.waitstatus_to_exitcode(status), "adopted": parent == os.getpid(),
+                  "reaped": not os.path.exists(f"/proc/{inner}")}))
+"""
+
+
+def test_a_worker_orphaned_by_its_supervisor_is_adopted_and_reaped_by_the_zygote():
+    """The zygote is a child subreaper: a sandbox's pid 1 whose supervisor died first (SIGKILLed after
+    TEARDOWN_SECONDS) becomes the zygote's child, not init's, and its sweep reaps it once it exits."""
+    done = subprocess.run([sys.executable, "-c", ORPHAN], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).parents[2])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"status": 9, "adopted": True, "reaped": True}
 
 
 def test_a_lock_folder_others_may_write_is_refused(tmp_path):
