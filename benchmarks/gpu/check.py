@@ -119,6 +119,7 @@ def zygote_maps_libcuda() -> bool:
     """Whether a warm zygote (one that has forked a worker) has CUDA's driver library mapped: a fact, not a finding
     (torch 2.11+cu130 maps it at import, and its workers still start CUDA; a zygote that had *started* CUDA could
     fork none that does, which ``workers_of_a_warm_zygote_grade`` asks)."""
+    from grader.sandbox.host.client import TEARDOWN_SECONDS
     from grader.sandbox.host.zygote import Zygote
 
     zygote, submission = Zygote(), tempfile.mkdtemp(prefix="gpu-zygote-")
@@ -127,7 +128,7 @@ def zygote_maps_libcuda() -> bool:
         pid, connection = zygote.spawn(submission, course().grading.limits, "cpu", False)
         maps = Path(f"/proc/{zygote.process.pid}/maps").read_text(errors="replace")
         connection.close()
-        zygote.stop(pid, 0.0, 10.0, unconfined=False)
+        zygote.stop(pid, 0.0, TEARDOWN_SECONDS, unconfined=False)
     finally:
         zygote.close()
         shutil.rmtree(submission, ignore_errors=True)

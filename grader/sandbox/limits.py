@@ -123,10 +123,15 @@ def process_facts() -> str:
     facts = []
     with contextlib.suppress(OSError, ValueError):
         facts.append(f"{len(os.listdir('/proc/self/fd'))} open files of {limit(resource.RLIMIT_NOFILE)}")
-    with contextlib.suppress(OSError, ValueError, StopIteration):
-        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
-            threads = next(line.split()[1] for line in status if line.startswith("Threads:"))
-        facts.append(f"{threads} threads, {limit(resource.RLIMIT_NPROC)} processes of its uid at most")
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        facts.append(f"{proc_status()['Threads']} threads, {limit(resource.RLIMIT_NPROC)} processes of its uid at most")
     with contextlib.suppress(OSError, ValueError):
         facts.append(f"uid {os.getuid()}, address space {limit(resource.RLIMIT_AS)}")
     return "; ".join(facts)
+
+
+def proc_status(pid: int | str = "self") -> dict[str, str]:
+    """The fields of ``/proc/<pid>/status`` (``Uid``, ``State``, ``Threads``, ...), a zombie's too; OSError where there is
+    no such process."""
+    with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+        return {key: value.strip() for key, _, value in (line.partition(":") for line in status)}

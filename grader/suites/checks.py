@@ -28,7 +28,19 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 import torch
-from diagnosis import Hint, Hints, as64, error_scale, labelled, matching, meaning_of, phrase, raising_alike, shape_fact
+from diagnosis import (
+    KIND_MEANINGS,
+    Hint,
+    Hints,
+    as64,
+    error_scale,
+    labelled,
+    matching,
+    meaning_of,
+    phrase,
+    raising_alike,
+    shape_fact,
+)
 
 from grader.sandbox import wire
 from grader.sandbox.host.problems import STUB_PHRASE, StudentError
@@ -178,9 +190,10 @@ def failed(error: StudentError, what: str, on: str, hints: Hints = (), note: str
     if kind == "NotImplementedError" and STUB_PHRASE in error.message:
         return CheckFailed(message, raised=True)  # a stub: the message says what to do
     found = raising_alike(kind, text, hints)
-    meaning = meaning_of(text, error.builtin) if found is None else None
-    if meaning and meaning_of(text) is None:  # said of the type alone: the message is not shown (it may hold values)
-        meaning += " (to read the error's own message, call your code on an input like this one)"
+    meaning = meaning_of(text) if found is None else None
+    if found is None and meaning is None and error.builtin in KIND_MEANINGS:
+        # said of the type alone: the message itself is never shown (it may hold values)
+        meaning = f"{KIND_MEANINGS[error.builtin]} (to read the error's own message, call your code on an input like this one)"
     message += f" Note: {note}." if note else ""  # first: what is particular to this check outlasts the feedback's cap
     return diagnosed(message + (f" This error means: {meaning}." if meaning else ""), found, raised=True)
 

@@ -189,15 +189,17 @@ def processes_named(name: str) -> list[int]:
     return found
 
 
+def parent_of(pid: int) -> int | None:
+    """The pid of ``pid``'s parent (zombies too), None once it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def children_of(parent: int) -> list[int]:
     """Every live descendant of ``parent``."""
-    parents = {}
-    for pid in _proc_entries():
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            parents[pid] = int(stat.rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            pass
+    parents = {pid: ppid for pid in _proc_entries() if (ppid := parent_of(pid)) is not None}
     found, frontier = [], {parent}
     while frontier:
         frontier = {pid for pid, ppid in parents.items() if ppid in frontier}
@@ -433,19 +435,12 @@ def test_a_sandbox_orphaned_by_the_fallback_is_reaped_by_the_zygote_not_left_to_
     try:
         session = WorkerSession(zygote, str(ROOT / "solutions"), course.grading.limits)
         session._start()
-        (inner,) = [pid for pid in children_of(session.pid) if _parent(pid) == session.pid]
+        (inner,) = [pid for pid in children_of(session.pid) if parent_of(pid) == session.pid]
         session.stop()
-        assert _parent(inner) in (None, zygote.process.pid)  # None: gone already
-        assert wait_until(lambda: _parent(inner) is None, 10), f"pid 1 of the sandbox was left: {inner}"
+        assert parent_of(inner) in (None, zygote.process.pid)  # None: gone already
+        assert wait_until(lambda: parent_of(inner) is None, 10), f"pid 1 of the sandbox was left: {inner}"
     finally:
         zygote.close()
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def test_daemons_do_not_outlive_the_grading(tmp_path, zygote, course, token, baseline):

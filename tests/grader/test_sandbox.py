@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_hostile import parent_of
 
 from grader.sandbox import TRUSTED_OPTION
 from grader.sandbox.jail import confine as sandbox
@@ -582,7 +583,7 @@ def test_sigterm_ends_the_sandbox_and_leaves_nothing_for_init_to_reap(spawn):
         os.close(w)
         w = None
         assert child.result().get("daemonized")
-        inner = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if _parent(pid) == child.pid]
+        inner = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if parent_of(pid) == child.pid]
         assert len(inner) == 1, inner
         namespace = os.readlink(f"/proc/{inner[0]}/ns/pid")
         assert len(_pid_namespace_members(namespace)) >= 2  # the inner process and the daemon, readable here
@@ -594,14 +595,6 @@ def test_sigterm_ends_the_sandbox_and_leaves_nothing_for_init_to_reap(spawn):
         os.close(r)
         if w is not None:
             os.close(w)
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return int(stat.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def test_parent_death_signal_cannot_be_cleared(spawn):

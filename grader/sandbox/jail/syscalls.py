@@ -117,4 +117,3 @@ def fsencode(path) -> bytes | None:
 
 def prctl(option: int, arg: int = 0) -> int:
     return checked(libc.prctl(option, arg, 0, 0, 0), f"prctl({option})")
-

@@ -7,6 +7,8 @@ import os
 import stat
 import tempfile
 
+from grader.sandbox.limits import proc_status
+
 
 def sandbox_uid() -> int:
     """The uid workers run as: ``GRADER_SANDBOX_UID`` (a batch job sets its own; see ``lease_sandbox_uid``)."""
@@ -63,13 +65,12 @@ def census() -> str:
 def _tasks(uid: int) -> tuple[int, int]:
     """The tasks (threads) of the processes whose real uid is ``uid``, and how many of those processes are zombies."""
     tasks = zombies = 0
-    for entry in os.listdir("/proc"):
+    for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
-            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as status:
-                fields = dict(line.split(":", 1) for line in status if ":" in line)
-        except (OSError, ValueError):  # not a process, or gone
+            fields = proc_status(entry)
+        except OSError:  # gone
             continue
         if fields.get("Uid", "").split()[:1] == [str(uid)]:
             tasks += int(fields.get("Threads", "1"))
-            zombies += fields.get("State", "").strip().startswith("Z")
+            zombies += fields.get("State", "").startswith("Z")
     return tasks, zombies
