@@ -62,8 +62,24 @@ def look():
         found.append("abstract socket")
     except OSError:
         pass
-    found += [f"/proc/net/unix: {line}" for line in _lines("/proc/net/unix") if "@" in line]
+    own = _own_sockets()
+    found += [f"/proc/net/unix: {line}" for line in _lines("/proc/net/unix")[1:]
+              if "@" in line and line.split()[6] not in own]
     return found
+
+
+def _own_sockets():
+    """The inodes of the sockets this process holds: the worker's own, CUDA's cuda-uvmfd socket among them (made
+    when the device starts, before the import), are in the listing and are no message from anyone."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    return inodes
 
 
 def _hold_abstract_socket():
