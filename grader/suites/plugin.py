@@ -312,6 +312,8 @@ def run_suites(session: WorkerSession, course: Course, device: str, suites: list
     args = suite_args(suites or suite_files(course), course.suites_dir) + (["--collect-only"] if collect_only else [])
     if select:
         args += ["-k", select]
+    if not collect_only:
+        session.start_early()  # the worker starts while pytest collects the suites
     with contextlib.redirect_stdout(io.StringIO()) as output, contextlib.redirect_stderr(output):
         code = pytest.main(args, plugins=[*PLUGINS, plugin])
     if plugin.course_error:

@@ -645,6 +645,74 @@ def test_a_batch_of_calls_builds_on_earlier_results(zygote, course):
         staged.cleanup()
 
 
+class _SlowZygote:
+    """A zygote whose spawn takes ``seconds`` and then fails, or hands over the real zygote's worker."""
+
+    def __init__(self, real, seconds, fault=None):
+        self.real, self.seconds, self.fault, self.spawns, self.pids = real, seconds, fault, 0, []
+
+    def spawn(self, *args):
+        time.sleep(self.seconds)
+        self.spawns += 1
+        if self.fault:
+            raise GraderFault(self.fault)
+        pid, sock = self.real.spawn(*args)
+        self.pids.append(pid)
+        return pid, sock
+
+    def stop(self, *args, **kwargs):
+        return self.real.stop(*args, **kwargs)
+
+    def alive(self):
+        return True
+
+
+def test_an_early_start_runs_beside_the_caller_and_its_fault_comes_with_the_first_request(zygote, course):
+    """``start_early`` returns at once; the first request waits for the start and raises what it raised (a grader
+    fault stays a grader fault); with no request, ``stop`` waits for the start and raises nothing."""
+    slow = _SlowZygote(zygote, 0.5, fault="the worker zygote stopped: test")
+    session = WorkerSession(slow, str(SOLUTIONS), course.grading.limits)
+    started = time.monotonic()
+    session.start_early()
+    assert time.monotonic() - started < 0.4 and slow.spawns == 0
+    with pytest.raises(GraderFault, match="zygote stopped: test"):
+        session.run({"module": "softmax", "path": ["softmax"]}, (torch.zeros(2),))
+    assert slow.spawns == 1
+    session.start_early()
+    session.stop()  # nothing asked: the fault is for no request, and nothing is left running
+    assert slow.spawns == 2 and session.pid is None
+
+
+def test_an_early_start_is_stopped_whole_when_no_request_comes(zygote, course):
+    """A worker started early and never asked anything is stopped by ``stop``, which waits for its start: no
+    worker is left running."""
+    slow = _SlowZygote(zygote, 0.3)
+    session = WorkerSession(slow, str(SOLUTIONS), course.grading.limits)
+    session.start_early()
+    session.stop()
+    assert session.pid is None and len(slow.pids) == 1 and not Path(f"/proc/{slow.pids[0]}").exists()
+    session.start_early()
+    value = session.run({"module": "softmax", "path": ["softmax"]}, (torch.zeros(3),)).value
+    expected = torch.full((3,), 1 / 3)
+    assert torch.allclose(checked(value, expected, what="softmax(x)", on="x"), expected) and session.pid == slow.pids[1]
+    session.close()
+    assert not Path(f"/proc/{slow.pids[1]}").exists()
+
+
+def test_a_released_zygote_ends_its_workers_and_itself_unwaited(private_tmp, course):
+    """``release`` returns at once; the zygote then stops the worker still running and exits (0), and ``close``
+    after it only waits: a one-shot grade shows its results meanwhile."""
+    released = Zygote()
+    session = WorkerSession(released, str(SOLUTIONS), course.grading.limits)
+    session.run({"module": "scores", "path": ["pairwise_scores"]}, (torch.ones(2, 3),))
+    worker = session.pid
+    started = time.monotonic()
+    released.release()
+    assert time.monotonic() - started < 0.5
+    assert released.process.wait(timeout=60) == 0 and not Path(f"/proc/{worker}").exists()
+    released.close()
+
+
 # ---------------------------------------------------------------- isolation of the grading process
 
 

@@ -11,6 +11,7 @@ import gc
 import os
 import secrets
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -77,8 +78,34 @@ class WorkerSession:
         self.watch: list[str] = []  # the course's banned names: every call is instrumented for all of them
         self._sources: dict[str, list[str]] = {}
         self._unswept = 0  # bytes of replies read since the last garbage collection (SWEEP_BYTES)
+        self._early: threading.Thread | None = None  # a start running beside the caller (start_early)
+        self._early_error: BaseException | None = None
 
     # -- worker lifecycle
+
+    def start_early(self) -> None:
+        """Start the worker on a thread while the caller goes on (collecting the suites, on a cold grade): the first
+        request, or ``stop``, waits for it and raises what the start raised, as a start there would have. Without a
+        zygote (collecting only) nothing starts."""
+        if self.zygote is None:
+            return
+        def start():
+            try:
+                self._start()
+            except BaseException as error:  # raised in the caller's thread by _settle
+                self._early_error = error
+        self._early = threading.Thread(target=start, name="worker start", daemon=True)
+        self._early.start()
+
+    def _settle(self, raising: bool = True) -> None:
+        """Wait for an early start (``start_early``; not from within it); raise what it raised, once."""
+        if self._early is None or self._early is threading.current_thread():
+            return
+        self._early.join()
+        self._early = None
+        error, self._early_error = self._early_error, None
+        if error is not None and raising:
+            raise error
 
     def _start(self):
         """Start a worker and import every exercise module not known to be broken, before any input reaches it
@@ -135,6 +162,7 @@ class WorkerSession:
         own exit status (a segfault, say) is reported rather than ours; a sandbox then gets ``TEARDOWN_SECONDS`` to
         be gone, every process of it (see ``jail.children.Children.stop``).
         """
+        self._settle(raising=False)  # what a start raised was for a request that never came
         if self.pid is None:
             return None
         pid, sock = self.pid, self.sock
@@ -262,6 +290,7 @@ class WorkerSession:
             if target.get("generation", self.generation) != self.generation:
                 raise SubmissionProblem("restarted", f"this {target.get('type', 'object')} was lost when the worker "
                                                      "was restarted after an earlier failure")
+        self._settle()
         if module in self.broken:
             raise self.broken[module]
         if self._remaining() <= 0:
