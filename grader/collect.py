@@ -174,11 +174,11 @@ def fetch(repository: Repository, deadline: datetime, folder: Path, course: Cour
         template.mkdir()
         git("clone", "--bare", "--single-branch", "--no-tags", f"--template={template}", "--", repository.url,
             str(bare), seconds=seconds, megabytes=megabytes)
-        found = git("log", "-1", "--first-parent", f"--before={deadline.isoformat()}", "--format=%H %ct", "HEAD",
-                    cwd=bare)
+        found = git("log", "-1", "--no-show-signature", "--first-parent", f"--before={deadline.isoformat()}",
+                    "--format=%H %ct", "HEAD", cwd=bare)  # one line, whatever the instructor's git configuration
         if not found:
             raise CollectError(f"no commit at or before the deadline {deadline.isoformat()}")
-        commit, stamp = found.split()
+        commit, committed = read_commit(found)
         blobs = taken_blobs(bare, commit, course.grading.intake, course.modules, seconds)
         staged = scratch / "files"
         write_blobs(bare, blobs, staged, seconds)
@@ -188,7 +188,16 @@ def fetch(repository: Repository, deadline: datetime, folder: Path, course: Cour
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     repository.commit = commit
-    repository.commit_time = datetime.fromtimestamp(int(stamp), timezone.utc).isoformat()
+    repository.commit_time = committed.isoformat()
+
+
+def read_commit(line: str) -> tuple[str, datetime]:
+    """The commit and its committer date (UTC) from ``git log --format='%H %ct'``; a commit whose date git cannot
+    read (a forged committer line, which a plain clone does not check) is a CollectError of that repository alone."""
+    match = re.fullmatch(r"([0-9a-f]{40}|[0-9a-f]{64}) ([0-9]{1,11})", line)
+    if match is None:
+        raise CollectError("the last commit at or before the deadline has no commit time git can read")
+    return match[1], datetime.fromtimestamp(int(match[2]), timezone.utc)
 
 
 class Blob(NamedTuple):

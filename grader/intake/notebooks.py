@@ -19,6 +19,7 @@ from pathlib import Path
 from grader.course import Course
 from grader.course import course as project_course
 from grader.intake import IntakeError
+from grader.sandbox.imports import parsed
 from grader.text import MAX_NAME, clean
 
 # Defaults of read_notebook's caps (a notebook with cleared outputs is a few tens of KiB).
@@ -130,19 +131,14 @@ def _without_ipython(source: str) -> tuple[str, list[int]]:
     touched = [i for i, line in enumerate(lines) if IPYTHON_LINE.match(line.rstrip("\r\n"))]
     if not touched:
         return source, []
-    try:
-        ast.parse(source)
+    if parsed(source) is not None:
         return source, []
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        pass
     for i in touched:
         match = IPYTHON_LINE.match(lines[i].rstrip("\r\n"))
         ending = lines[i][len(lines[i].rstrip("\r\n")):]
         lines[i] = f"{match['indent']}pass  # IPython line left out by the grader: {match['command']}{ending}"
     changed = "".join(lines)
-    try:
-        ast.parse(changed)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    if parsed(changed) is None:
         return source, []
     return changed, [i + 1 for i in touched]
 

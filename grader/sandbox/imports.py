@@ -9,6 +9,7 @@ the same two functions (``grader/suites/public/import_rule.py`` is this file, sh
 from __future__ import annotations
 
 import ast
+import warnings
 
 ALLOWED = ("torch", "math")  # the syllabus's list
 MAX_IMPORTS = 100  # imports reported per file
@@ -17,12 +18,28 @@ MAX_IMPORT_NAME = 200  # characters of a module's name kept: longer than any all
 TOO_MANY = ""  # the last import listed when there are more than MAX_IMPORTS (no import statement names "")
 
 
-def imports_of(source: str | bytes) -> list[tuple[str, int]]:
+def parsed(source: str | bytes) -> ast.Module | None:
+    """The syntax tree of a submission's ``source``, or None where Python cannot parse it: a syntax error, or nesting
+    too deep for its parser (RecursionError; CPython's parser says MemoryError past about 6,000 levels, which is no
+    lack of memory). Its warnings (an invalid escape, ``1if``) are the student's, never printed by the grader."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def imports_of(source: str | bytes) -> list[tuple[str, int]] | None:
     """(module as written, line) per import statement of ``source`` and per use of ``__import__``, in line order:
     ``.<earlier>`` for a relative import (``from . import <earlier>`` too), ``torch`` for ``from torch import nn``; past
-    MAX_IMPORTS, the last one is ``TOO_MANY`` (which breaks the rule: what is not read cannot be judged)."""
+    MAX_IMPORTS, the last one is ``TOO_MANY`` (which breaks the rule: what is not read cannot be judged). None where
+    Python cannot parse ``source`` (``parsed``)."""
+    tree = parsed(source)
+    if tree is None:
+        return None
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(alias.name, node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -71,10 +88,5 @@ def imports_of_files(files: dict[str, bytes]) -> dict[str, list[tuple[str, int]]
     """Each file's imports (``imports_of``), read by intake before any code of the submission runs anywhere, so that
     nothing the student's code saw can change them (the import rule's feedback names them); a file Python cannot
     parse has none (its import fails in the worker, saying why)."""
-    found = {}
-    for module, data in files.items():
-        try:
-            found[module] = imports_of(data)
-        except (SyntaxError, ValueError, RecursionError):
-            continue
-    return found
+    found = {module: imports_of(data) for module, data in files.items()}
+    return {module: imports for module, imports in found.items() if imports is not None}

@@ -21,9 +21,10 @@ cannot parse (a syntax error, absurd nesting) keeps every line.
 from __future__ import annotations
 
 import ast
-import warnings
 from collections import defaultdict
 from dataclasses import dataclass
+
+from grader.sandbox.imports import parsed
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 JUMPS = (ast.Return, ast.Raise, ast.Break, ast.Continue)  # what follows one in its body never runs
@@ -49,14 +50,14 @@ class _Statement:
 
 def defined_names(source: str) -> frozenset[str]:
     """The names of every function, method and class ``source`` defines (a stub's: the exercise's contract)."""
-    tree = _parse(source)
+    tree = parsed(source)
     return frozenset(node.name for node in ast.walk(tree) if isinstance(node, DEFINITIONS)) if tree else frozenset()
 
 
 def unused_rows(source: str, required: frozenset[str] = frozenset()) -> frozenset[int]:
     """The line numbers of ``source`` that hold only code nothing runs or uses (see the module's docstring), with
     the functions, classes and methods named in ``required`` kept (without any: every public one)."""
-    tree = _parse(source)
+    tree = parsed(source)
     if tree is None:
         return frozenset()
     statements = _statements(tree)
@@ -73,15 +74,6 @@ def unused_rows(source: str, required: frozenset[str] = frozenset()) -> frozense
             rows.update(range(first, node.end_lineno + 1))
     rows.difference_update(statement.node.lineno for statement in statements if statement.live)
     return frozenset(rows)
-
-
-def _parse(source: str) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():  # a student's invalid escape sequences are not the grader's to report
-            warnings.simplefilter("ignore")
-            return ast.parse(source)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):  # too deep for Python itself: it does not run
-        return None
 
 
 def _statements(tree: ast.Module) -> list[_Statement]:

@@ -74,9 +74,15 @@ class Plumbing:
             oid, mode = self.tree([(mode, oid, f"{'f' if mode == '100644' else 'd'}{i}") for i in range(width)]), "040000"
         return oid
 
-    def commit(self, tree: str) -> str:
-        """Commit ``tree`` (dated before the deadline) on main; the repository's file:// URL."""
-        self.git("update-ref", "refs/heads/main", self.git("commit-tree", tree, "-m", "crafted"))
+    def commit(self, tree: str, committer: str | None = None) -> str:
+        """Commit ``tree`` (dated before the deadline) on main, or with the raw ``committer`` line given (which git
+        writes without checking it); the repository's file:// URL."""
+        if committer is None:
+            oid = self.git("commit-tree", tree, "-m", "crafted")
+        else:
+            oid = self.git("hash-object", "-t", "commit", "--literally", "-w", "--stdin",
+                           data=f"tree {tree}\nauthor s <s@example.org> 1 +0000\n{committer}\n\ncrafted\n".encode())
+        self.git("update-ref", "refs/heads/main", oid)
         return self.bare.as_uri()
 
 
@@ -155,13 +161,16 @@ def test_nothing_of_the_repository_runs_or_leaves_its_folder(tmp_path, monkeypat
 
 
 def test_a_failing_clone_is_recorded_and_the_others_go_on(tmp_path):
-    """A missing repository, one without a commit before the deadline and one over the size bound are recorded with
-    their reason in collected.csv; the good one is graded (the references at the deadline: full marks)."""
+    """A missing repository, one without a commit before the deadline, one over the size bound and one whose commit
+    has a committer date git cannot read (red team 14: it stopped the whole class) are recorded with their reason in
+    collected.csv; the good one is graded (the references at the deadline: full marks)."""
     good = repository(tmp_path, "ada", [(solutions(), BEFORE), (solutions(broken=True), AFTER)])
     late = repository(tmp_path, "cy", [(solutions(), AFTER)])
     big = repository(tmp_path, "dan", [({"blob.bin": os.urandom(3 << 20)}, BEFORE)])
+    forged = Plumbing(tmp_path, "eve")
+    undated = forged.commit(forged.tree([("100644", forged.blob(b"x"), "README")]), "committer s <s@example.org> soon +0000")
     roster = tmp_path / "roster.txt"
-    roster.write_text(f"ada {good}\nben {(tmp_path / 'nowhere.git').as_uri()}\ncy {late}\ndan {big}\n")
+    roster.write_text(f"eve {undated}\nada {good}\nben {(tmp_path / 'nowhere.git').as_uri()}\ncy {late}\ndan {big}\n")
     out = tmp_path / "out"
     process = subprocess.run([sys.executable, "-m", "grader", "collect", str(roster), "--deadline", DEADLINE,
                               "--out", str(out), "--jobs", "1", "--clone-mb", "1"], cwd=ROOT, capture_output=True,
@@ -172,10 +181,11 @@ def test_a_failing_clone_is_recorded_and_the_others_go_on(tmp_path):
     assert rows["ben"]["status"].startswith("not collected: git clone failed: fatal: ") and not rows["ben"]["commit"]
     assert rows["cy"]["status"] == f"not collected: no commit at or before the deadline {DEADLINE}"
     assert rows["dan"]["status"] == "not collected: git clone: the repository is larger than 1 MB"
+    assert rows["eve"]["status"] == "not collected: the last commit at or before the deadline has no commit time git can read"
     assert sorted(p.name for p in (out / "submissions").iterdir()) == ["ada"]
     grades = {row["student"]: row for row in csv.DictReader((out / "grades" / "gradebook.csv").open(encoding="utf-8-sig"))}
     assert set(grades) == {"ada"} and float(grades["ada"]["score"]) == TOTAL
-    assert "collected 1 of 4 repositories" in process.stdout
+    assert "collected 1 of 5 repositories" in process.stdout
 
 
 def test_collect_with_grader_errors_exits_3_naming_them(tmp_path, grader_faults, capsys):

@@ -10,6 +10,8 @@ import json
 import os
 import random
 import stat
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -472,6 +474,28 @@ def test_imports_are_read_with_the_files_and_checked_on_their_way_back(tmp_path)
     reply["imports"] = {"quiz": [["torch", 3]]}
     with pytest.raises(IntakeFault):
         _validated(json.dumps(reply).encode(), 0, LIMITS, course())
+
+
+def test_a_file_too_deep_for_pythons_parser_costs_only_its_exercise_and_prints_nothing(tmp_path):
+    """A file nested past the parser's limit (CPython says MemoryError there, red team 14) is read as one Python
+    cannot parse, not as the intake running out of memory (which refused the whole submission); the tokenizer's
+    warnings on a student's file (``1if``) are never printed on the grader's terminal."""
+    folder = solutions_into(tmp_path / "s")
+    (folder / "quiz.py").write_text("x = " + "-" * 100_000 + "1\n", encoding="utf-8")
+    (folder / "causal.py").write_text((folder / "causal.py").read_text() + "y = [1if True else 2]\n" * 50, "utf-8")
+    read = read_submission(folder, LIMITS)
+    assert "quiz" not in read.imports and "quiz" in read.files and not read.problems
+    # in a process of its own: pytest records the warnings of this one (and of its forked children) instead
+    done = subprocess.run([sys.executable, "-c", READ_IMPORTS, str(folder)], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == sorted(set(MODULES) - {"quiz"}) and done.stderr == ""
+
+
+READ_IMPORTS = """
+import sys
+from grader.course import course
+from grader.intake.submission import read_submission
+print(*sorted(read_submission(sys.argv[1], course().grading.intake).imports))
+"""
 
 
 def _softmax_notebook(path: Path, first_line: str = "") -> Path:

@@ -275,7 +275,8 @@ class Worker:
                 where = f" ({detail['frames'][-1]})" if detail["frames"] else ""
                 said = re.sub(r" \(\w+\.py, line \d+\)$", "", detail["message"]) if where else detail["message"]  # a
                 # SyntaxError's message names the place the frame names too
-                raise StudentFailure("import", f"{name}.py does not import: {detail['type']}: {said}{where}") from None
+                said = f": {said}" if said else ""  # a parser's MemoryError says nothing more
+                raise StudentFailure("import", f"{name}.py does not import: {detail['type']}{said}{where}") from None
         return self.modules[name]
 
     def placed(self, *values, as_on_cpu: bool = False):

@@ -207,9 +207,11 @@ def test_imports_allowed(impl, request):
     path = impl.path / f"{module}.py"
     try:
         imports = import_rule.imports_of(path.read_bytes())  # bytes: a BOM or coding line read as Python does
-    except (OSError, SyntaxError):
+    except OSError:
+        imports = None
+    if imports is None:
         getattr(impl, module)  # a missing file or one that does not compile: its one-line report
-        raise
+        raise Failure(f"{module}.py cannot be read as Python")
     bad = import_rule.forbidden(imports, module, list(impl.titles))
     if bad:
         shown = ", ".join(f"{name} (line {line})" for name, line in bad[:3])
