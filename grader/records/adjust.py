@@ -182,7 +182,15 @@ def _applicable(records: Records, rows: Sequence[dict]) -> tuple[Records, list[s
             unapplied.append(str(error))
             continue
         extensions[key] = extension
-    return replace(records, overrides=tuple(overrides), extensions=extensions), unapplied
+    students = {row["student"] for row in rows}
+    submitted = Times({key: time for key, time in records.submitted.items() if key[0] in students})
+    submitted.where = records.submitted.where
+    for key in records.submitted:  # `grader gradebook` checks its times here alone: a misspelled id lost a penalty
+        try:
+            _check_times(records.submitted, [key], students)
+        except TableError as error:
+            unapplied.append(str(error))
+    return replace(records, overrides=tuple(overrides), extensions=extensions, submitted=submitted), unapplied
 
 
 def check_records(course: Course, records: Records, planned: Sequence[tuple[str, str | None]],
@@ -229,9 +237,9 @@ def view(course: Course, row: dict, records: Records, stamp: datetime | None) ->
     out.pop("submitted_at", None)
     # Without the instructor's list, a due date is judged by the submission's own word (timestamp.txt, a zip's
     # entries), which its author sets, or not at all (SECURITY.md, "Submission times"): the CLI says so.
-    due = course.late is not None and (assignment or WHOLE_COURSE) in course.late.due
-    out["time_unlisted"] = listed is None and row.get("status") != MISSING and due
-    extension = extension_of(records.extensions, row["student"], assignment) if due else None
+    due = course.late.due.get(assignment or WHOLE_COURSE) if course.late is not None else None
+    out["time_unlisted"] = listed is None and row.get("status") != MISSING and due is not None
+    extension = extension_of(records.extensions, row["student"], assignment, due) if due else None
     out.pop("extended_to", None)
     if extension:
         out["extended_to"] = extension.due.isoformat()

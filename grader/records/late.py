@@ -108,9 +108,9 @@ def load_extensions(path: str | Path, course: Course) -> Extensions:
         if not row["due"]:
             raise TableError(f"{row.where}: no due date in this row")
         due = parse_time(row["due"], zone(late), row.where)
-        if due <= max(extended):
+        if due <= min(extended):  # one for every record extends those whose due date it is past (``extended``)
             raise TableError(f"{row.where}: {due.isoformat()} is not later than the due date it extends "
-                             f"({max(extended).isoformat()})")
+                             f"({min(extended).isoformat()})")
         key = (student_id(row["student"]), assignment)
         if key in lines:
             raise TableError(f"{row.where}: a second extension for student {clean(key[0], MAX_NAME)!r}"
@@ -120,10 +120,13 @@ def load_extensions(path: str | Path, course: Course) -> Extensions:
     return extensions
 
 
-def extension_of(extensions: Extensions, student: str, assignment: str | None) -> Extension | None:
-    """The extension of a student's record on ``assignment`` (None: the whole course): the one naming it, else the
-    student's without an assignment."""
-    return extensions.get((student, assignment)) or extensions.get((student, None))
+def extension_of(extensions: Extensions, student: str, assignment: str | None, due: datetime) -> Extension | None:
+    """The extension of a student's record on ``assignment`` (None: the whole course), whose due date is ``due``: the
+    one naming it, else the student's without an assignment where it is later than ``due`` (one for every record
+    moves no due date earlier: course.yaml's later due date of another assignment was taken for the one it extends,
+    and an extension past the whole course's was refused, found by our instructor's walk-through)."""
+    extension = extensions.get((student, assignment)) or extensions.get((student, None))
+    return extension if extension is not None and extension.due > due else None
 
 
 def nbgrader_timestamp(folder: Path, late: Late | None) -> datetime | None:

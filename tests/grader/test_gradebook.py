@@ -135,6 +135,15 @@ def test_a_class_with_roster_overrides_and_late_penalties(klass):
     bad = grader("gradebook", out, "--course", "course/course.yaml", "--extensions", "bad-extensions.csv", cwd=klass)
     assert bad.returncode == 2
     assert bad.stderr.splitlines()[-1] == "grader: bad-extensions.csv:3: no student 'nobody' in this class or its roster"
+    # a misspelled id in the list of times (refused by batch before grading) is refused by gradebook too: it dropped
+    # that student's late penalty from the LMS files, exit status 0 (found by our instructor's walk-through)
+    (klass / "bad-times.csv").write_text("student,submitted_at\nann,2026-11-20T21:00:00Z\nbobb,2026-11-22T12:00:00Z\n",
+                                         encoding="utf-8")
+    before = (out / "gradebook.csv").read_bytes()
+    bad = grader("gradebook", out, "--course", "course/course.yaml", "--submitted", "bad-times.csv", cwd=klass)
+    assert bad.returncode == 2
+    assert bad.stderr.splitlines()[-1] == "grader: bad-times.csv:3: no student 'bobb' in this class or its roster"
+    assert (out / "gradebook.csv").read_bytes() == before
 
 
 def test_a_bad_extension_stops_the_batch_before_grading(klass):

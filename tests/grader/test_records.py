@@ -23,6 +23,7 @@ from grader.records.adjust import (
     load_records,
 )
 from grader.records.late import (
+    extension_of,
     late_penalty,
     load_extensions,
     load_submitted,
@@ -458,6 +459,22 @@ def test_an_extension_moves_the_due_date_of_its_student_alone(tmp_path):
     four_days = shown("2026-11-24T23:00:00Z")["ann"]
     assert four_days["score"] == pytest.approx(18.0)
     assert "after the extended due date 2026-11-23T23:59:00+00:00" in four_days["adjustments"][0]["reason"]
+
+
+def test_an_extension_for_every_record_extends_those_whose_due_date_it_is_past(tmp_path):
+    """An extension naming no assignment is checked against the earliest due date it could extend: a later
+    assignment's due date in course.yaml refused one for a class graded on the whole course (found by our
+    instructor's walk-through); it moves the due dates it is past and no other earlier."""
+    week5 = datetime(2026, 11, 27, 23, 59, tzinfo=UTC)
+    course = _late(due={"course": datetime(2026, 11, 20, 23, 59, tzinfo=UTC), "week5": week5})
+    path = _write(tmp_path / "extensions.csv", "student,due\nann,2026-11-23T23:59:00Z\n")
+    extensions = load_extensions(path, course)
+    assert extension_of(extensions, "ann", "week5", week5) is None
+    times = _write(tmp_path / "t.csv", "student,submitted_at\nann,2026-11-22T23:00:00Z\n")
+    ann = class_view(course, [_record("ann")], load_records(course, submitted=times, extensions=path)).rows[0]
+    assert (ann["score"], ann["adjustments"], ann["extended_to"]) == (20.0, [], "2026-11-23T23:59:00+00:00")
+    early = _write(tmp_path / "early.csv", "student,due\nann,2026-11-19T23:59:00Z\n")
+    assert "not later than the due date it extends (2026-11-20T23:59:00+00:00)" in _error(load_extensions, early, course)
 
 
 @pytest.mark.parametrize("text, line, words", [
