@@ -10,19 +10,23 @@ from grader import COURSE_FILE, course_root
 
 
 def _stubs(args, load) -> int:
-    from grader.authoring.stubs import stale_files, write_exercises
+    from grader.authoring.stubs import StubError, stale_files, write_exercises
 
     course = load(args)
     if course is None:
         return 2
-    if args.check:
-        stale = stale_files(course=course)
-        if stale:
-            print(f"exercises/ is out of date with solutions/ ({', '.join(stale)}): run `python -m grader stubs`")
-            return 1
-        print("exercises/ is up to date")
-        return 0
-    changed = write_exercises(course=course)
+    try:
+        if args.check:
+            stale = stale_files(course=course)
+            if stale:
+                print(f"exercises/ is out of date with solutions/ ({', '.join(stale)}): run `python -m grader stubs`")
+                return 1
+            print("exercises/ is up to date")
+            return 0
+        changed = write_exercises(course=course)
+    except StubError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
     print(f"regenerated {', '.join(changed)}" if changed else "exercises/ already up to date")
     return 0
 

@@ -13,10 +13,9 @@ The handout holds only what students may see:
   and a ``pyproject.toml`` that points pytest at the public checks;
 * ``.github/workflows/classroom.yml``: the workflow that grades every push with `grader ci`.
 
-After writing it, ``build_handout`` scans every line of the handout for the lines of the hidden
-suites and of the solution blocks, and for their specific numbers and the hidden inputs' seed (``find_leaks``), and
-refuses a handout that holds any.
-``gradescope_zip`` packs the grader with its suites and references for Gradescope: that zip is
+After writing it, ``build_handout`` scans every line of the handout for the lines of the hidden suites and of the
+solution blocks, and for their specific numbers and the hidden inputs' seed (``find_leaks``), and refuses a handout
+that holds any (before, it checks the course's suites as grading does: ``check_suites``). ``gradescope_zip`` packs the grader with its suites and references for Gradescope: that zip is
 the instructor's, never the students'.
 
 Both work for the whole course or for one assignment (``Course.assignment``): the handout of an assignment holds
@@ -372,11 +371,12 @@ def public_checks(course: Course) -> dict[str, str]:
 
 
 def handout_files(course: Course, *, grader_repository: str | None, grader_ref: str = "main",
-                  notebooks: Path | None = None) -> tuple[dict[str, str], list[str]]:
+                  notebooks: Path | None = None, gradescope: bool = False) -> tuple[dict[str, str], list[str]]:
     """Relative path -> text of every file of the handout of ``course`` (the whole course or an assignment: its
     exercises only), and notes for the instructor. ``grader_repository``: where its workflow clones the grader from
     (None: a course graded on Gradescope, whose handout has no workflow and says to upload there). ``notebooks``: the
-    nbgrader source folder (default: the course's ``nbgrader/source``)."""
+    nbgrader source folder (default: the course's ``nbgrader/source``); ``gradescope``: a Gradescope autograder is
+    made beside it."""
     torch, pytest_version, matplotlib = pinned("torch"), pinned("pytest"), pinned("matplotlib")
     exercises = render_exercises(course)
     files: dict[str, str] = {f"exercises/{name}": text for name, text in exercises.items()}
@@ -418,10 +418,10 @@ def handout_files(course: Course, *, grader_repository: str | None, grader_ref: 
     else:
         notes.append("no GitHub Actions workflow in the handout: its README tells students to upload to Gradescope "
                      "(give --grader-repository for a workflow that grades every push)")
-        if values["DUE"]:
-            notes.append("the README states course.yaml's late policy, which the Gradescope autograder does not apply "
-                         "(it grades what it is given): set the same policy in the Gradescope assignment's settings, "
-                         "or grade the class with `grader batch --submitted` from Gradescope's export of the times")
+    if values["DUE"] and (gradescope or not grader_repository):
+        notes.append("the README states course.yaml's late policy, which the Gradescope autograder does not apply "
+                     "(it grades what it is given): set the same policy in the Gradescope assignment's settings, "
+                     "or grade the class with `grader batch --submitted` from Gradescope's export of the times")
     return files, notes
 
 
@@ -443,6 +443,8 @@ def build_handout(outdir: str | os.PathLike, *, grader_repository: str | None,
     course = load_course(course_file)
     if assignment:
         course = course.assignment(assignment)
+    from grader.suites.plugin import check_suites  # imports torch: after the cheap checks
+    check_suites(course)  # as grade and batch do: a banned entry that bans nothing would be in the README
     for repository in {ROOT, course.root}:
         if outdir.resolve() == repository or repository.is_relative_to(outdir.resolve()):
             raise ReleaseError(f"{outdir} is the course repository itself (or holds it): choose a new folder")
@@ -456,7 +458,8 @@ def build_handout(outdir: str | os.PathLike, *, grader_repository: str | None,
         if not force:
             raise ReleaseError(f"{outdir} is not empty (use --force to replace its contents)")
         shutil.rmtree(outdir)
-    files, notes = handout_files(course, grader_repository=grader_repository, grader_ref=grader_ref, notebooks=notebooks)
+    files, notes = handout_files(course, grader_repository=grader_repository, grader_ref=grader_ref, notebooks=notebooks,
+                                 gradescope=gradescope)
     for relative, text in files.items():
         target = outdir / relative
         target.parent.mkdir(parents=True, exist_ok=True)

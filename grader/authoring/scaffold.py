@@ -101,6 +101,17 @@ class Check:
     detail: str = ""
 
 
+def public_checks(course: Course, module: str) -> Check:
+    """Whether the public checks of ``module`` marked for it (what `pytest -m <module>` runs in the handout) pass on
+    the reference."""
+    public = subprocess.run([sys.executable, "-m", "pytest", str(course.exercise_dir(module)), "--impl", "solutions",
+                             "-m", module, "-q", "-p", "no:cacheprovider"], cwd=course.root, capture_output=True, text=True)
+    unmarked = public.returncode == 5  # pytest's status when no test is selected
+    return Check("public checks pass on the reference (those marked for the exercise)", public.returncode == 0,
+                 f"no public check is marked {module}: give its test file `pytestmark = pytest.mark.{module}`"
+                 if unmarked else _last_lines(public.stdout + public.stderr))
+
+
 def check_exercise(course_file: Path, module: str, progress=None) -> list[Check]:
     """Every verification of exercise ``module`` (see the module's docstring); ``progress(text)`` hears of each."""
     from grader.grade import grade_submission
@@ -121,10 +132,7 @@ def check_exercise(course_file: Path, module: str, progress=None) -> list[Check]
                                                 if n.startswith(f"source/{course.notebook_name(module)}/")],
                     f"run `grader notebooks{flag}`")]
     say("public checks on the reference")
-    public = subprocess.run([sys.executable, "-m", "pytest", str(course.exercise_dir(module)), "--impl", "solutions",
-                             "-q", "-p", "no:cacheprovider"], cwd=course.root, capture_output=True, text=True)
-    checks.append(Check("public checks pass on the reference", public.returncode == 0,
-                        _last_lines(public.stdout + public.stderr)))
+    checks.append(public_checks(course, module))
     zygote = Zygote(hide=(course.root,))
     try:
         with tempfile.TemporaryDirectory(prefix="check-exercise-") as scratch:

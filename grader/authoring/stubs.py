@@ -88,8 +88,11 @@ def render_exercises(course: Course | None = None) -> dict[str, str]:
     course = course or project_course()
     files = {"__init__.py": PACKAGE_DOC}
     for module in course.modules:
-        source = (course.solutions_dir / f"{module}.py").read_text(encoding="utf-8")
-        files[f"{module}.py"] = HEADER + strip_solutions(source, module)
+        path = course.solutions_dir / f"{module}.py"
+        try:
+            files[f"{module}.py"] = HEADER + strip_solutions(path.read_text(encoding="utf-8"), module)
+        except StubError as error:
+            raise StubError(f"{path}: {error} (each {BEGIN} needs its {END} before the next)") from None
     return files
 
 

@@ -77,6 +77,25 @@ def test_a_new_exercise_works_at_once(tmp_path):
         assert name == "layer_scale" or not (root / "solutions" / f"{name}.py").exists()
 
 
+def test_public_checks_with_a_misspelled_marker_do_not_pass(tmp_path):
+    """Public checks whose ``pytestmark`` misspells the exercise run nothing under `pytest -m <exercise>` (the
+    handout's command): `grader check-exercise` says so and names the fix (it said "public checks pass"; found by
+    our instructor's walk-through)."""
+    from grader.authoring.scaffold import public_checks
+    from grader.course import load_course
+
+    course = load_course(copy_course(tmp_path) / "course.yaml")
+    module = course.modules[1]
+    assert public_checks(course, module).ok
+    test_file = course.exercise_dir(module) / f"test_{module}.py"
+    text = test_file.read_text(encoding="utf-8")
+    assert f"pytestmark = pytest.mark.{module}\n" in text
+    test_file.write_text(text.replace(f"pytest.mark.{module}\n", f"pytest.mark.{module}x\n"), encoding="utf-8")
+    check = public_checks(course, module)
+    assert not check.ok and check.detail == f"no public check is marked {module}: give its test file " \
+                                            f"`pytestmark = pytest.mark.{module}`"
+
+
 def test_new_exercise_on_a_course_whose_lessons_do_not_build_writes_nothing(tmp_path):
     """A course whose lesson's graded tests disagree with course.yaml's points (an exercise re-weighted): new-exercise
     says which lesson and what to edit, and writes nothing (it wrote the reference, the folder, the stub and the

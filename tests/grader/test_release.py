@@ -35,7 +35,7 @@ from grader.authoring.release import (
 )
 from grader.authoring.stubs import render_exercises
 from grader.cli import GRADER_FAULT_STATUS
-from grader.course import course
+from grader.course import CourseError, course
 from grader.reports.results import GRADESCOPE_SCHEMA
 from grader.sandbox.host.problems import GraderFault
 
@@ -128,6 +128,20 @@ def test_the_readme_says_when_the_work_is_due_and_what_it_is(tmp_path):
     gradescope = build_handout(tmp_path / "gradescope", course_file=path, grader_repository=None, gradescope=True)
     assert any(note.startswith("the README states course.yaml's late policy, which the Gradescope autograder does not "
                                "apply") for note in gradescope.notes), gradescope.notes  # the fourth walk-through
+
+
+def test_a_course_grading_would_refuse_is_never_released(tmp_path):
+    """A banned entry no check reads (a misspelled function) is refused by release as by grade and batch: the handout
+    listed a rule that bans nothing, and its Gradescope autograder failed every submission (found by our instructor's
+    walk-through); nothing is written."""
+    from courses import course_variant
+
+    data = yaml.safe_load((ROOT / "course.yaml").read_text(encoding="utf-8"))
+    data["banned"]["softmax.softmaxx"] = data["banned"].pop("softmax.softmax")
+    path = course_variant(tmp_path / "course", yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(CourseError, match="softmax.softmaxx: .*did you mean softmax.softmax"):
+        build_handout(tmp_path / "handout", course_file=path, grader_repository=REPOSITORY)
+    assert not (tmp_path / "handout").exists()
 
 
 # ----------------------------------------------------------------- nothing hidden

@@ -184,6 +184,30 @@ SOURCE_WITH = {
 }
 
 
+def test_a_solution_missing_its_end_marker_is_one_line_naming_the_file(tmp_path):
+    """`grader stubs` on a course whose solution lost an ``### END SOLUTION``: exit status 2 and one line naming
+    the file and the line (it was a traceback naming neither; found by our instructor's walk-through)."""
+    import shutil
+    import subprocess
+
+    from courses import course_variant
+
+    from grader import ROOT
+    from grader.course import COURSE_FILE
+
+    path = course_variant(tmp_path / "course", COURSE_FILE.read_text(encoding="utf-8"))
+    solutions = tmp_path / "course" / "solutions"
+    solutions.unlink()
+    shutil.copytree(ROOT / "solutions", solutions)
+    broken = solutions / f"{MODULES[1]}.py"
+    broken.write_text(broken.read_text(encoding="utf-8").replace("### END SOLUTION", "", 1), encoding="utf-8")
+    for check in ([], ["--check"]):
+        done = subprocess.run([sys.executable, "-m", "grader", "stubs", *check, "--course", str(path)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith(f"grader: {broken}: line ") and "### END SOLUTION" in done.stderr
+
+
 @pytest.mark.parametrize("fault", SOURCE_WITH)
 def test_unpaired_markers_raise_stub_error(fault):
     """Solution markers that do not pair up raise StubError naming the line."""
