@@ -41,15 +41,17 @@ def lower_triangle(T: int, device=None) -> torch.Tensor:
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()
 
 
-def attend(q, k, v, scale: float, allowed=None, how: str = "-inf", fill: float = float("-inf"), dim: int = -1):
-    """softmax(q k^T / scale, masked) v, masked the way ``how`` says: "-inf" (``fill`` where ``allowed`` is False,
-    before the softmax), "zero" (0 there), "after" (weights times the mask, after the softmax) or "none"."""
+def attend(q, k, v, scale: float, allowed=None, how: str = "-inf", fill: float = float("-inf"), dim: int = -1,
+           normalize: Callable = softmax):
+    """normalize(q k^T / scale, masked) v (``normalize``: softmax, or ``naive_softmax``), masked the way ``how`` says:
+    "-inf" (``fill`` where ``allowed`` is False, before the softmax), "zero" (0 there), "after" (weights times the
+    mask, after the softmax) or "none"."""
     scores = q @ k.transpose(-2, -1) / scale
     if allowed is not None and how == "-inf":
         scores = scores.masked_fill(~allowed, fill)
     if allowed is not None and how == "zero":
         scores = scores.masked_fill(~allowed, 0.0)
-    weights = softmax(scores, dim)
+    weights = normalize(scores, dim)
     if allowed is not None and how == "after":
         weights = weights * allowed
     return weights @ v
@@ -92,7 +94,8 @@ def attention_mistakes(q, k, v, *, group: str, scale_name: str, scale: float | N
                   f"{group}.batched_T"),
              Hint("the scores are transposed (keys @ queries^T, or einsum's output indices as '...kq'): entry [i, j] "
                   "scores query i against key j, queries @ keys.transpose(-2, -1).",
-                  lambda: finish(attend(k, q, v, scale, mask)), f"{group}.scores_transposed")]
+                  lambda: finish(attend(k, q, v, scale, mask)), f"{group}.scores_transposed"),
+             Hint(NO_MAX, lambda: run(normalize=naive_softmax), f"{group}.no_max")]  # on large inputs, in their dtype
     hints += [Hint(f"you scale by sqrt({name}); scale by {scale_name}.", lambda width=width: run(scale=math.sqrt(width)),
                    f"{group}.scale_by_{name}") for name, width in (widths or {}).items()]
     hints += [Hint(f"you scale by the square root of a sequence length (shape[-2]: the number of queries or keys); "

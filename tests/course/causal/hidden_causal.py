@@ -44,11 +44,12 @@ def _hints(reference, x, context_length, in_dtype=False):
     return known.module_hints(module, x if in_dtype else x.double(), context_length)
 
 
-def _check(student, course, module, reference, x, context_length, what=WHAT):
+def _check(student, course, module, reference, x, context_length, what=WHAT, magnitude=0.0):
     on = _on(x, context_length)
     got = C.attempt(lambda: module(x), what, on, lambda: _hints(reference, x, context_length, in_dtype=True))
-    C.expect_close(got, M.module_reference(reference.eval(), x), what=what, on=on, course=course,
-                   hints=lambda: _hints(reference, x, context_length),
+    rtol, atol = C.tolerance(course, torch.float32, magnitude) if magnitude else (None, None)
+    C.expect_close(got, M.module_reference(reference.eval(), x), what=what, on=on, course=course, rtol=rtol, atol=atol,
+                   hints=lambda: _hints(reference, x, context_length, in_dtype=bool(magnitude)),
                    generic="scores Q K^T / sqrt(d_out), -inf above the diagonal, softmax over the last dim, "
                            "dropout, @ V.")
 
@@ -124,6 +125,22 @@ def test_shorter_than_context(student, course, device):
     module = M.twin(student.causal.CausalAttention, reference, 4, 3, 9, 0.0, what="CausalAttention", device=device)
     C.each((1, 5), lambda T: _check(student, course, module, reference,
                                      torch.randn(2, T, 4, generator=torch.Generator().manual_seed(course.seed + T)).to(device), 9))
+
+
+LARGEST_SCORE = 300.0  # exp of a float32 past 88 overflows: a softmax that does not subtract the row's max gives NaN
+
+
+@pytest.mark.weight(1)
+def test_large_inputs(student, course, device):
+    """Large inputs (the largest allowed score 300) give finite results that match the reference: a stable softmax."""
+    C.seed(course.seed + 2)
+    reference = ref.CausalAttention(4, 3, 6, 0.0).to(device)
+    module = M.twin(student.causal.CausalAttention, reference, 4, 3, 6, 0.0, what="CausalAttention", device=device)
+    x = torch.randn(2, 6, 4, generator=torch.Generator().manual_seed(course.seed + 2)).to(device)
+    with torch.no_grad():  # no bias: the scores grow with the square of x
+        scores = (reference.W_query(x) @ reference.W_key(x).transpose(-2, -1)).tril() / 3 ** 0.5
+    x = x * (LARGEST_SCORE / float(scores.abs().max())) ** 0.5
+    _check(student, course, module, reference, x, 6, magnitude=LARGEST_SCORE)
 
 
 @pytest.mark.rule

@@ -48,11 +48,13 @@ def _on(x, heads, context_length):
             f"context_length {'= T' if context_length == x.shape[-2] else '> T'}")
 
 
-def _check(student, course, module, reference, x, heads, context_length, what=WHAT, generic=None):
+def _check(student, course, module, reference, x, heads, context_length, what=WHAT, generic=None, magnitude=0.0):
     on = _on(x, heads, context_length)
     got = C.attempt(lambda: module(x), what, on, lambda: known.multihead_hints(reference.eval(), x, heads, context_length))
-    C.expect_close(got, M.module_reference(reference.eval(), x), what=what, on=on, course=course,
-                   hints=lambda: known.multihead_hints(M.wide(reference).eval(), x.double(), heads, context_length),
+    rtol, atol = C.tolerance(course, torch.float32, magnitude) if magnitude else (None, None)
+    C.expect_close(got, M.module_reference(reference.eval(), x), what=what, on=on, course=course, rtol=rtol, atol=atol,
+                   hints=lambda: known.multihead_hints(*((reference.eval(), x) if magnitude else  # overflow: x's dtype
+                                                         (M.wide(reference).eval(), x.double())), heads, context_length),
                    generic=generic or "project once, view(B, T, num_heads, head_dim).transpose(1, 2), "
                                       "scores / sqrt(head_dim), -inf above the diagonal, softmax, dropout, @ values, "
                                       "transpose(1, 2) back, reshape to (B, T, d_out), out_proj.")
@@ -112,6 +114,25 @@ def test_out_proj_applied(student, course, device):
     _check(student, course, module, reference, x, 2, 6,
            generic="the last step is self.out_proj(context): an nn.Linear(d_out, d_out) with a bias, created after the "
                    "three projections.")
+
+
+LARGEST_SCORE = 300.0  # exp of a float32 past 88 overflows: a softmax that does not subtract the row's max gives NaN
+
+
+@pytest.mark.weight(1)
+def test_large_inputs(student, course, device):
+    """Large inputs (the largest allowed score of a head 300) give finite results that match the reference: a stable
+    softmax."""
+    C.seed(course.seed + 2)
+    reference = ref.MultiHeadAttention(4, 6, 5, 0.0, 2).to(device)
+    module = M.twin(student.multihead.MultiHeadAttention, reference, 4, 6, 5, 0.0, 2, what="MultiHeadAttention",
+                    device=device)
+    x = torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(course.seed + 2)).to(device)
+    with torch.no_grad():  # no bias: the scores grow with the square of x
+        queries, keys = (layer(x).view(2, 5, 2, 3).transpose(1, 2) for layer in (reference.W_query, reference.W_key))
+        scores = (queries @ keys.transpose(-2, -1)).tril() / 3 ** 0.5
+    x = x * (LARGEST_SCORE / float(scores.abs().max())) ** 0.5
+    _check(student, course, module, reference, x, 2, 5, magnitude=LARGEST_SCORE)
 
 
 @pytest.mark.weight(1)
