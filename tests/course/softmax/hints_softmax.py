@@ -1,7 +1,10 @@
 """Known mistakes of exercise softmax, as functions of its input, dim and temperature."""
 from diagnosis import Hint
-from hints import NO_MAX, naive_softmax, softmax
+from hints import naive_softmax, softmax
 
+NO_MAX = ("exp overflows for large scores (inf / inf = NaN): subtract the max of z = x / t (after dividing by the "
+          "temperature) along `dim` (amax(dim, keepdim=True)) before exp; softmax does not change when a row moves by "
+          "a constant.")
 NO_KEEPDIM = ("a reduction is taken without keepdim=True (the row max or the sum), so it broadcasts over the wrong dim: "
               "x.amax(dim, keepdim=True) and e.sum(dim, keepdim=True).")
 MAX_AT_LAST_DIM = ("the row max is taken along, or put back at, the last dim (amax(-1, keepdim=True), or "
