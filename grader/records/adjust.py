@@ -159,7 +159,8 @@ def class_view(course: Course, rows: Sequence[dict], records: Records,
 
 def _applicable(records: Records, rows: Sequence[dict]) -> tuple[Records, list[str]]:
     """``records`` less the override and extension lines the graded class ``rows`` contradicts (a record they name
-    that is not there, a check of no result, more points than a target holds), and why each was left out. Known only
+    that is not there, a check of no result, more points than a target holds), and why each was left out, with the
+    listed times of students neither in ``rows`` nor on the roster (which no record reads). Known only
     once the class is graded where a submission names its own record (a notebook graded as the assignment it
     carries): a line checked before grading may no longer apply, and the class's reports are written without it
     rather than withdrawn because of one student's hand-in."""
@@ -183,14 +184,12 @@ def _applicable(records: Records, rows: Sequence[dict]) -> tuple[Records, list[s
             continue
         extensions[key] = extension
     students = {row["student"] for row in rows}
-    submitted = Times({key: time for key, time in records.submitted.items() if key[0] in students})
-    submitted.where = records.submitted.where
     for key in records.submitted:  # `grader gradebook` checks its times here alone: a misspelled id lost a penalty
         try:
             _check_times(records.submitted, [key], students)
         except TableError as error:
             unapplied.append(str(error))
-    return replace(records, overrides=tuple(overrides), extensions=extensions, submitted=submitted), unapplied
+    return replace(records, overrides=tuple(overrides), extensions=extensions), unapplied
 
 
 def check_records(course: Course, records: Records, planned: Sequence[tuple[str, str | None]],

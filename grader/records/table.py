@@ -66,7 +66,8 @@ def read_table(path: str | Path, what: str) -> tuple[list[str], list[Row]]:
                     raise TableError(f"{path}:{reader.line_num}: column {twice[0]!r} appears twice in the header")
                 continue
             if len(cells) > len(header) and any(cell.strip() for cell in cells[len(header):]):
-                raise TableError(f"{path}:{reader.line_num}: {len(cells)} cells where the header names {len(header)}")
+                raise TableError(f"{path}:{reader.line_num}: {len(cells)} cells where the header names {len(header)} "
+                                 '(a cell holding a comma, a check\'s name say, goes in double quotes: "a, b")')
             row = Row((name, cell.strip()) for name, cell in zip(header, cells + [""] * len(header)) if name)
             row.where, row.line = f"{path}:{reader.line_num}", reader.line_num
             rows.append(row)

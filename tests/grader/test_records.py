@@ -94,7 +94,8 @@ def test_the_three_roster_formats_give_the_same_students(tmp_path):
     ("name,email\nAnn,a@x\n", 1, "no id column"),
     ("id,name\nann,A\nbob,B\nann,C\n", 4, "listed twice (also line 2)"),
     ("id,name\nann,A\n,B\n", 3, "no student id"),
-    ("id,name\nann,A,extra\n", 2, "3 cells where the header names 2"),
+    ("id,name\nann,A,extra\n", 2, '3 cells where the header names 2 (a cell holding a comma, a check\'s name say, '
+                                   'goes in double quotes: "a, b")'),
     ("id,name\nann,\"A\n", 2, "not CSV"),
     ("id,id\nann,ann\n", 1, "appears twice"),
 ])
