@@ -699,6 +699,27 @@ def test_an_early_start_is_stopped_whole_when_no_request_comes(zygote, course):
     assert not Path(f"/proc/{slow.pids[1]}").exists()
 
 
+def test_an_early_start_never_starts_a_zygote(private_tmp, course):
+    """A zygote that died is started again by the first request, from the caller's thread, never by the early start's
+    thread: its parent-death signal follows the thread that started it, and one started there died with that thread,
+    mid-grade (a grader fault after every threaded batch job)."""
+    gone = Zygote()
+    gone.process.kill()
+    gone.process.wait()
+    session = WorkerSession(gone, str(SOLUTIONS), course.grading.limits)
+    try:
+        session.start_early()
+        for attempt in range(2):
+            value = session.run({"module": "softmax", "path": ["softmax"]}, (torch.zeros(2),)).value
+            expected = torch.full((2,), 0.5)
+            assert torch.allclose(checked(value, expected, what="softmax(x)", on="x"), expected)
+            time.sleep(0.5)  # the early start's thread has ended: a zygote it started would be dying now
+            assert gone.alive(), attempt
+    finally:
+        session.close()
+        gone.close()
+
+
 def test_a_released_zygote_ends_its_workers_and_itself_unwaited(private_tmp, course):
     """``release`` returns at once; the zygote then stops the worker still running and exits (0), and ``close``
     after it only waits: a one-shot grade shows its results meanwhile."""

@@ -29,7 +29,7 @@ from grader.sandbox.host.problems import (
     student_error,
 )
 from grader.sandbox.host.proxy import CallResult, RemoteObject, guarded, target_label
-from grader.sandbox.host.zygote import Zygote
+from grader.sandbox.host.zygote import Zygote, ZygoteGone
 from grader.sandbox.jail.lifeline import describe_status
 from grader.sandbox.jail.uids import census
 from grader.sandbox.limits import Limits
@@ -91,7 +91,9 @@ class WorkerSession:
             return
         def start():
             try:
-                self._start()
+                self._start(relaunch=False)
+            except ZygoteGone:
+                pass  # the first request starts it again, from the caller's thread
             except BaseException as error:  # raised in the caller's thread by _settle
                 self._early_error = error
         self._early = threading.Thread(target=start, name="worker start", daemon=True)
@@ -107,18 +109,19 @@ class WorkerSession:
         if error is not None and raising:
             raise error
 
-    def _start(self):
-        """Start a worker and import every exercise module not known to be broken, before any input reaches it
+    def _start(self, relaunch: bool = True):
+        """Start a worker (``relaunch``: see ``Zygote.spawn``) and import every exercise module not known to be broken, before any input reaches it
         (so an import error, shown with its message, cannot carry an input); a module whose import kills the
         worker is marked broken and the others are imported again in a fresh one."""
         while True:
-            self._spawn()
+            self._spawn(relaunch)
             if self._import_all():
                 return
 
-    def _spawn(self):
+    def _spawn(self, relaunch: bool = True):
         try:
-            self.pid, self.sock = self.zygote.spawn(self.submission, self.limits, self.device, self.require_sandbox)
+            self.pid, self.sock = self.zygote.spawn(self.submission, self.limits, self.device, self.require_sandbox,
+                                                    relaunch)
         except GraderFault as fault:
             self.fault = str(fault)
             raise

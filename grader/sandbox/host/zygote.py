@@ -38,6 +38,10 @@ class GraderFault(RuntimeError):
     not the submission's fault. Recorded in ``WorkerSession.fault``; the submission must not be scored."""
 
 
+class ZygoteGone(Exception):
+    """The zygote has died and this caller may not start another (``spawn(relaunch=False)``)."""
+
+
 class Zygote:
     """A fresh interpreter with torch imported, forking sandboxed workers on request.
 
@@ -79,8 +83,14 @@ class Zygote:
             raise GraderFault(f"the worker zygote stopped: {self.log.read()[-2000:].decode(errors='replace')}")
         return json.loads(reply)
 
-    def spawn(self, submission: str, limits: Limits, device: str, require_sandbox: bool) -> tuple[int, socket.socket]:
-        if not self.alive():  # it died (it never runs student code): start a new one
+    def spawn(self, submission: str, limits: Limits, device: str, require_sandbox: bool,
+              relaunch: bool = True) -> tuple[int, socket.socket]:
+        """A new worker (its pid and our end of its socket). A zygote that died (it never runs student code) is started
+        again, unless ``relaunch`` is False (ZygoteGone): a thread that ends soon must not start it, since its
+        parent-death signal follows the thread that started it, not the process."""
+        if not self.alive():
+            if not relaunch:
+                raise ZygoteGone
             self.close()
             self._launch()
         ours, theirs = socket.socketpair()
