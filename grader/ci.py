@@ -93,11 +93,10 @@ def exit_status(grade: Grade, min_score: float | None) -> int:
 def run_ci(path: str | os.PathLike = ".", *, course_file: str | os.PathLike = COURSE_FILE, min_score: float | None = None,
            device: str = "cpu", env: Mapping[str, str] | None = None, stdout: TextIO | None = None, zygote=None,
            results_path: str | None = None, junit_path: str | None = None, assignment: str | None = None,
-           require_sandbox: bool = True, release_zygote: bool = False) -> int:
+           require_sandbox: bool = True) -> int:
     """`grader ci`: grade the checkout at ``path`` on ``device`` (cpu, cuda or auto), as the whole course or as one
     ``assignment``, write the GitHub outputs, return the exit status. Its files are named from ``path``, the
-    repository's root. ``release_zygote``: the given ``zygote`` is not used again (it is told to end once the grade
-    is done); the caller still closes it."""
+    repository's root."""
     env = os.environ if env is None else env
     stdout = stdout or sys.stdout
     try:
@@ -127,18 +126,15 @@ def run_ci(path: str | os.PathLike = ".", *, course_file: str | os.PathLike = CO
 
         zygote = Zygote(hide=(course.root,))
     try:
-        try:
-            outcome = grade_checkout(checkout, course, zygote, device, require_sandbox)
-        except Exception as error:  # a grader fault: no score at all; tell the student why, and fail the step
-            message = f"the grader failed ({type(error).__name__}: {clean(str(error))}); please tell your instructor"
-            print(f"grader: {message}", file=sys.stderr)
-            report_fault(message, title=course.title, env=env, stdout=stdout)
-            return GRADER_FAULT_STATUS
-        if own or release_zygote:
-            zygote.release()  # it ends while the results are reported
-        report(outcome, title=course.title, env=env, stdout=stdout, device=device, results_path=results_path,
-               junit_path=junit_path)
-        return exit_status(outcome.grade, min_score)
+        outcome = grade_checkout(checkout, course, zygote, device, require_sandbox)
+    except Exception as error:  # a grader fault: no score at all; tell the student why, and fail the step
+        message = f"the grader failed ({type(error).__name__}: {clean(str(error))}); please tell your instructor"
+        print(f"grader: {message}", file=sys.stderr)
+        report_fault(message, title=course.title, env=env, stdout=stdout)
+        return GRADER_FAULT_STATUS
     finally:
         if own:
             zygote.close()
+    report(outcome, title=course.title, env=env, stdout=stdout, device=device, results_path=results_path,
+           junit_path=junit_path)
+    return exit_status(outcome.grade, min_score)

@@ -78,17 +78,16 @@ def _grade(args) -> int:
             console.print(Text.assemble("grader: grader fault while grading ", terminal(args.submission),
                                         ": the grading process ran out of memory (grade it again)"))
             return GRADER_FAULT_STATUS
-        zygote.release()  # it ends while the results are written and shown
         try:
             write_json(outcome.results, args.out)
         except OSError as error:  # graded, but not recorded: no score is given
             console.print(Text.assemble("grader: cannot write ", terminal(args.out), ": ",
                                         terminal(error.strerror or str(error))))
             return GRADER_FAULT_STATUS
-        print_summary(outcome.grade, Console())
-        return 0
     finally:
         zygote.close()
+    print_summary(outcome.grade, Console())
+    return 0
 
 
 def _batch(args) -> int:
@@ -301,7 +300,7 @@ def _ci(args) -> int:
 
         return run_ci(args.path, course_file=args.course, min_score=args.min_score, device=args.device,
                       zygote=zygote, results_path=args.results, junit_path=args.junit, assignment=args.assignment,
-                      require_sandbox=not args.allow_unsandboxed, release_zygote=True)
+                      require_sandbox=not args.allow_unsandboxed)
     finally:
         zygote.close()
 

@@ -111,14 +111,9 @@ class Zygote:
         except GraderFault:
             return None
 
-    def release(self):
-        """Tell the zygote to end (its workers, then itself) without waiting for it: a one-shot grade writes and shows
-        its results meanwhile, and ``close`` waits."""
-        self.control.close()
-
     def close(self):
         """Stop the zygote (and with it any worker still running: they die with their parent)."""
-        self.release()
+        self.control.close()
         try:  # it exits when it sees the control socket closed; one that never spawned may still be warming up
             self.process.wait(timeout=10 if self.spawned else 0.5)
         except subprocess.TimeoutExpired:
