@@ -107,3 +107,5 @@ bug("causal", "relu_output", "CausalAttention applies a relu to its result",
 bug("causal", "mask_by_arithmetic", "CausalAttention inverts the bool mask with 1 - mask",
     ('scores = scores.masked_fill(~self.mask[:T, :T], float("-inf"))',
      'scores = scores.masked_fill((1 - self.mask[:T, :T]).bool(), float("-inf"))'))
+bug("causal", "no_max", "CausalAttention's softmax is exp / sum without the max: NaN once exp overflows (walk-through 9)",
+    (CW, "e = scores.exp()\n        weights = self.dropout(e / e.sum(-1, keepdim=True))"), shows=("causal.no_max",))

@@ -114,3 +114,6 @@ bug("multihead", "no_scaling", "MultiHeadAttention does not scale the scores by 
     (MS, "scores = queries @ keys.transpose(-2, -1)  # (B, heads, T, T)"), shows=("multihead.no_scaling",))
 bug("multihead", "view_after_transpose", "MultiHeadAttention merges the heads with view after a transpose",
     (MERGE, "context = (weights @ values).transpose(1, 2).view(B, T, -1)"))
+bug("multihead", "no_max", "MultiHeadAttention's softmax is exp / sum without the max: NaN once exp overflows "
+    "(walk-through 9)", (MW, "e = scores.exp()\n        weights = self.dropout(e / e.sum(-1, keepdim=True))"),
+    shows=("multihead.no_max",))

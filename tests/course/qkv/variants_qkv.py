@@ -125,3 +125,5 @@ bug("qkv", "bmm_3d_only", "scaled_dot_product_attention uses torch.bmm, which ta
     (SC, "scores = torch.bmm(queries, keys.transpose(-2, -1)) / math.sqrt(d_k)"))
 bug("qkv", "project_transposed", "project multiplies by the transposed weights, x @ W.T",
     (PROJ, "return x @ W_query.T, x @ W_key.T, x @ W_value.T"), shows=("qkv.project_transposed",))
+bug("qkv", "no_max", "scaled_dot_product_attention's softmax is exp / sum without the max (walk-through 9)",
+    (RET, "e = scores.exp()\n    return e / e.sum(-1, keepdim=True) @ values"), shows=("attention.no_max",))

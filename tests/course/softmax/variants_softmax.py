@@ -79,3 +79,5 @@ bug("softmax", "temperature_ignored", "softmax ignores the temperature",
 bug("softmax", "dim_zero_always", "softmax always normalizes dim 0, whatever `dim` says",
     (SM, "z = z - z.amax(dim=0, keepdim=True)"), ("return e / e.sum(dim=dim, keepdim=True)", "return e / e.sum(dim=0, keepdim=True)"),
     shows=("softmax.wrong_dim",))
+bug("softmax", "max_of_x", "softmax subtracts the max of x, not of x / t: NaN for large scores at t != 1 (walk-through 9)",
+    (SM, "z = z - x.amax(dim=dim, keepdim=True)"))  # its NaNs are no other mistake's: the check says z = x / t
