@@ -319,10 +319,14 @@ def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> Non
         mine = [row for row in rows if row["student"] == override.student and _names(override, row)]
         if not mine:
             cased = sorted({row["student"] for row in rows if row["student"].casefold() == override.student.casefold()})
+            theirs = sorted({row.get("assignment") or WHOLE_COURSE for row in rows if row["student"] == override.student})
+            if theirs:  # the student is here, on other records: the assignment column is what is wrong
+                fix = f" (their records here: {', '.join(clean(a, MAX_NAME) for a in theirs)}; leave the column blank " \
+                      f"for a class graded on the whole course)"
+            else:
+                fix = f" (ids are compared exactly: did you mean {clean(cased[0], MAX_NAME)!r}?)" if cased else ""
             raise TableError(f"{override.where}: no submission from student {clean(override.student, MAX_NAME)!r}"
-                             + (f" for {override.assignment}" if override.assignment else "") + " in this class"
-                             + (f" (ids are compared exactly: did you mean {clean(cased[0], MAX_NAME)!r}?)"
-                                if cased else ""))
+                             + (f" for {override.assignment}" if override.assignment else "") + " in this class" + fix)
         if override.exercise:
             mine = [row for row in mine if override.exercise in row["exercises"]]
             if not mine:

@@ -305,6 +305,9 @@ def test_overrides_are_checked_against_the_class_before_grading(tmp_path):
     assert "no submission from student 'dan'" in _error(check, "dan,,softmax,,1,,x", whole)
     assert _error(check, "Ann,,softmax,,1,,x", whole).endswith("no submission from student 'Ann' in this class (ids are "
                                                                "compared exactly: did you mean 'ann'?)")
+    assert _error(check, "ann,02_softmax,softmax,,1,,x", whole).endswith(  # the assignment is wrong, not the id
+        "no submission from student 'ann' for 02_softmax in this class (their records here: course; leave the column "
+        "blank for a class graded on the whole course)")
     assert check("dan,,softmax,,1,,x", whole, roster={"ann": Student("ann"), "dan": Student("dan")}) is None
     assert "11 points is more than the 10 of softmax" in _error(check, "ann,,softmax,,11,,x", whole)
     assert "more than the 100 of the submission" in _error(check, "ann,,,,101,,x", whole)
