@@ -450,7 +450,8 @@ def nothing_to_grade(name: str, course: Course, notes: list[str], zips: Sequence
     what_to_do = (f"; a zip inside a folder is not opened ({', '.join(_show(zip) for zip in zips)}): hand in the zip "
                   "itself or the files in it") if zips else ": hand in your exercise files or your notebooks"
     return (f"{name} holds none of the exercise files ({', '.join(m + '.py' for m in course.modules)}) and no course "
-            f"notebook with a solution cell ({', '.join(names)}, in any folder){what_to_do}"
+            f"notebook with a solution cell ({', '.join(names)}) up to {MAX_DEPTH} folders down, outside hidden and "
+            f"__ folders{what_to_do}"
             + (f" ({'; '.join(unread[:MAX_NOTES])})" if unread else ""))
 
 

@@ -175,8 +175,11 @@ def test_a_folder_holding_only_a_zip_names_it(tmp_path):
 
 
 def test_too_deep_folders_are_not_searched(tmp_path):
+    """Files four folders down are not looked for, and the refusal says how deep the grader looks (it said "in any
+    folder" for the notebooks: instructor walk-through 5)."""
     solutions_into(tmp_path / "sub" / "a" / "b" / "c" / "d")
     refused(tmp_path / "sub", "holds none of the exercise files")
+    refused(tmp_path / "sub", "up to 3 folders down, outside hidden and __ folders: hand in your exercise files")
 
 
 @pytest.mark.parametrize("case", ["missing", "empty", "only-other-files", "plain-file", "symlink"])
