@@ -90,7 +90,8 @@ def _check_exercise(args) -> int:
 
 
 def _release(args, load) -> int:
-    from grader.authoring.release import ReleaseError, build_handout, gradescope_zip
+    from grader.authoring.gradescope import gradescope_zip
+    from grader.authoring.release import ReleaseError, build_handout
     from grader.course import CourseError
 
     try:

@@ -15,8 +15,9 @@ The handout holds only what students may see:
 
 After writing it, ``build_handout`` scans every line of the handout for the lines of the hidden suites and of the
 solution blocks, and for their specific numbers and the hidden inputs' seed (``find_leaks``), and refuses a handout
-that holds any (before, it checks the course's suites as grading does: ``check_suites``). ``gradescope_zip`` packs the grader with its suites and references for Gradescope: that zip is
-the instructor's, never the students'.
+that holds any (before, it checks the course's suites as grading does: ``check_suites``); the lines of the solution
+blocks that the public checks and hints hold by design are named in a note (``solutions_in_public``). The Gradescope
+autograder is ``grader.authoring.gradescope``'s.
 
 Both work for the whole course or for one assignment (``Course.assignment``): the handout of an assignment holds
 only its exercises' stubs, public checks and notebooks, and its Gradescope autograder grades it out of its points.
@@ -28,7 +29,6 @@ import json
 import os
 import re
 import shutil
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,10 +55,6 @@ PLACEHOLDER_REPOSITORY = "ORG/attention-grader"
 HAND_IN = {True: "push. Every push is graded automatically", False: "upload your work to Gradescope, which grades it"}
 PYTHON = "3.11"
 
-# What goes into the Gradescope zip besides setup.sh and run_autograder: the grader (from its repository) and the
-# course (its suites, its references and course.yaml, from the course root).
-GRADER_SOURCES = ("grader", "pyproject.toml", "README.md")
-COURSE_SOURCES = ("solutions", "tests/course", "course.yaml")  # the suites, their hints, references and the course
 # tests/public/<name> <- grader/suites/public/<file>
 PUBLIC_MACHINERY = {"conftest.py": "harness.py", "checking.py": "checking.py", "diagnosis.py": "diagnosis.py",
                     "import_rule.py": "import_rule.py", "stub_message.py": "stub_message.py",
@@ -76,6 +72,7 @@ ANSWER_STUB = "YOUR ANSWER HERE"
 
 # A line shorter than this, or one of these shapes, tells nothing (imports, markers, brackets, seeds, test names).
 MIN_SECRET_CHARS = 16
+MIN_SHOWN_CHARS = 30  # a shorter line of code gives no computation away (B, T, _ = x.shape)
 MIN_SECRET_DIGITS = 4  # a number with fewer significant digits (1.0, 100, 1e-4, 0.25) tells nothing
 NUMBER = re.compile(r"(?<![\w.])(\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)(?![\w.])")
 TRIVIAL = re.compile(r"(import |from \S+ import |@pytest\.mark\.\w+(\(\s*[\d.]+\s*\))?$|pytestmark = pytest\.mark\.\w+$)"
@@ -259,6 +256,19 @@ def public_sources(course: Course) -> set[str]:
     for text in public_checks(course.whole).values():
         lines |= {line.strip() for line in text.splitlines()}
     return lines
+
+
+def solutions_in_public(course: Course) -> list[str]:
+    """The origins of the solution blocks' lines of code (comments aside, at least MIN_SHOWN_CHARS long) that the
+    public sources hold too (a hint recomputing a mistake beside the right computation, say): public by design, so no
+    leak, but there for students to read."""
+    def code(line: str) -> str:
+        return line.split("  #")[0].strip()
+
+    folder = course.solutions_dir.relative_to(course.root).as_posix() + "/"
+    public = {code(line) for line in public_sources(course.whole)}
+    return sorted(origin for line, origin in secret_lines(course, exempt_public=False).items()
+                  if origin.startswith(folder) and len(code(line)) >= MIN_SHOWN_CHARS and code(line) in public)
 
 
 def hidden_files(course: Course) -> list[Path]:
@@ -470,31 +480,9 @@ def build_handout(outdir: str | os.PathLike, *, grader_repository: str | None,
         shown = "; ".join(f"{file}:{line} is {origin}" for file, line, origin in leaks[:5])
         raise ReleaseError(f"the handout would hold {len(leaks)} line(s) of the hidden suites or solutions ({shown}); "
                            "nothing was written")
+    shared = solutions_in_public(course)
+    if shared:
+        notes.append(f"the public checks or hints hold {len(shared)} line(s) of the reference solutions "
+                     f"({', '.join(shared[:5])}), as students may read them there: a hint that recomputes a mistake "
+                     "beside the right computation gives that computation away")
     return Handout(outdir, sorted(files), notes)
-
-
-# ----------------------------------------------------------------- Gradescope
-
-def gradescope_zip(path: str | os.PathLike, *, device: str = "cpu", course_file: str | os.PathLike = COURSE_FILE,
-                   assignment: str | None = None) -> Path:
-    """The Gradescope autograder: setup.sh and run_autograder at the root, the grader with the course's suites,
-    references and course.yaml beside them; ``assignment``: it grades that assignment, out of its points."""
-    path = Path(path)
-    course = load_course(course_file)
-    graded = course.assignment(assignment) if assignment else course  # an unknown name is refused here, at once
-    values = {"TORCH": pinned("torch"), "DEVICE": device, "ASSIGNMENT": assignment_option(graded)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name in ("setup.sh", "run_autograder"):
-            info = zipfile.ZipInfo(name)
-            info.external_attr = 0o100755 << 16
-            archive.writestr(info, render(f"gradescope/{name}", values))
-        for top, sources in ((ROOT, GRADER_SOURCES), (course.root, COURSE_SOURCES)):
-            for source in sources:
-                root = top / source
-                members = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-                for member in members:
-                    if "__pycache__" in member.parts or member.suffix == ".pyc":
-                        continue
-                    archive.write(member, member.relative_to(top).as_posix())
-    return path

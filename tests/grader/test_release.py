@@ -19,12 +19,12 @@ from courses import MODULES
 from no_namespaces import refused
 
 from grader import ROOT, cli
+from grader.authoring.gradescope import gradescope_zip
 from grader.authoring.release import (
     WORKFLOW,
     ReleaseError,
     build_handout,
     find_leaks,
-    gradescope_zip,
     meaningful,
     notebook_sources,
     pinned,
@@ -32,6 +32,7 @@ from grader.authoring.release import (
     release_notebook,
     secret_lines,
     secret_values,
+    solutions_in_public,
 )
 from grader.authoring.stubs import render_exercises
 from grader.cli import GRADER_FAULT_STATUS
@@ -227,6 +228,19 @@ def test_public_sources_copy_no_hidden_test():
                 continue
             run = [*run, (number, line.strip())] if line.strip() in secrets else []
             assert len(run) < 3, f"{name} lines {run[0][0]}-{number} copy {secrets[run[0][1]]}: {run}"
+
+
+def test_the_reference_lines_the_public_hints_hold_are_told_to_the_instructor(tmp_path):
+    """A line of code of a solution block that the public checks or hints hold too (the causal mask, which a hint
+    recomputes) is public by design, not refused as a leak, but named in a note of release: a hint recomputing a
+    mistake holds the right computation, for students to read (found by our instructor's walk-through)."""
+    shared = solutions_in_public(course())
+    line = next(number for number, text in enumerate((ROOT / "solutions" / "causal.py").read_text().splitlines(), 1)
+                if "dtype=torch.bool, device=device).tril()" in text)
+    assert f"solutions/causal.py:{line}" in shared
+    built = build_handout(tmp_path / "handout", grader_repository=REPOSITORY)
+    assert any(note.startswith(f"the public checks or hints hold {len(shared)} line(s) of the reference solutions "
+                               f"({shared[0]}") for note in built.notes), built.notes
 
 
 def test_meaningful_lines():
