@@ -259,16 +259,20 @@ def public_sources(course: Course) -> set[str]:
 
 
 def solutions_in_public(course: Course) -> list[str]:
-    """The origins of the solution blocks' lines of code (comments aside, at least MIN_SHOWN_CHARS long) that the
-    public sources hold too (a hint recomputing a mistake beside the right computation, say): public by design, so no
-    leak, but there for students to read."""
+    """Where a line of code of a solution block (comments aside, at least MIN_SHOWN_CHARS long) is in the public
+    sources too (a hint recomputing a mistake beside the right computation, say): public by design, so no leak, but
+    there for students to read."""
     def code(line: str) -> str:
         return line.split("  #")[0].strip()
 
-    folder = course.solutions_dir.relative_to(course.root).as_posix() + "/"
     public = {code(line) for line in public_sources(course.whole)}
-    return sorted(origin for line, origin in secret_lines(course, exempt_public=False).items()
-                  if origin.startswith(folder) and len(code(line)) >= MIN_SHOWN_CHARS and code(line) in public)
+    shared = []
+    for path in sorted(course.solutions_dir.glob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for begin, end in solution_blocks("\n".join(lines)):
+            shared += [f"{path.relative_to(course.root)}:{number + 1}" for number in range(begin + 1, end)
+                       if len(code(lines[number])) >= MIN_SHOWN_CHARS and code(lines[number]) in public]
+    return shared
 
 
 def hidden_files(course: Course) -> list[Path]:
@@ -453,8 +457,6 @@ def build_handout(outdir: str | os.PathLike, *, grader_repository: str | None,
     course = load_course(course_file)
     if assignment:
         course = course.assignment(assignment)
-    from grader.suites.plugin import check_suites  # imports torch: after the cheap checks
-    check_suites(course)  # as grade and batch do: a banned entry that bans nothing would be in the README
     for repository in {ROOT, course.root}:
         if outdir.resolve() == repository or repository.is_relative_to(outdir.resolve()):
             raise ReleaseError(f"{outdir} is the course repository itself (or holds it): choose a new folder")
@@ -464,6 +466,8 @@ def build_handout(outdir: str | os.PathLike, *, grader_repository: str | None,
         problem = stale_problem(course.whole)
         if problem:
             raise ReleaseError(problem)
+    from grader.suites.plugin import check_suites  # imports torch: after the cheap checks
+    check_suites(course)  # as grade and batch do: a banned entry that bans nothing would be in the README
     if outdir.exists() and any(outdir.iterdir()):
         if not force:
             raise ReleaseError(f"{outdir} is not empty (use --force to replace its contents)")

@@ -101,7 +101,7 @@ class Check:
     detail: str = ""
 
 
-def public_checks(course: Course, module: str) -> Check:
+def public_checks_pass(course: Course, module: str) -> Check:
     """Whether the public checks of ``module`` marked for it (what `pytest -m <module>` runs in the handout) pass on
     the reference."""
     public = subprocess.run([sys.executable, "-m", "pytest", str(course.exercise_dir(module)), "--impl", "solutions",
@@ -132,7 +132,7 @@ def check_exercise(course_file: Path, module: str, progress=None) -> list[Check]
                                                 if n.startswith(f"source/{course.notebook_name(module)}/")],
                     f"run `grader notebooks{flag}`")]
     say("public checks on the reference")
-    checks.append(public_checks(course, module))
+    checks.append(public_checks_pass(course, module))
     zygote = Zygote(hide=(course.root,))
     try:
         with tempfile.TemporaryDirectory(prefix="check-exercise-") as scratch:

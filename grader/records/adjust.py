@@ -152,6 +152,10 @@ def class_view(course: Course, rows: Sequence[dict], records: Records,
     missing_rows = _missing_rows(course, rows, records, assignment)
     records, unapplied = _applicable(records, [*rows, *missing_rows])
     views = [view(course, row, records, source_time(row, stamps)) for row in [*rows, *missing_rows]]
+    moved = {v["student"] for v in views if v.get("extended_to")}
+    unapplied += [f"{e.where}: {e.due.isoformat()} is not later than the due date of any record of student "
+                  f"{clean(e.student, MAX_NAME)!r}: it extends nothing" for (student, assignment), e in
+                  records.extensions.items() if assignment is None and student not in moved]
     views.sort(key=lambda v: (v["student"], v.get("assignment") or ""))
     unlisted = sorted({row["student"] for row in rows} - set(records.roster)) if records.roster is not None else []
     return ClassView(views, unlisted, unapplied)
@@ -321,8 +325,9 @@ def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> Non
             cased = sorted({row["student"] for row in rows if row["student"].casefold() == override.student.casefold()})
             theirs = sorted({row.get("assignment") or WHOLE_COURSE for row in rows if row["student"] == override.student})
             if theirs:  # the student is here, on other records: the assignment column is what is wrong
-                fix = f" (their records here: {', '.join(clean(a, MAX_NAME) for a in theirs)}; leave the column blank " \
-                      f"for a class graded on the whole course)"
+                fix = (f" (their records here: {', '.join(clean(a, MAX_NAME) for a in theirs)}; "
+                       + ("leave the column blank for a class graded on the whole course)" if WHOLE_COURSE in theirs
+                          else "name one of them, or leave the column blank for all)"))
             else:
                 fix = f" (ids are compared exactly: did you mean {clean(cased[0], MAX_NAME)!r}?)" if cased else ""
             raise TableError(f"{override.where}: no submission from student {clean(override.student, MAX_NAME)!r}"

@@ -151,6 +151,11 @@ class GradingPlugin:
             config.hook.pytest_deselected(items=left_out)
             items[:] = graded
 
+    def pytest_collection_finish(self, session):
+        """The worker started beside the collection (``WorkerSession.start_early``) is waited for before any test
+        runs: which modules do not import is known to every test alike, whatever the timing."""
+        self._session.started()
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem):
         """Every test starts from the same random state, whatever ran before it (other tests, other submissions).

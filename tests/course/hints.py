@@ -45,15 +45,17 @@ def attend(q, k, v, scale: float, allowed=None, how: str = "-inf", fill: float =
            normalize: Callable = softmax):
     """normalize(q k^T / scale, masked) v (``normalize``: softmax, or ``naive_softmax``), masked the way ``how`` says:
     "-inf" (``fill`` where ``allowed`` is False, before the softmax), "zero" (0 there), "after" (weights times the
-    mask, after the softmax) or "none"."""
+    mask, after the softmax), "renormalize" (that, then each row divided by its sum) or "none"."""
     scores = q @ k.transpose(-2, -1) / scale
     if allowed is not None and how == "-inf":
         scores = scores.masked_fill(~allowed, fill)
     if allowed is not None and how == "zero":
         scores = scores.masked_fill(~allowed, 0.0)
     weights = normalize(scores, dim)
-    if allowed is not None and how == "after":
+    if allowed is not None and how in ("after", "renormalize"):
         weights = weights * allowed
+    if allowed is not None and how == "renormalize":
+        weights = weights / weights.sum(dim, keepdim=True)
     return weights @ v
 
 
@@ -115,6 +117,10 @@ def attention_mistakes(q, k, v, *, group: str, scale_name: str, scale: float | N
                    "still sums to 1.", lambda: run(how="after"), f"{group}.mask_after_softmax"),
               Hint("masked scores are set to 0, and exp(0) = 1 still gives them weight: fill with float('-inf').",
                    lambda: run(how="zero"), f"{group}.mask_with_zero"),
+              Hint("the mask is applied after the softmax and the rows renormalized: right in exact arithmetic, but once "
+                   "a masked score dwarfs the allowed ones their weights underflow to 0 / 0 = NaN; fill the masked "
+                   "scores with -inf before the softmax.", lambda: run(how="renormalize"),
+                   f"{group}.renormalized_after_softmax"),  # on large inputs, in their dtype
               Hint("the mask is inverted: True means 'may attend' (PyTorch's convention), so fill where the mask is "
                    "False (masked_fill(~mask, -inf)).", lambda: run(allowed=~mask), f"{group}.mask_inverted")]
     if causal:

@@ -81,17 +81,17 @@ def test_public_checks_with_a_misspelled_marker_do_not_pass(tmp_path):
     """Public checks whose ``pytestmark`` misspells the exercise run nothing under `pytest -m <exercise>` (the
     handout's command): `grader check-exercise` says so and names the fix (it said "public checks pass"; found by
     our instructor's walk-through)."""
-    from grader.authoring.scaffold import public_checks
+    from grader.authoring.scaffold import public_checks_pass
     from grader.course import load_course
 
     course = load_course(copy_course(tmp_path) / "course.yaml")
     module = course.modules[1]
-    assert public_checks(course, module).ok
+    assert public_checks_pass(course, module).ok
     test_file = course.exercise_dir(module) / f"test_{module}.py"
     text = test_file.read_text(encoding="utf-8")
     assert f"pytestmark = pytest.mark.{module}\n" in text
     test_file.write_text(text.replace(f"pytest.mark.{module}\n", f"pytest.mark.{module}x\n"), encoding="utf-8")
-    check = public_checks(course, module)
+    check = public_checks_pass(course, module)
     assert not check.ok and check.detail == f"no public check is marked {module}: give its test file " \
                                             f"`pytestmark = pytest.mark.{module}`"
 

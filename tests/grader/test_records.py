@@ -313,6 +313,8 @@ def test_overrides_are_checked_against_the_class_before_grading(tmp_path):
     assert "more than the 100 of the submission" in _error(check, "ann,,,,101,,x", whole)
     assert "qkv is not graded" in _error(check, "ann,,qkv,,1,,x", [("ann", "02_softmax")])
     several = [("ann", "01_scores"), ("ann", "02_softmax")]
+    assert _error(check, "ann,03_context,context,,1,,x", several).endswith(
+        "(their records here: 01_scores, 02_softmax; name one of them, or leave the column blank for all)")
     assert "name one in the assignment column" in _error(check, "ann,,,,1,,x", several)
     assert check("ann,02_softmax,,,1,,x", several) is None
     assert check(f"ann,,softmax,{CHECK},1,,x", whole) is None  # checked once graded
@@ -477,6 +479,11 @@ def test_an_extension_for_every_record_extends_those_whose_due_date_it_is_past(t
     times = _write(tmp_path / "t.csv", "student,submitted_at\nann,2026-11-22T23:00:00Z\n")
     ann = class_view(course, [_record("ann")], load_records(course, submitted=times, extensions=path)).rows[0]
     assert (ann["score"], ann["adjustments"], ann["extended_to"]) == (20.0, [], "2026-11-23T23:59:00+00:00")
+    later = course.model_copy(update={"late": course.late.model_copy(update={"due": {
+        "course": datetime(2026, 11, 27, 23, 59, tzinfo=UTC), "week5": datetime(2026, 11, 20, 23, 59, tzinfo=UTC)}})})
+    shown = class_view(later, [_record("ann")], load_records(later, submitted=times, extensions=path))
+    assert shown.unapplied == [f"{path}:2: 2026-11-23T23:59:00+00:00 is not later than the due date of any record of "
+                               "student 'ann': it extends nothing"]  # the review: loaded, then silently nothing
     early = _write(tmp_path / "early.csv", "student,due\nann,2026-11-19T23:59:00Z\n")
     assert "not later than the due date it extends (2026-11-20T23:59:00+00:00)" in _error(load_extensions, early, course)
 

@@ -84,35 +84,37 @@ class WorkerSession:
     # -- worker lifecycle
 
     def start_early(self) -> None:
-        """Start the worker on a thread while the caller goes on (collecting the suites, on a cold grade): the first
-        request, or ``stop``, waits for it and raises what the start raised, as a start there would have. Without a
-        zygote (collecting only) nothing starts."""
-        if self.zygote is None:
+        """Start the worker on a thread while the caller goes on (collecting the suites, on a cold grade): ``started``
+        waits for it, and the first request raises what the start raised, as a start there would have. Nothing starts
+        without a zygote (collecting only), nor for a session that has a worker or a start already."""
+        if self.zygote is None or self.pid is not None or self._early is not None:
             return
+
         def start():
             try:
                 self._start(relaunch=False)
             except ZygoteGone:
                 pass  # the first request starts it again, from the caller's thread
-            except BaseException as error:  # raised in the caller's thread by _settle
+            except BaseException as error:  # raised in the caller's thread by the first request
                 self._early_error = error
-        self._early = threading.Thread(target=start, name="worker start", daemon=True)
-        self._early.start()
-
-    def _settle(self, raising: bool = True) -> None:
-        """Wait for an early start (``start_early``; not from within it); raise what it raised, once."""
-        if self._early is None or self._early is threading.current_thread():
+        thread = threading.Thread(target=start, name="worker start", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # no thread to be had: the first request starts the worker
             return
-        self._early.join()
-        self._early = None
-        error, self._early_error = self._early_error, None
-        if error is not None and raising:
-            raise error
+        self._early = thread
+
+    def started(self) -> None:
+        """Wait for an early start (``start_early``; not from within it): what it learnt (the modules that do not
+        import) is known from here on, whatever the timing."""
+        if self._early is not None and self._early is not threading.current_thread():
+            self._early.join()
+            self._early = None
 
     def _start(self, relaunch: bool = True):
-        """Start a worker (``relaunch``: see ``Zygote.spawn``) and import every exercise module not known to be broken, before any input reaches it
-        (so an import error, shown with its message, cannot carry an input); a module whose import kills the
-        worker is marked broken and the others are imported again in a fresh one."""
+        """Start a worker (``relaunch``: see ``Zygote.spawn``) and import every exercise module not known to be broken,
+        before any input reaches it (so an import error, shown with its message, cannot carry an input); a module whose
+        import kills the worker is marked broken and the others are imported again in a fresh one."""
         while True:
             self._spawn(relaunch)
             if self._import_all():
@@ -165,7 +167,8 @@ class WorkerSession:
         own exit status (a segfault, say) is reported rather than ours; a sandbox then gets ``TEARDOWN_SECONDS`` to
         be gone, every process of it (see ``jail.children.Children.stop``).
         """
-        self._settle(raising=False)  # what a start raised was for a request that never came
+        self.started()
+        self._early_error = None  # what a start raised was for a request that never came
         if self.pid is None:
             return None
         pid, sock = self.pid, self.sock
@@ -293,7 +296,10 @@ class WorkerSession:
             if target.get("generation", self.generation) != self.generation:
                 raise SubmissionProblem("restarted", f"this {target.get('type', 'object')} was lost when the worker "
                                                      "was restarted after an earlier failure")
-        self._settle()
+        self.started()
+        if self._early_error is not None:  # the early start's failure, said by the request that needed the worker
+            error, self._early_error = self._early_error, None
+            raise error
         if module in self.broken:
             raise self.broken[module]
         if self._remaining() <= 0:

@@ -132,7 +132,7 @@ LARGEST_SCORE = 300.0  # exp of a float32 past 88 overflows: a softmax that does
 
 @pytest.mark.weight(1)
 def test_large_inputs(student, course, device):
-    """Large inputs (largest allowed score 300) give finite results matching the reference: a stable softmax."""
+    """Large inputs (largest allowed score 300) give finite results: -inf in masked scores, then a stable softmax."""
     C.seed(course.seed + 2)
     reference = ref.CausalAttention(4, 3, 6, 0.0).to(device)
     module = M.twin(student.causal.CausalAttention, reference, 4, 3, 6, 0.0, what="CausalAttention", device=device)

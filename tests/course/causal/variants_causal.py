@@ -19,9 +19,15 @@ bug("causal", "scores_transposed", "CausalAttention's einsum scores name the out
     (CS, "scores = torch.einsum('bqd,bkd->bkq', queries, keys) / math.sqrt(keys.shape[-1])"),
     shows=("causal.scores_transposed",))
 bug("causal", "weights_masked_in_place", "CausalAttention masks the softmax's output in place and renormalizes: right "
-    "values, a backward pass that fails",
+    "values on ordinary inputs, NaN where a masked score dwarfs the allowed ones, a backward pass that fails",
     (CF, "pass"), (CW, "weights = torch.softmax(scores, dim=-1)\n        weights.masked_fill_(~self.mask[:T, :T], 0.0)\n"
-                       "        weights = self.dropout(weights / weights.sum(dim=-1, keepdim=True))"))
+                       "        weights = self.dropout(weights / weights.sum(dim=-1, keepdim=True))"),
+    shows=("causal.renormalized_after_softmax",))
+bug("causal", "renormalized_after_softmax", "CausalAttention multiplies the softmax of every score by the mask and "
+    "renormalizes (LLMs from scratch, 3.5.1): NaN once a masked score dwarfs the allowed ones (review 9)",
+    (CF, "pass"), (CW, "weights = torch.softmax(scores, dim=-1) * self.mask[:T, :T]\n"
+                       "        weights = self.dropout(weights / weights.sum(dim=-1, keepdim=True))"),
+    shows=("causal.renormalized_after_softmax",))
 bug("causal", "wrong_triangle", "causal_mask keeps the upper triangle (triu)",
     (CM, "return torch.ones(T, T, dtype=torch.bool, device=device).triu()"), shows=("causal.wrong_triangle",))
 bug("causal", "mask_float", "causal_mask returns a float mask (torch.tril(torch.ones(T, T)))",

@@ -121,7 +121,7 @@ LARGEST_SCORE = 300.0  # exp of a float32 past 88 overflows: a softmax that does
 
 @pytest.mark.weight(1)
 def test_large_inputs(student, course, device):
-    """Large inputs (a head's largest allowed score 300) give finite results matching the reference: a stable softmax."""
+    """Large inputs (a head's largest allowed score 300) give finite results: -inf masking, then a stable softmax."""
     C.seed(course.seed + 2)
     reference = ref.MultiHeadAttention(4, 6, 5, 0.0, 2).to(device)
     module = M.twin(student.multihead.MultiHeadAttention, reference, 4, 6, 5, 0.0, 2, what="MultiHeadAttention",

@@ -117,3 +117,8 @@ bug("multihead", "view_after_transpose", "MultiHeadAttention merges the heads wi
 bug("multihead", "no_max", "MultiHeadAttention's softmax is exp / sum without the max: NaN once exp overflows "
     "(walk-through 9)", (MW, "e = scores.exp()\n        weights = self.dropout(e / e.sum(-1, keepdim=True))"),
     shows=("multihead.no_max",))
+bug("multihead", "renormalized_after_softmax", "MultiHeadAttention multiplies the softmax of every score by the mask and "
+    "renormalizes: NaN once a masked score dwarfs the allowed ones (review 9)",
+    (MM, "pass"), (MW, "weights = torch.softmax(scores, dim=-1) * self.mask[:T, :T]\n"
+                       "        weights = self.dropout(weights / weights.sum(dim=-1, keepdim=True))"),
+    shows=("multihead.renormalized_after_softmax",))
