@@ -9,50 +9,42 @@ from pathlib import Path
 from grader import COURSE_FILE, course_root
 
 
-def _stubs(args, load) -> int:
-    from grader.authoring.stubs import StubError, stale_files, write_exercises
-
+def _generated(args, load, what: str, sources: str, command: str, stale, write, errors, regenerated) -> int:
+    """`grader stubs` and `grader notebooks`: with --check, whether ``what`` is out of date with its ``sources`` (status
+    1); else regenerate what changed and say so (``regenerated(changed)``); a course error (``errors``) is one line."""
     course = load(args)
     if course is None:
         return 2
     try:
         if args.check:
-            stale = stale_files(course=course)
-            if stale:
-                print(f"exercises/ is out of date with solutions/ ({', '.join(stale)}): run `python -m grader stubs`")
+            found = stale(course=course)
+            if found:
+                print(f"{what} is out of date with {sources} ({', '.join(map(str, found))}): run `python -m grader "
+                      f"{command}`")
                 return 1
-            print("exercises/ is up to date")
+            print(f"{what} is up to date")
             return 0
-        changed = write_exercises(course=course)
-    except StubError as error:
+        changed = write(course=course)
+    except errors as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
-    print(f"regenerated {', '.join(changed)}" if changed else "exercises/ already up to date")
+    print(regenerated(changed) if changed else f"{what} already up to date")
     return 0
+
+
+def _stubs(args, load) -> int:
+    from grader.authoring.stubs import StubError, stale_files, write_exercises
+
+    return _generated(args, load, "exercises/", "solutions/", "stubs", stale_files, write_exercises, StubError,
+                      lambda changed: f"regenerated {', '.join(changed)}")
 
 
 def _notebooks(args, load) -> int:
     from grader.authoring.lessons import LessonError
     from grader.authoring.notebooks import generate_course, stale_notebooks
 
-    course = load(args)
-    if course is None:
-        return 2
-    try:
-        if args.check:
-            stale = stale_notebooks(course=course)
-            if stale:
-                print(f"nbgrader/ is out of date with the lessons and solutions/ ({', '.join(map(str, stale))}): "
-                      "run `python -m grader notebooks`")
-                return 1
-            print("nbgrader/ is up to date")
-            return 0
-        changed = generate_course(course=course)
-    except LessonError as error:
-        print(f"grader: {error}", file=sys.stderr)
-        return 2
-    print(f"regenerated {len(changed)} file(s) in nbgrader/" if changed else "nbgrader/ already up to date")
-    return 0
+    return _generated(args, load, "nbgrader/", "the lessons and solutions/", "notebooks", stale_notebooks,
+                      generate_course, LessonError, lambda changed: f"regenerated {len(changed)} file(s) in nbgrader/")
 
 
 def _new_exercise(args) -> int:
