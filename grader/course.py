@@ -307,8 +307,8 @@ class Course(Strict):
             for part, path in parts.items():
                 if not path.is_file():
                     raise CourseError(f"{course_file}: {shown(path, self._root)}: missing {part} of exercise {module} "
-                                      f"(course.yaml lists it; `grader new-exercise {module}` makes a complete "
-                                      f"exercise folder)")
+                                      f"(course.yaml lists it: restore the file from version control; for a new "
+                                      f"exercise, `grader new-exercise NAME` before listing it makes a complete folder)")
         if not self.suites_dir.is_dir():
             return
         for entry in sorted(self.suites_dir.iterdir()):

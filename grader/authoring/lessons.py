@@ -21,6 +21,7 @@ SHARED_SECTIONS = {"setup": "code", "how to work": "text", "checks intro": "text
                    "tests intro": "text"}
 MARKER = re.compile(r"<!--\s*(?P<name>.*?)\s*-->")
 TEST_MARKER = re.compile(r"test (?P<name>\w+): (?P<points>\d+) points?")
+FRACTIONAL_TEST = re.compile(r"test \w+: \d*\.\d+ points?")  # points are whole numbers, as course.yaml's are
 CODE_BLOCK = re.compile(r"^```python[ \t]*\n(?P<code>.*?)^```[ \t]*$\n?", re.S | re.M)
 
 
@@ -93,6 +94,8 @@ def _read_sections(path: Path, kinds: dict[str, str], optional=frozenset(), grad
     for name, body in _split_sections(path):
         test = TEST_MARKER.fullmatch(name) if graded else None
         kind = "code" if test else kinds.get(name)
+        if kind is None and graded and FRACTIONAL_TEST.fullmatch(name):
+            raise LessonError(f"{shown(path)}: <!-- {name} -->: a test's points are a whole number, as course.yaml's are")
         if kind is None:
             known = ", ".join(f"<!-- {known} -->" for known in kinds) + (", <!-- test NAME: N points -->" if graded else "")
             raise LessonError(f"{shown(path)}: unknown section <!-- {name} --> (known: {known})")

@@ -164,6 +164,8 @@ LESSON_FLAWS = {
     "section twice": ("quiz", "<!-- task -->", "<!-- lesson -->", "section <!-- lesson --> appears twice"),
     "test without points": ("quiz", "<!-- test quiz_answer: 4 points -->", "<!-- test quiz_answer -->",
                             "unknown section <!-- test quiz_answer -->"),
+    "fractional points": ("quiz", "<!-- test quiz_answer: 4 points -->", "<!-- test quiz_answer: 1.5 points -->",
+                          "<!-- test quiz_answer: 1.5 points -->: a test's points are a whole number"),  # walk 5
     "points that do not add up": ("quiz", "quiz_answer: 4 points", "quiz_answer: 5 points", "add up to 11 points"),
     "prose among the checks": ("quiz", "<!-- checks -->\n", "<!-- checks -->\nRun these.\n", "text outside"),
     "empty text": ("quiz", "<!-- task -->\n", "<!-- task -->\n\n<!-- demo -->\n```python\npass\n```\n",
@@ -194,7 +196,9 @@ def test_a_missing_lesson_is_a_course_error(tmp_path):
     """Each exercise of course.yaml needs its lesson file: the course does not load without it, naming it."""
     copy = lessons_copy(tmp_path)
     copy.lesson_file("quiz").unlink()
-    with pytest.raises(CourseError, match=r"tests/course/quiz/lesson\.md: missing lesson of exercise quiz"):
+    with pytest.raises(CourseError, match=r"tests/course/quiz/lesson\.md: missing lesson of exercise quiz \(course.yaml "
+                                          r"lists it: restore the file from version control; for a new exercise, "
+                                          r"`grader new-exercise NAME` before listing it"):  # it named `new-exercise quiz`
         load_course(tmp_path / "course.yaml")
 
 
