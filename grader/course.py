@@ -307,8 +307,9 @@ class Course(Strict):
             for part, path in parts.items():
                 if not path.is_file():
                     raise CourseError(f"{course_file}: {shown(path, self._root)}: missing {part} of exercise {module} "
-                                      f"(course.yaml lists it: restore the file from version control; for a new "
-                                      f"exercise, `grader new-exercise NAME` before listing it makes a complete folder)")
+                                      f"(course.yaml lists it: restore the file from version control, or, for a new "
+                                      f"exercise, take it out of course.yaml and run `grader new-exercise {module}`, "
+                                      f"which writes every part and lists it)")
         if not self.suites_dir.is_dir():
             return
         for entry in sorted(self.suites_dir.iterdir()):

@@ -197,8 +197,8 @@ def test_a_missing_lesson_is_a_course_error(tmp_path):
     copy = lessons_copy(tmp_path)
     copy.lesson_file("quiz").unlink()
     with pytest.raises(CourseError, match=r"tests/course/quiz/lesson\.md: missing lesson of exercise quiz \(course.yaml "
-                                          r"lists it: restore the file from version control; for a new exercise, "
-                                          r"`grader new-exercise NAME` before listing it"):  # it named `new-exercise quiz`
+                                          r"lists it: restore the file from version control, or, for a new exercise, "
+                                          r"take it out of course.yaml and run `grader new-exercise quiz`"):
         load_course(tmp_path / "course.yaml")
 
 
