@@ -266,13 +266,19 @@ def solutions_in_public(course: Course) -> list[str]:
         return line.split("  #")[0].strip()
 
     public = {code(line) for line in public_sources(course.whole)}
-    shared = []
+    return [origin for origin, line in solution_lines(course)
+            if len(code(line)) >= MIN_SHOWN_CHARS and code(line) in public]
+
+
+def solution_lines(course: Course) -> list[tuple[str, str]]:
+    """(where, line) of every line inside a solution block of solutions/ ("solutions/<module>.py:12")."""
+    found = []
     for path in sorted(course.solutions_dir.glob("*.py")):
-        lines = path.read_text(encoding="utf-8").splitlines()
-        for begin, end in solution_blocks("\n".join(lines)):
-            shared += [f"{path.relative_to(course.root)}:{number + 1}" for number in range(begin + 1, end)
-                       if len(code(lines[number])) >= MIN_SHOWN_CHARS and code(lines[number]) in public]
-    return shared
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        found += [(f"{path.relative_to(course.root)}:{number + 1}", lines[number])
+                  for begin, end in solution_blocks(source) for number in range(begin + 1, end)]
+    return found
 
 
 def hidden_files(course: Course) -> list[Path]:
@@ -292,13 +298,9 @@ def secret_lines(course: Course, *, exempt_public: bool = True) -> dict[str, str
         for number, line in enumerate(_text_lines(path), 1):
             if meaningful(line):
                 secrets.setdefault(line.strip(), f"{path.relative_to(root)}:{number}")
-    for path in sorted(course.solutions_dir.glob("*.py")):
-        source = path.read_text(encoding="utf-8")
-        lines = source.splitlines()
-        for begin, end in solution_blocks(source):
-            for number in range(begin + 1, end):
-                if meaningful(lines[number]):
-                    secrets.setdefault(lines[number].strip(), f"{path.relative_to(root)}:{number + 1}")
+    for origin, line in solution_lines(course):
+        if meaningful(line):
+            secrets.setdefault(line.strip(), origin)
     sources = notebook_sources(whole)
     notebooks = {path: json.loads(path.read_text(encoding="utf-8")) for path in sources}
     # A notebook's hidden test may repeat a line some notebook shows anyway (a visible check, a helper): it is public.
