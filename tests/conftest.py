@@ -1,8 +1,26 @@
 """Options and shared fixtures of the project's own tests."""
+import os
 import resource
 from pathlib import Path
 
 import pytest
+
+# The uid the grader's sandboxes run as in a test process that is no pytest-xdist worker; the workers' own go above it.
+BASE_SANDBOX_UID = int(os.environ.get("GRADER_SANDBOX_UID", "64055"))
+UIDS_PER_TEST_PROCESS = 2000  # a batch leases its jobs' uids from its own uid + 1 up to + 1000
+
+
+def sandbox_uid_of_test_process(xdist_worker: str | None) -> int:
+    """The uid the sandboxes of one pytest-xdist worker ("gw0", "gw1", ...) run as: each worker its own, above the
+    base. As root, ``RLIMIT_NPROC`` counts every process of a uid on the machine: with one uid for all, the hostile
+    suite's fork bomb in one worker made another worker's forks inside its sandboxes fail with EAGAIN."""
+    if not xdist_worker:
+        return BASE_SANDBOX_UID
+    return BASE_SANDBOX_UID + UIDS_PER_TEST_PROCESS * (int(xdist_worker.removeprefix("gw")) + 1)
+
+
+# Set before any grader module is imported: grader.sandbox.jail.uids reads it once, at import.
+os.environ["GRADER_SANDBOX_UID"] = str(sandbox_uid_of_test_process(os.environ.get("PYTEST_XDIST_WORKER")))
 
 
 def pytest_addoption(parser):

@@ -194,6 +194,16 @@ def test_sandbox_uid_leases_are_unique_and_die_with_their_holder(tmp_path):
     assert stat.S_IMODE(os.stat(locks).st_mode) == 0o700
 
 
+def test_each_test_process_runs_its_sandboxes_as_a_uid_of_its_own():
+    """The project's test processes (pytest-xdist workers) each run their sandboxes as a uid of their own."""
+    from conftest import BASE_SANDBOX_UID, sandbox_uid_of_test_process
+
+    firsts = [sandbox_uid_of_test_process(None)] + [sandbox_uid_of_test_process(f"gw{n}") for n in range(4)]
+    assert firsts[0] == BASE_SANDBOX_UID
+    assert all(later > earlier + 1000 for earlier, later in zip(firsts, firsts[1:]))  # a batch leases up to + 1000
+    assert uids.SANDBOX_UID == sandbox_uid_of_test_process(os.environ.get("PYTEST_XDIST_WORKER"))
+
+
 def test_a_uid_with_processes_left_on_the_machine_is_not_leased(tmp_path, monkeypatch):
     """A uid that some process still runs as (a grader killed where init does not reap leaves zombies of it, and they
     count against its process limit) is passed over, though no grader holds its lock; the census counts them."""
