@@ -109,12 +109,24 @@ def _checks_by_student(row: dict) -> dict[tuple[str, str], bool]:
 
 
 def not_started(row: dict) -> list[str]:
-    """The exercises of a graded record whose every failure is a stub not filled in yet."""
+    """The exercises of a graded record with no points, whose every failure is a stub not filled in yet."""
+    return [module for module, points in _stubbed(row).items() if not points]
+
+
+def unfinished(row: dict) -> list[str]:
+    """The exercises of a graded record with points for what is filled in, whose every failure is a stub not filled
+    in yet (a function done, the module of the exercise still a stub)."""
+    return [module for module, points in _stubbed(row).items() if points]
+
+
+def _stubbed(row: dict) -> dict[str, float]:
+    """The exercises whose every failure is a stub not filled in yet, and their points as graded."""
     failed: dict[str, list[str]] = {}
     for test in row["tests"]:
         if test["status"] == "failed":
             failed.setdefault(test["name"].partition(": ")[0], []).append(test.get("output") or "")
-    return [module for module in row["exercises"] if _ran(row, module) and pending_stubs(failed.get(module, []))]
+    return {module: graded_points(row, module) for module in row["exercises"]
+            if _ran(row, module) and pending_stubs(failed.get(module, []))}
 
 
 def graded_points(row: dict, module: str) -> float:
@@ -129,8 +141,8 @@ def adjusted(row: dict, kind: str) -> float:
 
 
 def status(row: dict) -> str:
-    """A record's status in a few words: graded (with the exercises not started), missing, could not be graded, a
-    grader fault; then the student's extended due date, and not on the roster."""
+    """A record's status in a few words: graded (with the exercises not started and those unfinished), missing, could
+    not be graded, a grader fault; then the student's extended due date, and not on the roster."""
     if row.get("status") == MISSING:
         text = "missing: nothing handed in"
     elif str(row.get("status", "")).startswith(GRADER_FAULT_STATUS):
@@ -138,8 +150,9 @@ def status(row: dict) -> str:
     elif not graded(row):
         text = "could not be graded"
     else:
-        idle = not_started(row)
-        text = "graded" + (f", {len(idle)} exercise{'s' * (len(idle) != 1)} not started" if idle else "")
+        text = "graded" + "".join(f", {len(modules)} exercise{'s' * (len(modules) != 1)} {state}"
+                                  for modules, state in ((not_started(row), "not started"), (unfinished(row), "unfinished"))
+                                  if modules)
     return (text + (f"; due date extended to {row['extended_to']}" if row.get("extended_to") else "")
             + ("; not on the roster" if row.get("on_roster") is False else ""))
 
@@ -270,7 +283,7 @@ def _exercise_table(done: list[dict], modules: list[str], titles: Mapping[str, s
             "<th class='num'>could not run</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></div>"
             "<p class='muted'>Students per exercise score, as graded (before overrides); &ldquo;not started&rdquo;: "
-            "every failure is a stub not filled in yet; &ldquo;could not run&rdquo;: a missing file or an import "
+            "no points, and every failure is a stub not filled in yet; &ldquo;could not run&rdquo;: a missing file or an import "
             "error.</p>")
 
 

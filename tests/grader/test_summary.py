@@ -8,7 +8,7 @@ from grader.points import DEFERRED
 from grader.reports import plots
 from grader.reports.advice import points
 from grader.reports.feedback import write_feedback
-from grader.reports.summary import hardest_checks, misconceptions, not_started, write_summary
+from grader.reports.summary import hardest_checks, misconceptions, not_started, status, unfinished, write_summary
 
 HINT = "you normalize along the last dim whatever `dim` says: reduce along `dim`"
 MISTAKE = "softmax.last_dim_only"
@@ -77,6 +77,18 @@ def test_hardest_checks_count_only_what_was_judged():
                        _test("softmax", "Keeps the dtype", "failed", stub)], {"softmax": {"score": 0.0, "max_score": 10}})
     assert [(c.what, c.passed, c.applied) for c in hardest_checks([ann, bob, dee])] == [("Equals torch.softmax", 1, 2)]
     assert not_started(dee) == ["softmax"] and not_started(ann) == []
+
+
+def test_an_exercise_with_points_and_stubs_left_is_unfinished_not_unstarted():
+    """A student with points for the function they filled in, the exercise's module still a stub, has that exercise
+    unfinished: their status says so, and the Exercises table does not count it as not started."""
+    stub = "CausalAttention(...): not implemented yet: causal.CausalAttention: fill in this stub (see its docstring)"
+    kai = _row("kai", [_test("causal", "causal_mask is lower triangular", "passed"),
+                       _test("causal", "Equals the reference", "failed", stub),
+                       _test("softmax", "Equals torch.softmax", "failed", stub.replace("causal", "softmax"))],
+               {"causal": {"score": 1.5, "max_score": 15}, "softmax": {"score": 0.0, "max_score": 10}})
+    assert not_started(kai) == ["softmax"] and unfinished(kai) == ["causal"]
+    assert status(kai) == "graded, 1 exercise not started, 1 exercise unfinished"
 
 
 def test_misconceptions_count_students_per_exercise_and_id():
