@@ -17,6 +17,7 @@ An id is read as batch reads a submission's name (``text.student_id``), so that 
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -106,6 +107,10 @@ def check_roster(roster: Roster, students: Collection[str]) -> None:
     alike: dict[str, list[str]] = {}
     for sid in roster:
         alike.setdefault(_loosely(sid), []).append(sid)
+    named: dict[str, list[str]] = {}
+    for sid, student in roster.items():
+        if student.name:
+            named.setdefault(_as_name(student.name), []).append(sid)
     for student in sorted(set(students) - set(roster)):
         [listed_as, *others] = alike.get(_loosely(student), [student])
         if listed_as != student and not others and listed_as not in students:
@@ -113,6 +118,21 @@ def check_roster(roster: Roster, students: Collection[str]) -> None:
                              f"is not on the roster, which lists {clean(listed_as, MAX_NAME)!r}: ids are compared "
                              "exactly, letter case and accents too (one student would be both missing and not on the "
                              "roster): rename the submission or the roster's entry")
+        [owner, *others] = named.get(_as_name(student), [student])
+        if owner != student and not others and owner not in students:
+            raise TableError(f"{roster.where}:{roster.lines[owner]}: the submission {clean(student, MAX_NAME)!r} is "
+                             f"not on the roster, whose student {clean(owner, MAX_NAME)!r} has that name: submissions "
+                             f"are matched by id (one student would be both missing and not on the roster): rename "
+                             f"the submission {clean(owner, MAX_NAME)!r}")
+
+
+LMS_COPY = re.compile(r"\s*\(\d+\)$|_\d+_assignsubmission_.*$")  # "Ann Lee (2)", Moodle's "Ann Lee_12_assignsubmission_file_"
+
+
+def _as_name(text: str) -> str:
+    """A person's name as a folder may spell it, without an LMS's copy suffix, letter case, accents and punctuation:
+    ``Gül Şahin (2)``, ``gul_sahin`` and ``Gül Şahin`` alike."""
+    return " ".join(re.findall(r"[^\W_]+", _loosely(LMS_COPY.sub("", text))))
 
 
 def _loosely(sid: str) -> str:

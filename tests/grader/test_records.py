@@ -172,6 +172,23 @@ def test_an_id_that_differs_from_the_rosters_in_letter_case_only_stops_before_gr
     assert check_records(COURSE, Records(roster=twins), [("ann", None), ("Dave", None)]) is None
 
 
+def test_a_submission_named_after_a_roster_students_name_stops_before_grading(tmp_path):
+    """A folder named after the student (``Gül Şahin (2)``, as an LMS download names it) rather than their id: one
+    line naming the roster's line and the id to rename it to (the fifth instructor walk-through got a missing row with
+    0 and an off-roster row with 95); a name two roster students share, or one whose id also handed in, is left to the
+    not-on-the-roster flag."""
+    roster = load_roster(_write(tmp_path / "roster.csv", "id,name\nann,Ann Lee\ngul.sahin,Gül Şahin\n"))
+    for folder in ("Gül Şahin (2)", "gul_sahin", "Gul Sahin_4411_assignsubmission_file_"):
+        assert _error(check_records, COURSE, Records(roster=roster), [("ann", None), (folder, None)]) == (
+            f"{tmp_path / 'roster.csv'}:3: the submission {folder!r} is not on the roster, whose student 'gul.sahin' "
+            "has that name: submissions are matched by id (one student would be both missing and not on the "
+            "roster): rename the submission 'gul.sahin'")
+    assert check_records(COURSE, Records(roster=roster), [("ann", None), ("gul.sahin", None), ("Gül Şahin", None)]) is None
+    assert check_records(COURSE, Records(roster=roster), [("ann", None), ("Gül Şahinoglu", None)]) is None
+    twins = load_roster(_write(tmp_path / "twins.csv", "id,name\nann,Ann Lee\ngul1,Gül Şahin\ngul2,Gul Sahin\n"))
+    assert check_records(COURSE, Records(roster=twins), [("ann", None), ("Gül Şahin (2)", None)]) is None
+
+
 # ----------------------------------------------------------------- overrides
 
 @pytest.mark.parametrize("row, words", [
