@@ -125,6 +125,7 @@ class GradingPlugin:
 
     def pytest_collection_modifyitems(self, config, items):
         graded, left_out = [], []
+        registered = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
         for item in items:
             marks = {mark.name for mark in item.iter_markers()}
             exercises = marks & set(self._course.course_modules)
@@ -132,8 +133,10 @@ class GradingPlugin:
                 left_out.append(item)  # a property of the contract that no exercise graded here has
                 continue
             if len(exercises) != 1:
+                unknown = sorted(marks - registered)
                 self._refuse(f"{item.nodeid}: a test of the suites needs exactly one exercise marker of course.yaml "
-                             f"(pytestmark = pytest.mark.<module>); it has {', '.join(sorted(exercises)) or 'none'}")
+                             f"(pytestmark = pytest.mark.<module>); it has {', '.join(sorted(exercises)) or 'none'}"
+                             + (f" ({', '.join(unknown)}: no exercise of course.yaml)" if unknown else ""))
             if marks & SKIPPING_MARKS:
                 self._refuse(f"{item.nodeid}: a suite skips with pytest.skip() in the test, not with "
                              f"{', '.join(sorted(marks & SKIPPING_MARKS))} marks")

@@ -384,7 +384,8 @@ COURSE_ERRORS = {  # what is wrong -> (how to make it in the copy, what the one 
         "scores: dot says what to do instead of a built-in, but course.yaml's banned: has no entry scores.dot"),
     "a suite marked with no exercise of course.yaml": (
         lambda data, tmp_path: _softmax_suite_marked(tmp_path, "softmaxx"),
-        "a test of the suites needs exactly one exercise marker of course.yaml"),
+        "a test of the suites needs exactly one exercise marker of course.yaml (pytestmark = pytest.mark.<module>); "
+        "it has none (softmaxx: no exercise of course.yaml)"),
     "a banned entry no check reads": (  # found by our instructor's walk-through: a misspelled function banned nothing
         lambda data, tmp_path: data["banned"].update({"scores.pairwise_score": ["matmul"]}),
         "banned: scores.pairwise_score: no check of scores reads this entry, so it bans nothing"),
