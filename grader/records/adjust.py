@@ -92,7 +92,7 @@ def class_course(out: str | Path, given: str | Path | None) -> tuple[Path, bool]
     rerun without ``--course`` took the project's course instead, its late policy (penalties vanished) and points
     (found by our instructor's walk-through)."""
     kept_file = Path(out) / KEPT / KEPT_COURSE
-    kept = (Path(out) / kept_file.read_text(encoding="utf-8").strip()).resolve() if kept_file.is_file() else None
+    kept = _kept_course(out, kept_file) if kept_file.is_file() else None
     if given is not None:
         chosen = Path(given).resolve()
         if kept is not None and kept != chosen and kept.is_file():
@@ -104,6 +104,15 @@ def class_course(out: str | Path, given: str | Path | None) -> tuple[Path, bool]
     if not kept.is_file():
         raise CourseError(f"{out} was graded with {kept}, which is gone: give --course (kept in {kept_file})")
     return kept, True
+
+
+def _kept_course(out: str | Path, kept_file: Path) -> Path:
+    """The course.yaml ``keep_course`` noted: where it lies from ``out`` (a class moved with its course), else where
+    it was (a class copied alone), else the last of them (for the error)."""
+    relative, *recorded = kept_file.read_text(encoding="utf-8").splitlines() or [""]
+    places = [(Path(out) / relative.strip()).resolve(), *(Path(line.strip()) for line in recorded[:1]
+                                                          if Path(line.strip()).is_absolute())]
+    return next((place for place in places if place.is_file()), places[-1])
 
 
 def check_graded_with(course: Course, rows: Sequence[dict]) -> None:
@@ -126,10 +135,10 @@ def check_graded_with(course: Course, rows: Sequence[dict]) -> None:
 
 
 def keep_course(out: str | Path, course_file: str | Path) -> None:
-    """Keep the path of the course.yaml ``out``'s class was graded with (``class_course``), from ``out``: a class
-    copied or moved with its course keeps it."""
-    relative = os.path.relpath(Path(course_file).resolve(), Path(out).resolve())
-    write_atomic(f"{relative}\n", Path(out) / KEPT / KEPT_COURSE)
+    """Keep the path of the course.yaml ``out``'s class was graded with (``class_course``): from ``out`` (a class
+    copied or moved with its course keeps it), then as it is (a class copied or moved alone)."""
+    course_file = Path(course_file).resolve()
+    write_atomic(f"{os.path.relpath(course_file, Path(out).resolve())}\n{course_file}\n", Path(out) / KEPT / KEPT_COURSE)
 
 
 def keep_records(out: str | Path, **given: str | Path | None) -> None:

@@ -5,6 +5,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import zipfile
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -187,6 +188,25 @@ def test_a_submission_named_after_a_roster_students_name_stops_before_grading(tm
     assert check_records(COURSE, Records(roster=roster), [("ann", None), ("Gül Şahinoglu", None)]) is None
     twins = load_roster(_write(tmp_path / "twins.csv", "id,name\nann,Ann Lee\ngul1,Gül Şahin\ngul2,Gul Sahin\n"))
     assert check_records(COURSE, Records(roster=twins), [("ann", None), ("Gül Şahin (2)", None)]) is None
+
+
+def test_a_class_copied_with_or_without_its_course_finds_the_course_it_was_graded_with(tmp_path):
+    """The course kept in out/records/course.txt is found from a class moved with its course (relative) and from a
+    class copied alone (where the course was); gone from both, the error names where it was (the fifth instructor
+    walk-through: a copied class said "gone" of a path resolved against the copy)."""
+    from grader.records.adjust import class_course, keep_course
+
+    course = tmp_path / "term" / "course" / "course.yaml"
+    course.parent.mkdir(parents=True)
+    course.write_text("x", encoding="utf-8")
+    keep_course(tmp_path / "term" / "out", course)
+    assert class_course(tmp_path / "term" / "out", None) == (course, True)
+    shutil.copytree(tmp_path / "term" / "out", tmp_path / "elsewhere" / "deep" / "out")
+    assert class_course(tmp_path / "elsewhere" / "deep" / "out", None) == (course, True)
+    shutil.move(tmp_path / "term", tmp_path / "moved")
+    assert class_course(tmp_path / "moved" / "out", None) == (tmp_path / "moved" / "course" / "course.yaml", True)
+    with pytest.raises(CourseError, match=f"was graded with {course}, which is gone"):
+        class_course(tmp_path / "elsewhere" / "deep" / "out", None)
 
 
 # ----------------------------------------------------------------- overrides
