@@ -131,7 +131,8 @@ def check_graded_with(course: Course, rows: Sequence[dict]) -> None:
             raise CourseError(f"the results were not graded with this course: {clean(row['student'], MAX_NAME)}'s "
                               f"{clean(module, MAX_NAME)} is {graded_out}, the course gives "
                               + (f"{given[module]:g}" if module in given else "no such exercise")
-                              + ": give --course the course.yaml they were graded with")
+                              + ": give --course the course.yaml they were graded with, or grade the class again "
+                              "with this one (`grader batch` with this --course and --force)")
 
 
 def keep_course(out: str | Path, course_file: str | Path) -> None:

@@ -679,7 +679,8 @@ def test_reports_are_refused_with_a_course_the_class_was_not_graded_with():
     more = {**_record("ann"), "exercises": {**_record("ann")["exercises"], "softmax": {"score": 5, "max_score": 15}}}
     assert str(_error_of(check_graded_with, COURSE, [more])) == (
         "the results were not graded with this course: ann's softmax is out of 15 points, the course gives 10: give "
-        "--course the course.yaml they were graded with")
+        "--course the course.yaml they were graded with, or grade the class again with this one (`grader batch` with "
+        "this --course and --force)")
     extra = {**_record("ann"), "exercises": {**_record("ann")["exercises"], "gqa": {"score": 0, "max_score": 10}}}
     assert "ann's gqa is out of 10 points, the course gives no such exercise" in str(_error_of(check_graded_with, COURSE, [extra]))
     fewer = {**_record("ann"), "exercises": {"softmax": {"score": 5, "max_score": 10}}}  # a course of one more exercise
