@@ -55,7 +55,7 @@ from grader.extras import need
 from grader.intake import IntakeError, IntakeTimeout
 from grader.intake.submission import read_submission
 from grader.memory import bound_grading_memory, out_of_memory
-from grader.records.adjust import NotApplied, Records, check_records
+from grader.records.adjust import NotApplied, Records, check_override_checks, check_records
 from grader.records.late import submission_time
 from grader.records.publish import publish, withdraw_reports
 from grader.reports.feedback import write_feedback
@@ -282,7 +282,8 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
                   {e.student for e in entries} - {e.student for e in decided}, assignment)
     from grader.suites.plugin import check_suites  # torch and pytest: imported here anyway, before the jobs fork
 
-    check_suites(course)  # so does an error in the course's suites: no submission is graded against them
+    check_override_checks(records, check_suites(course))  # and an error in the course's suites: no submission is
+    # graded against them; and an override naming a check the suites do not have
     if require_sandbox and dask in (None, "local"):  # the jobs run on this machine
         require_namespaces()
     material = material_fingerprint(Path(course_file))

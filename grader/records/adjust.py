@@ -357,14 +357,30 @@ def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> Non
             raise TableError(f"{override.where}: written for submission {override.submission} of student "
                              f"{clean(override.student, MAX_NAME)!r}, who {since}: check it still holds, then update "
                              "or clear its submission column")
-        if override.check and not any(row.get("status") == PLANNED for row in mine) and not any(
-                t["name"] == f"{override.exercise}: {override.check}" for row in mine for t in row.get("tests", [])):
-            names = sorted({t["name"].split(": ", 1)[-1] for row in mine for t in row.get("tests", [])
-                            if t["name"].startswith(f"{override.exercise}: ")})
-            like = difflib.get_close_matches(override.check, names, n=1, cutoff=0.6)
-            raise TableError(f"{override.where}: no check {clean(override.check, MAX_CHECK)!r} in "
-                             f"{override.exercise}'s results (a check is named as the feedback page shows it)"
-                             + (f"; did you mean {clean(like[0], MAX_CHECK)!r}?" if like else ""))
+        if override.check and not any(row.get("status") == PLANNED for row in mine):
+            _check_named(override, {t["name"] for row in mine for t in row.get("tests", [])}, "results")
+
+
+def check_override_checks(records: Records, checks: Collection[str]) -> None:
+    """Each check an override names is one of ``checks`` (``<exercise>: <check>``, the suites' as collected before
+    grading: ``plugin.check_suites``), so a misspelled one stops the batch before anything is graded."""
+    for override in records.overrides:
+        if override.check:
+            _check_named(override, checks, "suites")
+
+
+def _check_named(override: Override, names: Collection[str], where: str) -> None:
+    """A ``TableError`` naming the override's line, unless the check it names is one of ``names``
+    (``<exercise>: <check>``), found in the exercise's ``where`` ("results", "suites"), with the one it begins or
+    the closest name."""
+    if f"{override.exercise}: {override.check}" in names:
+        return
+    checks = sorted({name.split(": ", 1)[-1] for name in names if name.startswith(f"{override.exercise}: ")})
+    begun = [check for check in checks if check.casefold().startswith(override.check.rstrip(". ").casefold())]
+    like = begun if len(begun) == 1 else difflib.get_close_matches(override.check, checks, n=1, cutoff=0.6)
+    raise TableError(f"{override.where}: no check {clean(override.check, MAX_CHECK)!r} in "
+                     f"{override.exercise}'s {where} (a check is named as the feedback page shows it)"
+                     + (f"; did you mean {clean(like[0], MAX_CHECK)!r}?" if like else ""))
 
 
 def _check_extensions(extensions: Extensions, rows: Sequence[dict]) -> None:

@@ -297,18 +297,26 @@ def unknown_banned(course: Course) -> list[str]:
     return [f"{target}: {name}" for target, names in course.banned.items() for name in names if not known(name)]
 
 
-def check_suites(course: Course) -> None:
-    """Collect the course's suites without grading anything: a course error (a banned name that is no torch call, a
-    suite whose tests lack their exercise's marker, a rule that needs a banned entry course.yaml lacks) raises
-    CourseError, one line naming the file and what to change."""
-    run_suites(WorkerSession(None, str(course.root), course.grading.limits), course, "cpu", collect_only=True)
+def check_suites(course: Course) -> frozenset[str]:
+    """Collect the course's suites without grading anything, and return their checks' names as the results give them
+    (``<exercise>: <check>``): a course error (a banned name that is no torch call, a suite whose tests lack their
+    exercise's marker, a rule that needs a banned entry course.yaml lacks) raises CourseError, one line naming the
+    file and what to change."""
+    plugin = _pytest_run(WorkerSession(None, str(course.root), course.grading.limits), course, "cpu", collect_only=True)
+    return frozenset(f"{about['exercise']}: {about['doc']}" for about in plugin._about.values())
 
 
 def run_suites(session: WorkerSession, course: Course, device: str, suites: list[Path] | None = None,
-               select: str | None = None, collect_only: bool = False) -> dict:
+               select: str | None = None) -> dict:
     """Run the suites (default: ``suite_files(course)``) against the session's submission, only the tests of the
     course's exercises; return pytest-json-report's (sanitized) report. A course error raises CourseError; a fault of
     the grading process during a test (``GradingPlugin.pytest_runtest_call``), GraderFault."""
+    return _pytest_run(session, course, device, suites, select).report
+
+
+def _pytest_run(session: WorkerSession, course: Course, device: str, suites: list[Path] | None = None,
+                select: str | None = None, collect_only: bool = False) -> GradingPlugin:
+    """pytest on the suites with the grading plugin (``run_suites``; ``check_suites`` collects only): the plugin."""
     unknown = unknown_banned(course)
     if unknown:
         raise CourseError(f"{course.file}: banned: {unknown[0]} is no torch function, method or operator (list the names "
@@ -330,4 +338,4 @@ def run_suites(session: WorkerSession, course: Course, device: str, suites: list
         raise plugin.fault
     if plugin.report is None or code not in (0, 1):
         raise RuntimeError(f"the hidden suites could not run (pytest exit code {int(code)}): {output.getvalue()[-2000:]}")
-    return plugin.report
+    return plugin

@@ -527,12 +527,13 @@ def test_lines_left_out_are_said_beside_grader_errors(tmp_path, grader_faults, c
     _copy_solutions(root / "ann")
     _copy_solutions(root / "bob")
     overrides = tmp_path / "overrides.csv"
-    overrides.write_text("student,exercise,check,points,reason\nbob,softmax,No such check,1,x\n", encoding="utf-8")
+    check = "softmax(x) normalizes the last dim at temperature 1; positional (x, dim, temperature) work too."
+    overrides.write_text(f'student,exercise,check,points,reason\nbob,softmax,"{check}",9,x\n', encoding="utf-8")
     grader_faults({"ann"})
     assert cli.main(["batch", str(root), "--out", str(out), "--jobs", "1", "--overrides", str(overrides)]) == \
         cli.GRADER_FAULT_STATUS
     error = " ".join(capsys.readouterr().err.split())
-    assert f"{overrides}:2: no check 'No such check' in softmax's results" in error
+    assert f"{overrides}:2: 9 points is more than the 0.42 of check" in error
     assert "1 of 2 records are grader errors, not final (ann)" in error
 
 

@@ -28,6 +28,8 @@ from klass import GRADED, MISSING, NOT_ON_ROSTER, NOTEBOOK, STUBS, UNGRADABLE  #
 
 pytestmark = pytest.mark.slow
 REPORTS = ("gradebook.csv", "canvas.csv", "moodle.csv", "summary.html")
+SOFTMAX_CHECK = ("Equals torch.softmax(x / t, dim) for shapes of rank 1 to 4, every dim (either sign) and several "
+                 "temperatures.")
 
 
 def grader(*args, cwd: Path) -> subprocess.CompletedProcess:
@@ -129,21 +131,25 @@ def test_a_mixed_class_is_one_row_per_student_in_every_report(klass):
     assert f"{len(students) - 1} submissions, 1 missing" in title
 
 
-def test_a_bad_override_stops_the_batch_before_anything_is_graded(klass, tmp_path):
-    """An override for a student of no submission is one line naming its file and line, exit status 2, and nothing
-    is graded or written (it was found once the whole class was graded)."""
+@pytest.mark.parametrize("line, said", [
+    ("nobody,,,,,1,typo", "no submission from student 'nobody' in this class"),
+    ("hal,,softmax,Equals torch.softmax,,1,typo", "no check 'Equals torch.softmax' in softmax's suites (a check is "
+     f"named as the feedback page shows it); did you mean {SOFTMAX_CHECK!r}?"),
+])
+def test_a_bad_override_stops_the_batch_before_anything_is_graded(klass, tmp_path, line, said):
+    """An override for a student of no submission, or of a check the suites do not have, is one line naming its file
+    and line, exit status 2, and nothing is graded or written (both were found once the whole class was graded)."""
     bad = tmp_path / "overrides.csv"
-    bad.write_text((klass / "records" / "overrides.csv").read_text(encoding="utf-8") + "nobody,,,,,1,typo\n",
-                   encoding="utf-8")
+    bad.write_text((klass / "records" / "overrides.csv").read_text(encoding="utf-8") + line + "\n", encoding="utf-8")
     run = batch(klass, tmp_path / "out", str(bad))
-    assert run.returncode == 2 and run.stderr.splitlines()[-1] == (
-        f"grader: {bad}:5: no submission from student 'nobody' in this class")
+    assert run.returncode == 2 and run.stderr.splitlines()[-1] == f"grader: {bad}:5: {said}"
+    assert not (tmp_path / "out").exists()
     assert not (tmp_path / "out").exists()
 
 
 def test_a_record_the_graded_class_contradicts_is_left_out_and_said(klass, tmp_path):
-    """An override naming a check no record has is known only once the class is graded: the batch exits 2 naming it
-    and how to finish, the new results are kept, and the reports are written without that line, the summary naming
+    """An override giving a check more points than it holds is known only once the class is graded (a check's points
+    come with the results): the batch exits 2 naming it and how to finish, the new results are kept, and the reports are written without that line, the summary naming
     it (a student's hand-in could withdraw the whole class's reports that way: red team; the gradebook was once
     rewritten after each student without the overrides and late penalties)."""
     root = tmp_path / "again"
@@ -152,17 +158,17 @@ def test_a_record_the_graded_class_contradicts_is_left_out_and_said(klass, tmp_p
     with open(root / "class" / "hal" / "softmax.py", "a", encoding="utf-8") as handle:
         handle.write("# changed\n")
     bad = root / "records" / "bad.csv"
-    bad.write_text("student,exercise,check,points,reason\nhal,softmax,No such check,1,x\n", encoding="utf-8")
+    bad.write_text(f'student,exercise,check,points,reason\nhal,softmax,"{SOFTMAX_CHECK}",9,x\n', encoding="utf-8")
     run = batch(root, "out", "records/bad.csv")
     assert run.returncode == 2, run.stderr[-3000:]
-    assert "no check 'No such check' in softmax's results" in run.stderr and "grader gradebook" in run.stderr
+    assert "9 points is more than the 2.08 of check" in run.stderr and "grader gradebook" in run.stderr
     assert "The reports are written without it" in run.stderr
     assert "# changed" in (root / "out" / "taken" / "hal.json").read_text(encoding="utf-8")
     assert all((root / "out" / name).exists() for name in REPORTS)
     summary = (root / "out" / "summary.html").read_text(encoding="utf-8")
-    assert "Records not applied" in summary and "No such check" in summary
+    assert "Records not applied" in summary and "9 points is more than" in summary
     bad_too = grader("gradebook", "out", "--course", "course/course.yaml", "--overrides", "records/bad.csv", cwd=root)
-    assert bad_too.returncode == 2 and "no check 'No such check'" in bad_too.stderr
+    assert bad_too.returncode == 2 and "9 points is more than the 2.08 of check" in bad_too.stderr
     again = grader("gradebook", "out", "--course", "course/course.yaml", "--overrides", "records/overrides.csv",
                    cwd=root)
     assert again.returncode == 0, again.stderr[-3000:]
