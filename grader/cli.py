@@ -268,6 +268,7 @@ def _collect(args) -> int:
     from grader.collect import CLONE_MB, CLONE_SECONDS, CollectError, collect
     from grader.course import CourseError
     from grader.grade import DeviceError, resolve_device
+    from grader.records.table import TableError
     from grader.sandbox.jail.confine import SandboxUnavailable
 
     try:
@@ -275,7 +276,7 @@ def _collect(args) -> int:
                                      seconds=CLONE_SECONDS if args.clone_seconds is None else args.clone_seconds,
                                      megabytes=CLONE_MB if args.clone_mb is None else args.clone_mb, jobs=args.jobs,
                                      device=resolve_device(args.device), assignment=args.assignment)
-    except (CollectError, CourseError, DeviceError) as error:
+    except (CollectError, CourseError, DeviceError, TableError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
     except (SandboxUnavailable, BatchFailed) as error:  # collected, and nobody graded

@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 from grader.batch import run_batch
 from grader.course import Course, Intake, load_course
-from grader.entries import BatchError
+from grader.entries import BatchError, submission_name
 from grader.intake.walk import intake_reads
 from grader.records.adjust import class_course, keep_course, load_records
 from grader.reports.files import write_atomic
@@ -84,6 +84,10 @@ def read_roster(path: str | os.PathLike) -> list[Repository]:
         url = words[-1]
         name = words[0] if len(words) == 2 else url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git")
         student = student_id(name)
+        if not student or student.startswith(".") or submission_name(Path(student)) != student:
+            raise CollectError(f"{path}:{number}: {clean(student, MAX_NAME)!r} cannot name a student's folder (empty, a "
+                               "dot first, a slash, or .zip or .ipynb last, the batch would name it otherwise): write "
+                               "the student's name before the URL ('STUDENT URL')")
         if student in seen:
             raise CollectError(f"{path}:{number}: student {student!r} is listed twice (line {seen[student]})")
         seen[student] = number

@@ -34,6 +34,12 @@ class BatchError(ValueError):
     """The batch's input cannot be read (one line, for the instructor)."""
 
 
+def submission_name(path: Path) -> str:
+    """The student a submission at ``path`` is of: its name less a .zip or .ipynb suffix, as ``text.student_id``
+    makes an id of it (``discover`` leaves out names that start with a dot)."""
+    return student_id(path.name.removesuffix(path.suffix) if path.suffix.lower() in SUBMISSION_SUFFIXES else path.name)
+
+
 def discover(source: str | os.PathLike, course: Course, assignment: str | None = None) -> list[Entry]:
     """The submissions of a class: the entries of a folder (subfolders, .zip, .ipynb; the name is the student id),
     or a text file listing one path per line.
@@ -58,7 +64,7 @@ def discover(source: str | os.PathLike, course: Course, assignment: str | None =
         raise BatchError(f"{source} does not exist")
     shaped = []
     for path in paths:
-        name = student_id(path.name.removesuffix(path.suffix) if path.suffix.lower() in SUBMISSION_SUFFIXES else path.name)
+        name = submission_name(path)
         shaped.append((name, path, _nbgrader_entries(name, path, course)))
     def is_notebook(path: Path, notebooks: list[Entry]) -> bool:
         return bool(notebooks) or path.suffix.lower() == ".ipynb"

@@ -95,7 +95,9 @@ def solutions(broken: bool = False) -> dict[str, str]:
 
 
 def test_roster_lines_and_errors(tmp_path):
-    """A roster takes 'URL' and 'STUDENT URL' lines, names a student after the repository, and refuses bad lines."""
+    """A roster takes 'URL' and 'STUDENT URL' lines, names a student after the repository, and refuses bad lines,
+    names that are no folder the batch names after them among them (red team 15: a repository named '...git' made
+    collect delete its whole output folder, one named 'hw1.zip' left the class ungraded)."""
     roster = tmp_path / "roster.txt"
     roster.write_text("# class of 2026\nhttps://github.com/org/week1-ada.git\nben git@github.com:org/week1-ben.git\n\n")
     assert [(r.student, r.url) for r in read_roster(roster)] == [
@@ -105,6 +107,11 @@ def test_roster_lines_and_errors(tmp_path):
                         ("ann file:///a\nann file:///b\n", "listed twice"), ("# nobody\n", "lists no repository")):
         roster.write_text(bad)
         with pytest.raises(CollectError, match=reason):
+            read_roster(roster)
+    for url in ("file:///srv/...git", "file:///srv/..git", "file:///srv/.git", "https://h.org/x/hw1.zip.git",
+                "https://h.org/x/.hw1.git", "a/b file:///srv/x.git", "Notes.IPYNB file:///srv/x.git"):
+        roster.write_text(f"ann file:///srv/ann.git\n{url}\n")  # a name the batch would name otherwise, or a path
+        with pytest.raises(CollectError, match=r"roster.txt:2: .* cannot name a student's folder .*'STUDENT URL'"):
             read_roster(roster)
     with pytest.raises(CollectError, match="time zone"):
         parse_deadline("2026-12-01T23:59:00")
