@@ -222,6 +222,18 @@ def test_the_failures_a_test_keeps_hold_none_of_their_results():
         gc.enable()
 
 
+def test_a_student_exception_claiming_a_builtin_python_has_not_is_still_a_student_error():
+    """An exception class of the submission that names itself after a built-in Python has not is a StudentError with
+    the real built-ins it names (red team 15: the grading process raised AttributeError inside the checks, failing
+    rules that should have been judged)."""
+    from grader.sandbox.host.problems import StudentError, student_error
+
+    error = student_error({"type": "NoSuchBuiltin", "builtins": ["NoSuchBuiltin", "ValueError", "print", 7],
+                           "message": "x"})
+    assert isinstance(error, StudentError) and isinstance(error, ValueError)
+    assert error.info["builtins"] == ["ValueError"] and error.builtin == ""
+
+
 def test_an_error_no_message_explains_is_said_by_its_built_in_type():
     """Where torch's message is none the diagnosis knows, the hidden feedback says what an exception of that
     built-in type usually means, and how to read its own message: call the code on such an input (found by our seventh

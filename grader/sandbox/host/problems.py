@@ -74,7 +74,7 @@ def clean_info(info) -> dict:
     frames = info.get("frames") if isinstance(info.get("frames"), list) else []
     names = info.get("builtins") if isinstance(info.get("builtins"), list) else []
     return {"type": clean(info.get("type", "Exception"), MAX_NAME),
-            "builtins": [n for n in names if isinstance(n, str) and n.isidentifier()][:20],
+            "builtins": [n for n in names[:20] if isinstance(n, str) and _builtin_exception(n)],
             "message": clean(info.get("message", "")),
             "frames": [clean(f, 300) for f in frames[-8:]]}
 
