@@ -212,7 +212,7 @@ def test_self_attention_linear_values(student, course, device, case, bias):
 @S.examples(3)
 @given(case=S.modules(batch=(1, 1)))
 def test_copy_linear_weights(student, course, device, case):
-    """copy_linear_weights(src, dst) returns dst holding src's weights transposed, so dst(x) equals src(x)."""
+    """copy_linear_weights(src, dst) returns dst holding src's weights transposed, src unchanged, so dst(x) equals src(x)."""
     C.seed(case.seed)
     src_ref = ref.SelfAttentionLinear(case.d_in, case.d_out).to(device)
     src = M.twin(student.qkv.SelfAttentionLinear, src_ref, case.d_in, case.d_out, what="SelfAttentionLinear", device=device)
@@ -224,6 +224,14 @@ def test_copy_linear_weights(student, course, device, case):
     if getattr(returned, "id", None) != dst.id:
         raise C.CheckFailed(f"copy_linear_weights(src, dst) should return dst itself ({on}); it returned "
                             f"{'None' if returned is None else 'something else'}.")
+    kept = src.params()
+    for name, want in src_ref.named_parameters():
+        g = kept.get(name)
+        if g is None or tuple(g.shape) != tuple(want.shape) or not torch.equal(
+                C.checked(g, want, what=f"src.{name}", on=on, dtypes=C.FLOATING).to(want), want.detach()):
+            raise C.CheckFailed(f"copy_linear_weights(src, dst) changed src.{name} ({on}): read src's weights without "
+                                "changing them (an in-place method such as .t_() or .transpose_() on src's weight "
+                                "transposes src itself; .T is a view, a copy is .T.clone()).")
     got = dst.params()
     for name in ("W_query", "W_key", "W_value"):
         want = getattr(src_ref, name).weight.detach().T
