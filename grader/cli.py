@@ -11,6 +11,7 @@ from pathlib import Path
 from grader import COURSE_FILE, GRADER_FAULT_STATUS, __version__, course_root
 from grader.authoring.commands import add_authoring_commands
 from grader.extras import MissingExtra, need
+from grader.memory import pause_collector
 from grader.sandbox import TRUSTED_OPTION
 
 
@@ -128,9 +129,7 @@ def _batch(args) -> int:
     _keep(args, course_file)
     missing = sum(row.get("status") == MISSING for row in rows)  # the roster's students without a submission
     print_class(rows, f"{len(rows) - missing} submissions" + (f", {missing} missing" if missing else "")
-                + f" -> {args.out}")
-    _note_unlisted_times(rows)
-    _note_off_roster(rows, args.out)
+                + f" -> {args.out}", args.out)
     if unapplied:
         console.print(Text.assemble("grader: ", terminal(str(unapplied))))
     if _said_grader_faults(rows):  # their grading did not complete: the batch did not either
@@ -141,10 +140,11 @@ def _batch(args) -> int:
 def _said_grader_faults(rows: list[dict]) -> bool:
     """Whether some of a graded class's ``rows`` are grader errors, not final; if so, one line on stderr names them."""
     from grader.batch import is_final
+    from grader.reports.terminal import named, record_keys
 
     faults = [row for row in rows if not is_final(row)]
     if faults:
-        print(f"grader: {len(faults)} of {len(rows)} records are grader errors, not final ({_named(_keys(faults))}): the reports "
+        print(f"grader: {len(faults)} of {len(rows)} records are grader errors, not final ({named(record_keys(faults))}): the reports "
               "show them so; run the batch again to grade them", file=sys.stderr)
     return bool(faults)
 
@@ -175,42 +175,6 @@ def _keep(args, course_file: Path) -> None:
     keep_course(args.out, course_file)
 
 
-NAMED = 10  # the records a note names (then their count)
-
-
-def _named(names: list[str]) -> str:
-    """``names`` (records' keys, students) for a note: the first ``NAMED``, then how many more."""
-    from grader.text import MAX_NAME, clean
-
-    shown = [clean(name, MAX_NAME) for name in names]
-    return ", ".join(shown[:NAMED]) + (f" and {len(shown) - NAMED} more" if len(shown) > NAMED else "")
-
-
-def _keys(rows: list[dict]) -> list[str]:
-    return [row.get("key") or row["student"] for row in rows]
-
-
-def _note_unlisted_times(rows: list[dict]) -> None:
-    """One line on stderr, naming the records, when due dates were judged without the instructor's list of submission
-    times."""
-    unlisted = [row for row in rows if row.get("time_unlisted")]
-    if unlisted:
-        print(f"grader: {len(unlisted)} of {len(rows)} records have a due date but no time in --submitted "
-              f"({_named(_keys(unlisted))}): "
-              "their lateness is judged by what the submission says (nbgrader's timestamp.txt, a zip's newest entry), "
-              "which its author can set, or not judged; give --submitted with the times your LMS recorded",
-              file=sys.stderr)
-
-
-def _note_off_roster(rows: list[dict], out: str | Path) -> None:
-    """One line on stderr naming the students with a submission who are not on the roster (left out of the LMS files)."""
-    off = sorted({row["student"] for row in rows if row.get("on_roster") is False})
-    if off:
-        print(f"grader: {len(off)} student{'s' * (len(off) != 1)} with a submission not on the roster, left out of "
-              f"canvas.csv and moodle.csv: {_named(off)}; add them to the roster (or rename the submission to their id) "
-              f"and run `grader gradebook {out}`", file=sys.stderr)
-
-
 def _gradebook(args) -> int:
     from grader.batch import load_results
     from grader.course import CourseError
@@ -233,9 +197,7 @@ def _gradebook(args) -> int:
         print(f"grader: {error}", file=sys.stderr)
         return 2
     _keep(args, course_file)
-    print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv")
-    _note_unlisted_times(shown.rows)
-    _note_off_roster(shown.rows, out)
+    print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv", out)
     return 0
 
 
@@ -486,10 +448,14 @@ ONE_GRADE = ("grade", "ci")
 
 
 def script() -> None:
-    """The `grader` command (and `python -m grader`): ``main``. After `grade` and `ci`, it exits without tearing down
-    an interpreter that holds torch, pytest and hypothesis (0.2 to 1 s, for nothing)."""
+    """The `grader` command (and `python -m grader`): ``main``. `grade` and `ci` import with the collector paused
+    (``memory.pause_collector``), and exit without tearing down an interpreter that holds torch, pytest and
+    hypothesis (0.2 to 1 s, for nothing)."""
+    one_grade = sys.argv[1:2] and sys.argv[1] in ONE_GRADE
+    if one_grade:
+        pause_collector()
     code = main()
-    if sys.argv[1:2] and sys.argv[1] in ONE_GRADE:
+    if one_grade:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

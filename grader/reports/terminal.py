@@ -1,6 +1,9 @@
 """Terminal: the summary printed after a grading (a table per exercise, then each failure's message); a batch's
-progress bar and its class's table."""
+progress bar and its class's table, with its notes on stderr."""
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -9,7 +12,7 @@ from rich.text import Text
 from grader.points import Grade
 from grader.reports.advice import collapsed, failures, points, rules_line, signed
 from grader.reports.feedback import final_score
-from grader.text import MAX_NAME, terminal
+from grader.text import MAX_NAME, clean, terminal
 
 
 def print_summary(grade: Grade, console: Console | None = None) -> None:
@@ -74,9 +77,10 @@ class BatchProgress:
         self.bar.stop()
 
 
-def print_class(rows: list[dict], title: str) -> None:
+def print_class(rows: list[dict], title: str, out: str | Path) -> None:
     """The class's table in the terminal, as summary.html's: final score ("-" where there is none: a submission that
-    could not be graded), overrides and late penalty apart, and status per record."""
+    could not be graded), overrides and late penalty apart, and status per record; then, on stderr, the records
+    whose lateness was judged without the instructor's times and the students not on the roster."""
     table = Table(title=terminal(title))
     for column in ("student", "assignment", "score", "adjusted", "late", "status"):
         table.add_column(column)
@@ -90,3 +94,40 @@ def print_class(rows: list[dict], title: str) -> None:
                       terminal(row.get("status", "graded")) if row.get("on_roster", True) else
                       terminal(f"{row.get('status', 'graded')} (not on the roster)"))
     Console().print(table)
+    _note_unlisted_times(rows)
+    _note_off_roster(rows, out)
+
+
+NAMED = 10  # the records a note names (then their count)
+
+
+def named(names: list[str]) -> str:
+    """``names`` (records' keys, students) for a note: the first ``NAMED``, then how many more."""
+    shown = [clean(name, MAX_NAME) for name in names]
+    return ", ".join(shown[:NAMED]) + (f" and {len(shown) - NAMED} more" if len(shown) > NAMED else "")
+
+
+def record_keys(rows: list[dict]) -> list[str]:
+    """Each record's key (student, or student and assignment)."""
+    return [row.get("key") or row["student"] for row in rows]
+
+
+def _note_unlisted_times(rows: list[dict]) -> None:
+    """One line on stderr, naming the records, when due dates were judged without the instructor's list of submission
+    times."""
+    unlisted = [row for row in rows if row.get("time_unlisted")]
+    if unlisted:
+        print(f"grader: {len(unlisted)} of {len(rows)} records have a due date but no time in --submitted "
+              f"({named(record_keys(unlisted))}): "
+              "their lateness is judged by what the submission says (nbgrader's timestamp.txt, a zip's newest entry), "
+              "which its author can set, or not judged; give --submitted with the times your LMS recorded",
+              file=sys.stderr)
+
+
+def _note_off_roster(rows: list[dict], out: str | Path) -> None:
+    """One line on stderr naming the students with a submission who are not on the roster (left out of the LMS files)."""
+    off = sorted({row["student"] for row in rows if row.get("on_roster") is False})
+    if off:
+        print(f"grader: {len(off)} student{'s' * (len(off) != 1)} with a submission not on the roster, left out of "
+              f"canvas.csv and moodle.csv: {named(off)}; add them to the roster (or rename the submission to their id) "
+              f"and run `grader gradebook {out}`", file=sys.stderr)

@@ -22,7 +22,7 @@ import pytest_metadata.plugin
 import torch
 
 from grader.course import Course, CourseError
-from grader.memory import GradingOutOfMemory, out_of_memory
+from grader.memory import GradingOutOfMemory, out_of_memory, resume_collector
 from grader.sandbox.host.client import WorkerSession
 from grader.sandbox.host.problems import GraderFault, StudentError, SubmissionProblem
 from grader.sandbox.host.proxy import Student, UncheckedValue
@@ -156,7 +156,9 @@ class GradingPlugin:
 
     def pytest_collection_finish(self, session):
         """The worker started beside the collection (``WorkerSession.start_early``) is waited for before any test
-        runs: which modules do not import is known to every test alike, whatever the timing."""
+        runs: which modules do not import is known to every test alike, whatever the timing. A one-shot grade's
+        collector comes back on (``memory.resume_collector``)."""
+        resume_collector()
         self._session.started()
 
     @pytest.hookimpl(tryfirst=True)

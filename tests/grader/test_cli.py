@@ -95,7 +95,7 @@ def test_help_shows_the_defaults_values_not_code(capsys, command):
 def test_records_without_a_time_are_named(capsys):
     """The note on records whose due date was judged without the instructor's list of times names them (it said
     "2 of 29 records have no time" and named none): the first ten, then how many more, in one line."""
-    from grader.cli import _note_unlisted_times
+    from grader.reports.terminal import _note_unlisted_times
 
     rows = [{"student": f"s{n:02d}", "time_unlisted": n % 2 == 0} for n in range(24)]
     rows.append({"student": "eve", "key": "eve/week1", "time_unlisted": True})

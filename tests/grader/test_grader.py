@@ -8,6 +8,7 @@ Cases with a hang use a copy of course.yaml with ``call_seconds: 2``.
 from __future__ import annotations
 
 import builtins
+import gc
 import hashlib
 import json
 import os
@@ -24,7 +25,7 @@ import pytest
 import torch
 from courses import MODULES, course_variant
 
-from grader import ROOT
+from grader import ROOT, memory
 from grader.course import COURSE_FILE, CourseError, load_course
 from grader.grade import grade_submission
 from grader.intake.submission import stage
@@ -951,3 +952,21 @@ def test_a_loop_is_judged_alike_whatever_the_values(tmp_path, zygote, course, op
     said = vectorized["output"]
     assert ("not judged yet" in said) == (rule == "not judged yet") and ("calls more tensor operations" in said) == (
         rule == "failed"), said
+
+
+def test_the_collector_is_off_only_while_torch_and_the_suites_are_imported(tmp_path, zygote, course):
+    """A one-shot grade imports with the collector off and has it back on, what it imported frozen, once the suites
+    are collected; so does the zygote for its workers, which collect their own garbage."""
+    folder = submission(tmp_path)
+    (folder / "probe.py").write_text("import gc\n\n\ndef collector():\n    return [gc.isenabled(), gc.get_freeze_count() > 0]\n")
+    session = WorkerSession(zygote, str(folder), course.grading.limits)
+    try:
+        assert session.run({"module": "probe", "path": ["collector"]}, ()).value == [True, True]
+        memory.pause_collector()
+        assert not gc.isenabled()
+        frozen = gc.get_freeze_count()
+        run_suites(session, course, "cpu", select="test_defaults")
+        assert gc.isenabled() and gc.get_freeze_count() > frozen
+    finally:
+        gc.enable()
+        session.stop()
