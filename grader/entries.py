@@ -74,7 +74,9 @@ def discover(source: str | os.PathLike, course: Course, assignment: str | None =
     for name, path, notebooks in shaped:
         if assignment is None and not by_assignment:
             entries = [Entry(name, path, whole_course=True)]
-        elif assignment is not None or is_notebook(path, notebooks) or not path.exists():  # intake says it is not there
+        elif assignment is not None:
+            entries = _as_assignment(name, path, notebooks, course, assignment)
+        elif is_notebook(path, notebooks) or not path.exists():  # intake says it is not there
             entries = notebooks or [Entry(name, path)]
         else:
             entries = [Entry(name, path, problem=_not_a_notebook(path, course))]
@@ -101,6 +103,20 @@ def _not_a_notebook(path: Path, course: Course) -> str:
     what = f"{shown}/ holds no assignment folder of the course ({named})" if path.is_dir() else f"{shown} is not a notebook"
     return (f"could not be graded: {what}, and this class is graded per assignment (most of its entries are"
             " notebooks): hand in each notebook, in nbgrader's submitted/<student>/<assignment>/ or as one .ipynb")
+
+
+def _as_assignment(student: str, path: Path, notebooks: list[Entry], course: Course, assignment: str) -> list[Entry]:
+    """A student's entries where the batch grades one ``assignment``: its nbgrader folder; else, where the student's
+    assignment folders are others that hold exercises of it (the handout's notebooks, a folder each, in a course
+    whose assignments group them), the student's whole folder, which the batch grades as ``assignment``; else their
+    other assignments, which the batch leaves out (found by our sixth instructor walk-through: a student handing in
+    01_scores/ ... 08_alibi/ was left out of `--assignment part1` without a word)."""
+    if not notebooks or any(entry.assignment == assignment for entry in notebooks):
+        return notebooks or [Entry(student, path)]
+    modules = course.assignment_modules()
+    if any(set(modules[entry.assignment]) & set(modules[assignment]) for entry in notebooks):
+        return [Entry(student, path)]
+    return notebooks
 
 
 def _nbgrader_entries(student: str, folder: Path, course: Course) -> list[Entry]:

@@ -18,7 +18,7 @@ from courses import MODULES, TOTAL, course_variant
 import grader.intake.submission
 from grader import ROOT
 from grader.batch import NOT_READ, _course, run_batch
-from grader.course import COURSE_FILE, course
+from grader.course import COURSE_FILE, course, load_course
 from grader.entries import BatchError, discover
 
 pytestmark = pytest.mark.slow
@@ -295,6 +295,27 @@ def test_what_most_entries_are_decides_how_the_class_is_graded(tmp_path):
         (name, None, path, True, None) for name, path in (
             ("ada", "ada"), ("ben", "ben"), ("cy", "cy"), ("dave", "dave"), ("eve", "eve.zip"), ("fay", "fay"),
             ("gus", "gus.ipynb"), ("ivan", "ivan.ipynb"))]
+
+
+def test_a_students_notebook_folders_are_graded_as_the_assignment_that_groups_them(tmp_path):
+    """`--assignment week1` in a course whose week1 groups scores and softmax: a student who handed in the handout's
+    notebook folders (01_scores/, 02_softmax/, ...) is graded as week1 on their whole folder, not left out without a
+    word (the sixth instructor walk-through); one whose folders hold none of week1's exercises is left out (nothing
+    of week1 handed in), and a week1/ folder is still taken alone."""
+    text = COURSE_FILE.read_text(encoding="utf-8").replace(
+        "# assignments:\n#   - {name: week1", "assignments:\n  - {name: week1")
+    week = course_variant(tmp_path / "course", text)
+    submitted = nbgrader_submitted(tmp_path / "submitted")  # ada: softmax (done) and quiz; ben: softmax (a stub)
+    (submitted / "cy" / "week1").mkdir(parents=True)
+    shutil.copy(SOLUTIONS / "softmax.py", submitted / "cy" / "week1" / "softmax.py")
+    shutil.rmtree(submitted / "ada" / course().notebook_name("softmax"))  # ada: the quiz alone, no exercise of week1
+    entries = discover(submitted, load_course(week), "week1")
+    assert [(e.student, e.path.relative_to(submitted).as_posix(), e.assignment) for e in entries] == [
+        ("ada", f"ada/{course().notebook_name('quiz')}/{course().notebook_name('quiz')}.ipynb",
+         course().notebook_name("quiz")), ("ben", "ben", None), ("cy", "cy/week1", "week1")]
+    rows = run_batch(submitted, tmp_path / "out", course_file=week, jobs=1, assignment="week1")
+    assert [(r["student"], r["assignment"], r["exercises"]["softmax"]["score"]) for r in rows] == [
+        ("ben", "week1", 0), ("cy", "week1", course().exercise("softmax").points)]
 
 
 def test_a_file_for_a_notebook_costs_no_classmate_their_assignments(tmp_path):
