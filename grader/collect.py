@@ -37,7 +37,7 @@ from grader.batch import run_batch
 from grader.course import Course, Intake, load_course
 from grader.entries import BatchError, submission_name
 from grader.intake.walk import intake_reads
-from grader.records.adjust import class_course, keep_course, load_records
+from grader.records.adjust import class_course, keep_course, keep_records, load_records
 from grader.reports.files import write_atomic
 from grader.text import MAX_NAME, clean, csv_cell, student_id
 
@@ -318,4 +318,5 @@ def collect(roster: str | os.PathLike, out: str | os.PathLike, *, deadline: str,
         except BatchError as error:
             raise CollectError(str(error)) from None
         keep_course(out / "grades", course_file)
+        keep_records(out / "grades", submitted=out / "collected.csv")  # a later gradebook keeps the late penalties
     return Collected(repositories, rows)

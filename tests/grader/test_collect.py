@@ -309,7 +309,7 @@ def test_a_path_listed_twice_refuses_the_repository(tmp_path):
 def test_a_commit_after_the_due_date_costs_the_late_penalty(tmp_path):
     """collect grades each repository as of its commit's time: a commit past course.yaml's due date loses the late
     penalty, as a batch given the times does (found by our fourth instructor walk-through: it scored full marks
-    without a word, the times only in collected.csv)."""
+    without a word, the times only in collected.csv), and a later gradebook of its grades too."""
     from courses import course_variant
 
     course_file = course_variant(tmp_path / "course", COURSE_FILE.read_text(encoding="utf-8") + (
@@ -320,3 +320,11 @@ def test_a_commit_after_the_due_date_costs_the_late_penalty(tmp_path):
     [ada] = rows
     assert ada["graded_score"] == TOTAL and ada["score"] == pytest.approx(TOTAL * 0.9), ada["adjustments"]
     assert ada["submitted_at"] == BEFORE and [a["kind"] for a in ada["adjustments"]] == ["late"]
+    # a later gradebook of the grades (new overrides, say) keeps the commit times, and so the penalty (the sixth
+    # instructor walk-through: it lost every late penalty, exit 0)
+    from grader import cli
+
+    assert cli.main(["gradebook", str(tmp_path / "out" / "grades")]) == 0
+    with open(tmp_path / "out" / "grades" / "gradebook.csv", newline="", encoding="utf-8-sig") as handle:
+        [row] = csv.DictReader(handle)
+    assert (row["late_penalty"], row["submitted_at"]) == (f"{TOTAL * 0.1:g}", BEFORE)
