@@ -162,13 +162,24 @@ def class_view(course: Course, rows: Sequence[dict], records: Records,
     missing_rows = _missing_rows(course, rows, records, assignment)
     records, unapplied = _applicable(records, [*rows, *missing_rows])
     views = [view(course, row, records, source_time(row, stamps)) for row in [*rows, *missing_rows]]
-    moved = {v["student"] for v in views if v.get("extended_to")}
-    unapplied += [f"{e.where}: {e.due.isoformat()} is not later than the due date of any record of student "
-                  f"{clean(e.student, MAX_NAME)!r}: it extends nothing" for (student, assignment), e in
-                  records.extensions.items() if assignment is None and student not in moved]
+    unapplied += _extending_nothing(course, records, [*rows, *missing_rows])
     views.sort(key=lambda v: (v["student"], v.get("assignment") or ""))
     unlisted = sorted({row["student"] for row in rows} - set(records.roster)) if records.roster is not None else []
     return ClassView(views, unlisted, unapplied)
+
+
+def _due(course: Course, assignment: str | None) -> datetime | None:
+    """course.yaml's due date of a record on ``assignment`` (None: the whole course), if it has one."""
+    return course.late.due.get(assignment or WHOLE_COURSE) if course.late is not None else None
+
+
+def _extending_nothing(course: Course, records: Records, rows: Sequence[dict]) -> list[str]:
+    """Why each extension without an assignment moves no due date of its student's ``rows``."""
+    moved = {row["student"] for row in rows if (due := _due(course, row.get("assignment")))
+             and extension_of(records.extensions, row["student"], row.get("assignment"), due)}
+    return [f"{e.where}: {e.due.isoformat()} is not later than the due date of any record of student "
+            f"{clean(e.student, MAX_NAME)!r}: it extends nothing" for (student, assignment), e in
+            records.extensions.items() if assignment is None and student not in moved]
 
 
 def _applicable(records: Records, rows: Sequence[dict]) -> tuple[Records, list[str]]:
@@ -228,7 +239,10 @@ def check_records(course: Course, records: Records, planned: Sequence[tuple[str,
 
     overrides = [o for o in records.overrides if now(o.student)]
     _check_overrides(overrides, rows)
-    _check_extensions({key: e for key, e in records.extensions.items() if now(e.student)}, rows)
+    extensions = {key: e for key, e in records.extensions.items() if now(e.student)}
+    _check_extensions(extensions, rows)
+    for problem in _extending_nothing(course, replace(records, extensions=extensions), rows):
+        raise TableError(problem)
     _check_times(records.submitted, [key for key in records.submitted if now(key[0])], students)
     for override in overrides:
         for row in rows:
@@ -250,7 +264,7 @@ def view(course: Course, row: dict, records: Records, stamp: datetime | None) ->
     out.pop("submitted_at", None)
     # Without the instructor's list, a due date is judged by the submission's own word (timestamp.txt, a zip's
     # entries), which its author sets, or not at all (SECURITY.md, "Submission times"): the CLI says so.
-    due = course.late.due.get(assignment or WHOLE_COURSE) if course.late is not None else None
+    due = _due(course, assignment)
     out["time_unlisted"] = listed is None and row.get("status") != MISSING and due is not None
     extension = extension_of(records.extensions, row["student"], assignment, due) if due else None
     out.pop("extended_to", None)

@@ -521,6 +521,8 @@ def test_an_extension_for_every_record_extends_those_whose_due_date_it_is_past(t
     shown = class_view(later, [_record("ann")], load_records(later, submitted=times, extensions=path))
     assert shown.unapplied == [f"{path}:2: 2026-11-23T23:59:00+00:00 is not later than the due date of any record of "
                                "student 'ann': it extends nothing"]  # the review: loaded, then silently nothing
+    records = load_records(later, submitted=times, extensions=path)  # and before grading, as any bad line is (the
+    assert _error(check_records, later, records, [("ann", None)]) == shown.unapplied[0]  # sixth walk-through)
     early = _write(tmp_path / "early.csv", "student,due\nann,2026-11-19T23:59:00Z\n")
     assert "not later than the due date it extends (2026-11-20T23:59:00+00:00)" in _error(load_extensions, early, course)
 
@@ -703,7 +705,7 @@ def test_the_terminal_table_says_what_the_summary_says(monkeypatch, capsys):
     late = {**_record("ann"), "score": 15.0, "adjustments": [
         {"kind": "override", "target": "", "points": -1.0, "reason": "x", "source": "o.csv:2"},
         {"kind": "late", "target": "", "points": -4.0, "reason": "late", "source": "course.yaml late"}]}
-    print_class([late, {**_record("gus"), "status": "error: cannot grade: gus.zip is not a zip file"}], "class")
+    print_class([late, {**_record("gus"), "status": "error: cannot grade: gus.zip is not a zip file"}], "class", "out")
     rows = [line.replace("┃", "│").split("│")[1:-1] for line in capsys.readouterr().out.splitlines()
             if line.startswith(("│", "┃"))]
     lines = {cells[0].strip(): [cell.strip() for cell in cells] for cells in rows}
