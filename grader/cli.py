@@ -154,7 +154,7 @@ def _class_records(args):
     ``--roster``, ``--overrides``, ``--submitted`` and ``--extensions``, else those kept in the output folder by an
     earlier run, each kept one said on stderr (CourseError, TableError)."""
     from grader.course import load_course
-    from grader.records.adjust import class_course, kept_records
+    from grader.records.adjust import class_course, kept_records, replaced_rows
 
     course_file, kept_course = class_course(args.out, args.course)
     course = load_course(course_file)
@@ -164,6 +164,8 @@ def _class_records(args):
     for path in kept:
         print(f"grader: using {path} (kept from an earlier run; give one with only its header line to clear it)",
               file=sys.stderr)
+    for note in replaced_rows(args.out, overrides=args.overrides, extensions=args.extensions):
+        print(f"grader: {note}", file=sys.stderr)
     return course_file, course, records
 
 

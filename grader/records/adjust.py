@@ -85,6 +85,25 @@ def kept_records(course: Course, out: str | Path, roster: str | Path | None = No
     return load_records(course, **paths), [str(kept[kind]) for kind in given if given[kind] is None and paths[kind]]
 
 
+def replaced_rows(out: str | Path, **given: str | Path | None) -> list[str]:
+    """A note for each file given (``overrides``, ``extensions``) that replaces the one kept in ``out/records/`` by an
+    earlier run without some of its rows: they no longer apply (a file of one new override dropped every earlier one
+    without a word: found by our sixth instructor walk-through)."""
+    notes = []
+    for kind, path in given.items():
+        kept = Path(out) / KEPT / f"{kind}.csv"
+        if path is None or not kept.is_file() or Path(path).resolve() == kept.resolve():
+            continue
+        new = {line.strip() for line in Path(path).read_text(encoding="utf-8-sig", errors="replace").splitlines()}
+        gone = [line.strip() for line in kept.read_text(encoding="utf-8-sig", errors="replace").splitlines()[1:]
+                if line.strip() and line.strip() not in new]
+        if gone:
+            shown = "; ".join(clean(line, 80) for line in gone[:3]) + (" ..." if len(gone) > 3 else "")
+            notes.append(f"{path} replaces {kept} (kept from an earlier run): {len(gone)} of its rows are not in it "
+                         f"and no longer apply ({shown}); add them to {path} to keep them")
+    return notes
+
+
 def class_course(out: str | Path, given: str | Path | None) -> tuple[Path, bool]:
     """The course.yaml of a class's output folder, and whether it is the one kept there: ``given`` (``--course``),
     else the one an earlier run of ``out`` was graded with (``keep_course``), else the project's. A ``given`` course
