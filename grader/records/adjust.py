@@ -233,6 +233,10 @@ def _applicable(records: Records, rows: Sequence[dict]) -> tuple[Records, list[s
             _check_times(records.submitted, [key], students)
         except TableError as error:
             unapplied.append(str(error))
+    try:
+        _check_times(records.submitted, [], students, {row["student"] for row in rows if row.get("status") != MISSING})
+    except TableError as error:
+        unapplied.append(str(error))
     return replace(records, overrides=tuple(overrides), extensions=extensions), unapplied
 
 
@@ -262,7 +266,8 @@ def check_records(course: Course, records: Records, planned: Sequence[tuple[str,
     _check_extensions(extensions, rows)
     for problem in _extending_nothing(course, replace(records, extensions=extensions), rows):
         raise TableError(problem)
-    _check_times(records.submitted, [key for key in records.submitted if now(key[0])], students)
+    _check_times(records.submitted, [key for key in records.submitted if now(key[0])], students,
+                 {student for student, _ in planned} | set(undecided))
     for override in overrides:
         for row in rows:
             if not override.check and _applies(override, row):
@@ -427,13 +432,18 @@ def _check_extensions(extensions: Extensions, rows: Sequence[dict]) -> None:
                              + " in this class or its roster")
 
 
-def _check_times(times: Times, keys, students: Collection[str]) -> None:
+def _check_times(times: Times, keys, students: Collection[str], handed: Collection[str] = ()) -> None:
     """Each listed time (of ``keys``) names a student of the class or of the roster: a misspelled id left its student
-    without a time, unsaid (found by our instructor's walk-through)."""
+    without a time, unsaid (found by our instructor's walk-through); and no student who ``handed`` something in is
+    listed without a time (a blank cell took a late penalty away: the sixth walk-through)."""
     for key in keys:
         if key[0] not in students:
             raise TableError(f"{times.where.get(key, 'the list of submission times')}: no student "
                              f"{clean(key[0], MAX_NAME)!r} in this class or its roster")
+    for key, where in times.blank.items():
+        if key[0] in handed:
+            raise TableError(f"{where}: no time for student {clean(key[0], MAX_NAME)!r}, who handed something in: give "
+                             "the time your LMS recorded (without one, the submission's own word judges its lateness)")
 
 
 def _applies(override: Override, row: Mapping) -> bool:

@@ -34,11 +34,13 @@ MAX_TIMESTAMP_BYTES = 200
 EXTENSION_COLUMNS = ("student", "assignment", "due")
 
 class Times(dict):
-    """(student, assignment or None: any) -> submitted at; ``where``: each key's file:line."""
+    """(student, assignment or None: any) -> submitted at; ``where``: each key's file:line; ``blank``: the file:line
+    of each key listed without a time (collect's failed clones; an instructor's slip where the student handed in)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.where: dict[tuple[str, str | None], str] = {}
+        self.blank: dict[tuple[str, str | None], str] = {}
 Extensions = dict[tuple[str, "str | None"], "Extension"]  # (student, assignment or None: any) -> their extension
 
 
@@ -58,7 +60,7 @@ def zone(late: Late | None) -> tzinfo:
 
 
 def load_submitted(path: str | Path, course: Course) -> Times:
-    """The instructor's list of submission times; a row without a time (a failed clone) is left out."""
+    """The instructor's list of submission times; a row without a time (a failed clone) is noted apart (``blank``)."""
     header, rows = read_table(path, "a list of submission times")
     student, when = pick(header, STUDENT_COLUMNS), pick(header, TIME_COLUMNS)
     if student is None or when is None:
@@ -78,6 +80,8 @@ def load_submitted(path: str | Path, course: Course) -> Times:
         if row[when]:
             times[key] = parse_time(row[when], zone(course.late), row.where)
             times.where[key] = row.where
+        else:
+            times.blank[key] = row.where
     return times
 
 

@@ -24,6 +24,7 @@ from grader.records.adjust import (
     load_records,
 )
 from grader.records.late import (
+    Times,
     extension_of,
     late_penalty,
     load_extensions,
@@ -486,6 +487,20 @@ def test_a_time_of_a_student_neither_in_the_class_nor_on_the_roster_is_refused(t
     assert check_records(_late(), Records(roster=roster, submitted=records.submitted), [("ann", None)]) is None
 
 
+def test_a_blank_time_for_a_student_who_handed_in_is_refused(tmp_path):
+    """A row of the list of times with its time left blank, for a student who handed something in, is refused before
+    grading and left out (named) once graded (the sixth instructor walk-through: it took a 30% penalty away, exit 0);
+    for one who handed nothing in (collect's failed clone) it is no error."""
+    path = _write(tmp_path / "times.csv", "student,submitted_at\nann,2026-11-21T10:00:00Z\nfinn,\n")
+    records = Records(submitted=load_submitted(path, _late()))
+    said = (f"{path}:3: no time for student 'finn', who handed something in: give the time your LMS recorded (without "
+            "one, the submission's own word judges its lateness)")
+    assert _error(check_records, _late(), records, [("ann", None), ("finn", None)]) == said
+    assert class_view(_late(), [_record("ann"), _record("finn")], records).unapplied == [said]
+    roster = load_roster(_write(tmp_path / "roster.csv", "id,name\nann,Ann Lee\nfinn,Finn Roe\n"))
+    assert check_records(_late(), Records(roster=roster, submitted=records.submitted), [("ann", None)]) is None
+
+
 def test_an_extension_moves_the_due_date_of_its_student_alone(tmp_path):
     """ann's due date moves three days: two days late is on time for her, four days late costs one started day from
     her own due date; bob, as late, loses two days' share."""
@@ -838,7 +853,7 @@ def test_a_class_graded_per_assignment_misses_each_assignment_apart():
     rows = [_record("ann", assignment="01_scores"), _record("ann", assignment="02_softmax"),
             _record("bob", assignment="02_softmax")]
     roster = {sid: Student(sid) for sid in ("ann", "bob", "cy")}
-    late = {("ann", "02_softmax"): due + timedelta(hours=1), ("bob", None): due + timedelta(hours=1)}
+    late = Times({("ann", "02_softmax"): due + timedelta(hours=1), ("bob", None): due + timedelta(hours=1)})
     shown = class_view(course, rows, Records(roster=roster, submitted=late))
     assert [v["key"] for v in shown.rows if v["status"] == "missing"] == ["bob/01_scores", "cy/01_scores", "cy/02_softmax"]
     views = {(v["student"], v["assignment"]): v for v in shown.rows}
