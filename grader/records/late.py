@@ -31,7 +31,7 @@ TIME_COLUMNS = ("submitted_at", "submitted", "submission_time", "commit_time", "
 TIMESTAMP_FILE = "timestamp.txt"  # nbgrader's, in each submitted/<student>/<assignment>/
 MAX_TIMESTAMP_BYTES = 200
 
-EXTENSION_COLUMNS = ("student", "assignment", "due")
+EXTENSION_COLUMNS = ("student", "assignment", "due", "reason")  # reason: the instructor's note, not shown
 
 class Times(dict):
     """(student, assignment or None: any) -> submitted at; ``where``: each key's file:line; ``blank``: the file:line
@@ -87,12 +87,13 @@ def load_submitted(path: str | Path, course: Course) -> Times:
 
 def load_extensions(path: str | Path, course: Course) -> Extensions:
     """The instructor's extensions (student, due, an optional assignment: ``course`` or blank for a class graded on the
-    whole course), each checked against course.yaml's late policy: a due date to extend, and later than it. A due
+    whole course; an optional reason, the instructor's own note), each checked against course.yaml's late policy: a due date to extend, and later than it. A due
     date is written as course.yaml's are (ISO 8601 with its zone; one that names no zone is in ``late.timezone``)."""
     header, rows = read_table(path, "a list of extensions")
     unknown = [name for name in header if name and name not in EXTENSION_COLUMNS]
     if unknown or "student" not in header or "due" not in header:
-        raise TableError(f"{path}:1: a list of extensions has the columns student, due (and optionally assignment)"
+        raise TableError(f"{path}:1: a list of extensions has the columns student, due (and optionally assignment, "
+                         "reason)"
                          + (f", not {clean(unknown[0], MAX_NAME)!r}" if unknown else ""))
     late, lines = course.late, {}
     extensions: Extensions = {}

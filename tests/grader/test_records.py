@@ -503,9 +503,9 @@ def test_a_blank_time_for_a_student_who_handed_in_is_refused(tmp_path):
 
 def test_an_extension_moves_the_due_date_of_its_student_alone(tmp_path):
     """ann's due date moves three days: two days late is on time for her, four days late costs one started day from
-    her own due date; bob, as late, loses two days' share."""
+    her own due date; bob, as late, loses two days' share. A reason column is the instructor's note."""
     course = _late()  # due 2026-11-20 23:59 UTC, 10% of the points per started day
-    extensions = _write(tmp_path / "extensions.csv", "student,due\nann,2026-11-23T23:59:00Z\n")
+    extensions = _write(tmp_path / "extensions.csv", "student,due,reason\nann,2026-11-23T23:59:00Z,ill (note 12)\n")
     def shown(ann_at):
         times = _write(tmp_path / "t.csv", f"student,submitted_at\nann,{ann_at}\nbob,2026-11-22T23:00:00Z\n")
         records = load_records(course, submitted=times, extensions=extensions)
