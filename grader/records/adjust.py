@@ -114,6 +114,8 @@ def class_course(out: str | Path, given: str | Path | None) -> tuple[Path, bool]
     kept = _kept_course(out, kept_file) if kept_file.is_file() else None
     if given is not None:
         chosen = Path(given).resolve()
+        if not chosen.is_file():  # a typo: said as such, not as a course other than the kept one
+            raise CourseError(f"{given}: cannot read: no such file")
         if kept is not None and kept != chosen and kept.is_file():
             raise CourseError(f"{out} was graded with {kept}, not {chosen}: give --course {kept} (or another --out; "
                               f"to move this class to the other course, remove {kept_file})")

@@ -208,6 +208,8 @@ def test_a_class_copied_with_or_without_its_course_finds_the_course_it_was_grade
     assert class_course(tmp_path / "moved" / "out", None) == (tmp_path / "moved" / "course" / "course.yaml", True)
     with pytest.raises(CourseError, match=f"was graded with {course}, which is gone"):
         class_course(tmp_path / "elsewhere" / "deep" / "out", None)
+    with pytest.raises(CourseError, match=r"cours.yaml: cannot read: no such file$"):  # a typo is no other course
+        class_course(tmp_path / "moved" / "out", tmp_path / "moved" / "course" / "cours.yaml")
 
 
 # ----------------------------------------------------------------- overrides
