@@ -50,7 +50,7 @@ def _notebooks(args, load) -> int:
 def _new_exercise(args) -> int:
     from grader.authoring.lessons import LessonError
     from grader.authoring.scaffold import ScaffoldError, new_exercise
-    from grader.course import CourseError
+    from grader.course import CourseError, load_course
 
     try:
         written = new_exercise(Path(args.course), args.name, args.title or args.name.replace("_", " ").capitalize(),
@@ -62,6 +62,10 @@ def _new_exercise(args) -> int:
         print(f"wrote {path.resolve().relative_to(course_root(args.course))}")
     print(f"exercise {args.name} works as it is (an example that scales a tensor): make it yours in "
           f"tests/course/{args.name}/ and solutions/{args.name}.py, then run `grader check-exercise {args.name}`")
+    assignments = [a.name for a in load_course(Path(args.course)).assignments]
+    if assignments:  # the sixth instructor walk-through: added to none, unsaid
+        print(f"course.yaml has assignments ({', '.join(assignments)}): add {args.name} to the exercises of the one "
+              "that should grade it (no assignment lists it yet; the whole course grades it)")
     return 0
 
 
