@@ -231,7 +231,7 @@ def test_copy_linear_weights(student, course, device, case):
                 C.checked(g, want, what=f"src.{name}", on=on, dtypes=C.FLOATING).to(want), want.detach()):
             raise C.CheckFailed(f"copy_linear_weights(src, dst) changed src.{name} ({on}): read src's weights without "
                                 "changing them (an in-place method such as .t_() or .transpose_() on src's weight "
-                                "transposes src itself; .T is a view, a copy is .T.clone()).")
+                                "transposes src itself).")
     got = dst.params()
     for name in ("W_query", "W_key", "W_value"):
         want = getattr(src_ref, name).weight.detach().T
