@@ -20,7 +20,7 @@ import difflib
 import importlib
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 import torch
@@ -83,6 +83,7 @@ class Subject:
     sizes: tuple[Size, ...] = ()  # vectorized: the first call is the base the others are compared with
     loop_over: str = "tokens or batch elements"
     half: tuple[HalfInputs, ...] = (HalfInputs(),)
+    also_unchanged_with: tuple[tuple, ...] = ()  # other ``options`` the inputs must stay unchanged with
 
     @property
     def is_module(self) -> bool:
@@ -391,11 +392,13 @@ def test_inputs_not_modified(student, course, device, exercise, contract):
     """No function or module changes its input tensors in place."""
     for subject in contract.subjects:
         def check(subject):
-            checked = prepare(student, exercise, subject, device, torch.float32, course.seed)
-            before = [a.clone() if isinstance(a, torch.Tensor) else a for a in checked.args]
-            on = subject.on(checked.args)
-            result = C.attempt(lambda: checked.call.run(args=checked.args, return_args=True), subject.what, on)
-            C.unchanged(before, result, subject.args, what=subject.what, on=on)
+            for options in (subject.options, *subject.also_unchanged_with):
+                checked = prepare(student, exercise, replace(subject, options=options), device, torch.float32,
+                                  course.seed)
+                before = [a.clone() if isinstance(a, torch.Tensor) else a for a in checked.args]
+                on = subject.on(checked.args)
+                result = C.attempt(lambda: checked.call.run(args=checked.args, return_args=True), subject.what, on)
+                C.unchanged(before, result, subject.args, what=subject.what, on=on)
         judged(student, course, exercise, subject, device, check)
 
 

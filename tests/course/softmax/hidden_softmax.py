@@ -129,5 +129,6 @@ CONTRACT = Contract(subjects=(
             values=lambda student, course, case: _check(student, course, *case.args, *C.tolerance(
                 course, case.args[0].dtype, float(case.args[0].abs().max()))),
             instead="exp of the shifted scores divided by their sum along dim, with amax/exp/sum (keepdim=True).",
-            half=(HalfInputs(2.0, (-1, 1.0)), HalfInputs(100.0, (-1, 1.0))), sizes=sequences(4)),
+            half=(HalfInputs(2.0, (-1, 1.0)), HalfInputs(100.0, (-1, 1.0))), sizes=sequences(4),
+            also_unchanged_with=((-2, 1.0),)),  # x /= t changes x where t != 1; z = x, then z.sub_(...), where t == 1
 ))

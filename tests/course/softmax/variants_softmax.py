@@ -28,6 +28,9 @@ bug("softmax", "global_max", "softmax subtracts the max of the whole tensor, not
     (SM, "z = z - z.max()"), shows=("softmax.global_max",))
 bug("softmax", "inplace", "softmax divides and shifts the caller's tensor in place (x /= t, x -= max)",
     ("z = x / temperature\n", "x /= temperature\n    z = x\n"), (SM, "z -= z.amax(dim=dim, keepdim=True)"))
+bug("softmax", "inplace_at_temperature_one", "softmax shifts the caller's tensor in place when the temperature is 1",
+    ("z = x / temperature\n", "z = x if temperature == 1 else x / temperature\n"),
+    (SM, "z.sub_(z.amax(dim=dim, keepdim=True))"))
 bug("softmax", "no_temperature_check", "softmax accepts a temperature <= 0 (no ValueError)",
     ("""    if temperature <= 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
