@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -258,22 +259,27 @@ def public_sources(course: Course) -> set[str]:
     return lines
 
 
-def solutions_in_public(course: Course) -> list[str]:
-    """Where a line of code of a solution block (comments aside, at least MIN_SHOWN_CHARS long) is in the public
-    sources too (a hint recomputing a mistake beside the right computation, say): public by design, so no leak, but
-    there for students to read."""
+def solutions_in_public(course: Course, files: Mapping[str, str]) -> list[str]:
+    """Where a line of code of a solution block of the handout's exercises (comments aside, at least
+    MIN_SHOWN_CHARS long) is in its stubs or public checks too (``files``: the handout's, path -> text; a hint
+    recomputing a mistake beside the right computation, say): public by design, so no leak, but there for students
+    to read."""
     def code(line: str) -> str:
         return line.split("  #")[0].strip()
 
-    public = {code(line) for line in public_sources(course.whole)}
-    return [origin for origin, line in solution_lines(course)
+    public = {code(line) for name, text in files.items() if name.startswith(("exercises/", "tests/public/"))
+              for line in text.splitlines()}
+    return [origin for origin, line in solution_lines(course, course.modules)
             if len(code(line)) >= MIN_SHOWN_CHARS and code(line) in public]
 
 
-def solution_lines(course: Course) -> list[tuple[str, str]]:
-    """(where, line) of every line inside a solution block of solutions/ ("solutions/<module>.py:12")."""
+def solution_lines(course: Course, modules: Iterable[str] | None = None) -> list[tuple[str, str]]:
+    """(where, line) of every line inside a solution block of solutions/ ("solutions/<module>.py:12"): of every file
+    there (None), or of ``modules``' own."""
+    paths = sorted(course.solutions_dir.glob("*.py")) if modules is None else [
+        path for path in (course.solutions_dir / f"{module}.py" for module in modules) if path.is_file()]
     found = []
-    for path in sorted(course.solutions_dir.glob("*.py")):
+    for path in paths:
         source = path.read_text(encoding="utf-8")
         lines = source.splitlines()
         found += [(f"{path.relative_to(course.root)}:{number + 1}", lines[number])
@@ -486,7 +492,7 @@ def build_handout(outdir: str | os.PathLike, *, grader_repository: str | None,
         shown = "; ".join(f"{file}:{line} is {origin}" for file, line, origin in leaks[:5])
         raise ReleaseError(f"the handout would hold {len(leaks)} line(s) of the hidden suites or solutions ({shown}); "
                            "nothing was written")
-    shared = solutions_in_public(course)
+    shared = solutions_in_public(course, files)
     if shared:
         notes.append(f"the public checks or hints hold {len(shared)} line(s) of the reference solutions "
                      f"({', '.join(shared[:5])}), as students may read them there: a hint that recomputes a mistake "

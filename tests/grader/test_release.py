@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from courses import MODULES
+from courses import MODULES, course_variant
 from no_namespaces import refused
 
 from grader import ROOT, cli
@@ -25,6 +25,7 @@ from grader.authoring.release import (
     ReleaseError,
     build_handout,
     find_leaks,
+    handout_files,
     meaningful,
     notebook_sources,
     pinned,
@@ -36,7 +37,7 @@ from grader.authoring.release import (
 )
 from grader.authoring.stubs import render_exercises
 from grader.cli import GRADER_FAULT_STATUS
-from grader.course import CourseError, course
+from grader.course import COURSE_FILE, CourseError, course
 from grader.reports.results import GRADESCOPE_SCHEMA
 from grader.sandbox.host.problems import GraderFault
 
@@ -107,8 +108,6 @@ def test_the_readme_says_when_the_work_is_due_and_what_it_is(tmp_path):
     the assignment's for its handout; a policy that gives the assignment none says nothing); an assignment's handout
     is titled and counted as that assignment (it said "The course is worth N points" under the course's title; found
     by our instructor's walk-through)."""
-    from courses import course_variant
-
     first, second = course().exercises[:2]  # the second exercise's assignment has a due date of its own, the first none
     due, undue = course().notebook_name(second.module), course().notebook_name(first.module)
     data = yaml.safe_load((ROOT / "course.yaml").read_text(encoding="utf-8"))
@@ -135,8 +134,6 @@ def test_a_course_grading_would_refuse_is_never_released(tmp_path):
     """A banned entry no check reads (a misspelled function) is refused by release as by grade and batch: the handout
     listed a rule that bans nothing, and its Gradescope autograder failed every submission (found by our instructor's
     walk-through); nothing is written."""
-    from courses import course_variant
-
     data = yaml.safe_load((ROOT / "course.yaml").read_text(encoding="utf-8"))
     data["banned"]["softmax.softmaxx"] = data["banned"].pop("softmax.softmax")
     path = course_variant(tmp_path / "course", yaml.safe_dump(data, sort_keys=False))
@@ -234,13 +231,18 @@ def test_the_reference_lines_the_public_hints_hold_are_told_to_the_instructor(tm
     """A line of code of a solution block that the public checks or hints hold too (the causal mask, which a hint
     recomputes) is public by design, not refused as a leak, but named in a note of release: a hint recomputing a
     mistake holds the right computation, for students to read (found by our instructor's walk-through)."""
-    shared = solutions_in_public(course())
+    files, _ = handout_files(course(), grader_repository=REPOSITORY)
+    shared = solutions_in_public(course(), files)
     line = next(number for number, text in enumerate((ROOT / "solutions" / "causal.py").read_text().splitlines(), 1)
                 if "dtype=torch.bool, device=device).tril()" in text)
     assert f"solutions/causal.py:{line}" in shared
     built = build_handout(tmp_path / "handout", grader_repository=REPOSITORY)
     assert any(note.startswith(f"the public checks or hints hold {len(shared)} line(s) of the reference solutions "
                                f"({shared[0]}") for note in built.notes), built.notes
+    week1 = course_variant(tmp_path / "course", COURSE_FILE.read_text(encoding="utf-8").replace(
+        "# assignments:\n#   - {name: week1", "assignments:\n  - {name: week1"))  # scores and softmax
+    partial = build_handout(tmp_path / "week1", grader_repository=REPOSITORY, course_file=week1, assignment="week1")
+    assert not any("solutions/causal.py" in note for note in partial.notes), partial.notes  # the sixth walk-through
 
 
 def test_meaningful_lines():
