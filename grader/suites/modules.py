@@ -30,6 +30,7 @@ from grader.suites.checks import (
     tolerance,
     without_frames,
 )
+from grader.suites.checks import seed as seed_references
 
 
 def detached(module: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -56,6 +57,30 @@ def same_params(got: dict, want: dict, what: str, on: str, how: str):
             reason = "the parameters are created in another order" if swapped else "it was drawn differently"
             raise CheckFailed(f"with torch.manual_seed(...) right before construction, parameter {name} of {what} "
                               f"differs from the expected one ({on}): {reason}. Hint: {how}")
+
+
+def expect_seeded_init(constructor, args, kwargs: dict, seed: int, reference, what: str, on: str, how: str) -> None:
+    """The student's module built right after seeding with ``seed`` holds the parameters ``reference()``, built after
+    the same seed, holds (``same_params``). Where it does not, and a second build after another seed draws the very
+    same parameters, the constructor seeds torch itself, and the failure says so (walk-through 10: the hint named the
+    draw, which was right)."""
+    label = f"{what}(...)"
+    got = build_seeded(constructor, args, kwargs, seed, label, on).params()
+    seed_references(seed)
+    want = detached(reference())
+    try:
+        same_params(got, want, what, on, how)
+        return
+    except CheckFailed as caught:
+        failure = without_frames(caught)
+    again = build_seeded(constructor, args, kwargs, seed + 1, label, on).params()
+    if set(again) == set(got) and all(
+            torch.equal(checked(expect_tensor(got[n], n, on), want.get(n, got[n]), what=n, on=on, dtypes=FLOATING),
+                        checked(expect_tensor(again[n], n, on), want.get(n, got[n]), what=n, on=on, dtypes=FLOATING))
+            for n in got):
+        raise CheckFailed(f"{what} draws the same parameters whatever torch.manual_seed(...) set before it ({on}): "
+                          "it seeds torch itself; leave seeding to the caller (no torch.manual_seed in __init__).")
+    raise failure
 
 
 def build_seeded(constructor, args, kwargs: dict, seed: int, what: str, on: str) -> RemoteObject:

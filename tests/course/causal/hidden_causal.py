@@ -97,13 +97,10 @@ def test_seeded_init(student, course, case):
     """CausalAttention creates W_query, W_key, W_value = nn.Linear(d_in, d_out, bias=qkv_bias), in that order."""
     context_length = case.T + case.extra_context
     on = f"d_in={case.d_in}, d_out={case.d_out}, qkv_bias={case.qkv_bias}"
-    module = M.build_seeded(student.causal.CausalAttention, (case.d_in, case.d_out, context_length, 0.0, case.qkv_bias),
-                            {}, case.seed, "CausalAttention(...)", on)
-    C.seed(case.seed)
-    want = M.detached(ref.CausalAttention(case.d_in, case.d_out, context_length, 0.0, case.qkv_bias))
-    M.same_params(module.params(), want, "CausalAttention", on,
-                  "create W_query, W_key, W_value in that order, each nn.Linear(d_in, d_out, bias=qkv_bias); the mask "
-                  "is a buffer, not a parameter.")
+    args = (case.d_in, case.d_out, context_length, 0.0, case.qkv_bias)
+    M.expect_seeded_init(student.causal.CausalAttention, args, {}, case.seed, lambda: ref.CausalAttention(*args),
+                         "CausalAttention", on, "create W_query, W_key, W_value in that order, each nn.Linear(d_in, "
+                         "d_out, bias=qkv_bias); the mask is a buffer, not a parameter.")
 
 
 @pytest.mark.weight(4)

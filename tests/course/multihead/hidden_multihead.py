@@ -68,14 +68,11 @@ def test_seeded_init(student, course, case):
     """MultiHeadAttention creates W_query, W_key, W_value (nn.Linear(d_in, d_out)), then out_proj, in that order."""
     context_length = case.T + case.extra_context
     on = f"d_in={case.d_in}, d_out={case.d_out}, num_heads={case.heads}, qkv_bias={case.qkv_bias}"
-    module = M.build_seeded(student.multihead.MultiHeadAttention,
-                            (case.d_in, case.d_out, context_length, 0.0, case.heads, case.qkv_bias), {}, case.seed,
-                            "MultiHeadAttention(...)", on)
-    C.seed(case.seed)
-    want = M.detached(ref.MultiHeadAttention(case.d_in, case.d_out, context_length, 0.0, case.heads, case.qkv_bias))
-    M.same_params(module.params(), want, "MultiHeadAttention", on,
-                  "create W_query, W_key, W_value (nn.Linear(d_in, d_out, bias=qkv_bias)), then out_proj = "
-                  "nn.Linear(d_out, d_out), in that order; the mask is a buffer, not a parameter.")
+    args = (case.d_in, case.d_out, context_length, 0.0, case.heads, case.qkv_bias)
+    M.expect_seeded_init(student.multihead.MultiHeadAttention, args, {}, case.seed,
+                         lambda: ref.MultiHeadAttention(*args), "MultiHeadAttention", on,
+                         "create W_query, W_key, W_value (nn.Linear(d_in, d_out, bias=qkv_bias)), then out_proj = "
+                         "nn.Linear(d_out, d_out), in that order; the mask is a buffer, not a parameter.")
 
 
 @pytest.mark.weight(5)

@@ -134,12 +134,9 @@ def test_sdpa_errors(student, device):
 def test_self_attention_seeded_init(student, course, device, case):
     """SelfAttention creates W_query, W_key, W_value = nn.Parameter(torch.rand(d_in, d_out)) in that order."""
     on = f"d_in={case.d_in}, d_out={case.d_out}"
-    module = M.build_seeded(student.qkv.SelfAttention, (case.d_in, case.d_out), {}, case.seed,
-                            "SelfAttention(d_in, d_out)", on)
-    C.seed(case.seed)
-    want = M.detached(ref.SelfAttention(case.d_in, case.d_out))
-    M.same_params(module.params(), want, "SelfAttention", on,
-                    "create W_query, W_key, W_value in that order, each nn.Parameter(torch.rand(d_in, d_out)).")
+    M.expect_seeded_init(student.qkv.SelfAttention, (case.d_in, case.d_out), {}, case.seed,
+                         lambda: ref.SelfAttention(case.d_in, case.d_out), "SelfAttention", on,
+                         "create W_query, W_key, W_value in that order, each nn.Parameter(torch.rand(d_in, d_out)).")
 
 
 @pytest.mark.rule
@@ -149,13 +146,10 @@ def test_self_attention_seeded_init(student, course, device, case):
 def test_self_attention_linear_seeded_init(student, course, device, case, bias):
     """SelfAttentionLinear creates W_query, W_key, W_value = nn.Linear(d_in, d_out, bias=qkv_bias) in that order."""
     on = f"d_in={case.d_in}, d_out={case.d_out}, qkv_bias={bias}"
-    module = M.build_seeded(student.qkv.SelfAttentionLinear, (case.d_in, case.d_out), {"qkv_bias": bias}, case.seed,
-                            "SelfAttentionLinear(d_in, d_out, qkv_bias)", on)
-    C.seed(case.seed)
-    want = M.detached(ref.SelfAttentionLinear(case.d_in, case.d_out, qkv_bias=bias))
-    M.same_params(module.params(), want, "SelfAttentionLinear", on,
-                    "create W_query, W_key, W_value in that order, each nn.Linear(d_in, d_out, bias=qkv_bias) (a bias only "
-                    "when qkv_bias is True), and no other parameter.")
+    M.expect_seeded_init(student.qkv.SelfAttentionLinear, (case.d_in, case.d_out), {"qkv_bias": bias}, case.seed,
+                         lambda: ref.SelfAttentionLinear(case.d_in, case.d_out, qkv_bias=bias), "SelfAttentionLinear", on,
+                         "create W_query, W_key, W_value in that order, each nn.Linear(d_in, d_out, bias=qkv_bias) (a "
+                         "bias only when qkv_bias is True), and no other parameter.")
 
 
 def _module_hints(reference, x, linear: bool):

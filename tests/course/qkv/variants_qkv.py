@@ -63,6 +63,11 @@ bug("qkv", "copy_untransposed", "copy_linear_weights copies the nn.Linear weight
     shows=("qkv.copy_untransposed",))
 bug("qkv", "copy_reshaped", "copy_linear_weights reshapes the nn.Linear weight instead of transposing it",
     ("param.copy_(linear.weight.T)  # (d_in, d_out)", "param.copy_(linear.weight.reshape(param.shape))"))
+bug("qkv", "seeds_itself", "SelfAttention calls torch.manual_seed(123) in __init__, so every instance draws alike",
+    ("""        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))""", """        torch.manual_seed(123)
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))"""))
 bug("qkv", "copy_transposes_src", "copy_linear_weights transposes src's weight in place with .t_(), changing src",
     ("param.copy_(linear.weight.T)  # (d_in, d_out)", "param.copy_(linear.weight.t_())"))
 bug("qkv", "project_no_width_check", "project does not check that W_query and W_key have the same width",
