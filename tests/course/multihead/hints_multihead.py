@@ -39,6 +39,10 @@ def multihead_hints(module, x, num_heads: int, context_length: int | None = None
              "view(B, T, num_heads, head_dim).transpose(1, 2), merge with transpose(1, 2) then reshape(B, T, d_out).",
              lambda: merge(attend(split(q, False), split(k, False), split(v, False), scale, tril), transpose=False),
              "multihead.split_merge_no_transpose"),
+        Hint("the values are viewed as heads but not transposed: split them as the queries and keys, "
+             "view(B, T, num_heads, head_dim).transpose(1, 2), so that each head's weights meet its own values.",
+             lambda: merge(attend(heads[0], heads[1], v.view(B, T, num_heads, head_dim), scale, tril)),
+             "multihead.values_not_transposed"),
         Hint("the heads are merged in the wrong order: transpose(1, 2) back to (B, T, num_heads, head_dim) first, "
              "then reshape to (B, T, d_out).", lambda: merge(attend(*heads, scale, tril), transpose=False),
              "multihead.merge_no_transpose"),

@@ -14,6 +14,9 @@ MW = "weights = self.dropout(torch.softmax(scores, dim=-1))  # (B, heads, T, T)"
 
 bug("multihead", "split_no_transpose", "MultiHeadAttention splits heads with view(B, heads, T, head_dim), no transpose",
     (SPLIT, "return t.view(B, self.num_heads, T, self.head_dim)"), shows=("multihead.split_no_transpose",))
+bug("multihead", "values_not_transposed", "MultiHeadAttention views the values as heads without transposing them",
+    ("split_heads(self.W_value(x))", "self.W_value(x).view(B, T, self.num_heads, self.head_dim)"),
+    shows=("multihead.values_not_transposed",))
 bug("multihead", "merge_no_transpose", "MultiHeadAttention merges heads with reshape alone (no transpose back)",
     (MERGE, "context = (weights @ values).reshape(B, T, -1)"), shows=("multihead.merge_no_transpose",))
 bug("multihead", "split_merge_no_transpose", "MultiHeadAttention splits heads with view(B, heads, T, head_dim) and merges "
