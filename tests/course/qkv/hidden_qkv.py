@@ -209,7 +209,8 @@ def test_copy_linear_weights(student, course, device, case):
     """copy_linear_weights(src, dst) returns dst holding src's weights transposed, src unchanged, so dst(x) equals src(x)."""
     C.seed(case.seed)
     src_ref = ref.SelfAttentionLinear(case.d_in, case.d_out).to(device)
-    src = M.twin(student.qkv.SelfAttentionLinear, src_ref, case.d_in, case.d_out, what="SelfAttentionLinear", device=device)
+    src = M.twin(student.qkv.SelfAttentionLinear, src_ref, case.d_in, case.d_out, qkv_bias=False,  # whatever its default
+                 what="SelfAttentionLinear", device=device)
     dst = C.attempt(lambda: student.qkv.SelfAttention.build(case.d_in, case.d_out), "SelfAttention", "construction")
     dst.to.build(device=device)
     on = f"d_in={case.d_in}, d_out={case.d_out}"
