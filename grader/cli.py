@@ -150,11 +150,11 @@ def _said_grader_faults(rows: list[dict]) -> bool:
 
 
 def _class_records(args):
-    """A class's course file (``adjust.class_course``), its course, and the instructor's records named by
+    """A class's course file (``kept.class_course``), its course, and the instructor's records named by
     ``--roster``, ``--overrides``, ``--submitted`` and ``--extensions``, else those kept in the output folder by an
     earlier run, each kept one said on stderr (CourseError, TableError)."""
     from grader.course import load_course
-    from grader.records.adjust import class_course, kept_records, replaced_rows
+    from grader.records.kept import class_course, kept_records, replaced_rows
 
     course_file, kept_course = class_course(args.out, args.course)
     course = load_course(course_file)
@@ -164,13 +164,13 @@ def _class_records(args):
     for path in kept:
         print(f"grader: using {path} (kept from an earlier run; give one with only its header line to clear it)",
               file=sys.stderr)
-    for note in replaced_rows(args.out, overrides=args.overrides, extensions=args.extensions):
+    for note in replaced_rows(course, args.out, overrides=args.overrides, extensions=args.extensions):
         print(f"grader: {note}", file=sys.stderr)
     return course_file, course, records
 
 
 def _keep(args, course_file: Path) -> None:
-    from grader.records.adjust import keep_course, keep_records
+    from grader.records.kept import keep_course, keep_records
 
     keep_records(args.out, roster=args.roster, overrides=args.overrides, submitted=args.submitted,
                  extensions=args.extensions)

@@ -37,7 +37,8 @@ from grader.batch import run_batch
 from grader.course import Course, Intake, load_course
 from grader.entries import BatchError, submission_name
 from grader.intake.walk import intake_reads
-from grader.records.adjust import class_course, keep_course, keep_records, load_records
+from grader.records.adjust import load_records
+from grader.records.kept import class_course, keep_course, keep_records
 from grader.reports.files import write_atomic
 from grader.text import MAX_NAME, clean, csv_cell, student_id
 
@@ -294,7 +295,7 @@ def collect(roster: str | os.PathLike, out: str | os.PathLike, *, deadline: str,
             grade: bool = True, seconds: float = CLONE_SECONDS, megabytes: int = CLONE_MB, **batch) -> Collected:
     """Clone every repository of ``roster`` at ``deadline`` into ``out``/submissions, write ``out``/collected.csv, and
     (``grade``) grade the collected class into ``out``/grades with ``run_batch`` (``batch``: its options; the course
-    ``course_file``, else the one kept with the grades, ``adjust.class_course``): the
+    ``course_file``, else the one kept with the grades, ``kept.class_course``): the
     repositories, and the class's rows as the batch shows them (none when nothing was graded)."""
     out = Path(out)
     when = parse_deadline(deadline)

@@ -12,28 +12,25 @@ to be graded, before anything is.
 from __future__ import annotations
 
 import difflib
-import os
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from grader.course import COURSE_FILE, WHOLE_COURSE, Course, CourseError
+from grader.course import WHOLE_COURSE, Course, CourseError
 from grader.records.late import Extensions, Times, extension_of, late_penalty, load_extensions, load_submitted
 from grader.records.overrides import Override, load_overrides
 from grader.records.roster import Roster, check_roster, load_roster
 from grader.records.table import TableError
 from grader.reports.advice import points
 from grader.reports.feedback import MISSING, graded
-from grader.reports.files import write_atomic
 from grader.reports.gradebook import class_groups
 from grader.text import MAX_NAME, clean
 
 PLANNED = "planned"  # a record the batch is about to grade (``check_records``)
 KEPT = "records"  # out/records/: the last roster, overrides, submission times and extensions given for a class
 MAX_CHECK = 300  # characters of a check's name in an error (its docstring line: cut at 100, three checks read alike)
-KEPT_COURSE = "course.txt"  # out/records/course.txt: the course.yaml the class was graded with, from out
 
 
 @dataclass(frozen=True)
@@ -74,68 +71,6 @@ def load_records(course: Course, roster: str | Path | None = None, overrides: st
                    load_extensions(extensions, course) if extensions else {})
 
 
-def kept_records(course: Course, out: str | Path, roster: str | Path | None = None, overrides: str | Path | None = None,
-                 submitted: str | Path | None = None, extensions: str | Path | None = None) -> tuple[Records, list[str]]:
-    """The records for a class's output folder: each file given, else the copy ``keep_records`` kept of its kind
-    in ``out/records/`` by an earlier run (so a regrade keeps the overrides without naming them again; a file of
-    only its header line clears them). Returns the records and the kept copies used."""
-    given = {"roster": roster, "overrides": overrides, "submitted": submitted, "extensions": extensions}
-    kept = {kind: Path(out) / KEPT / f"{kind}.csv" for kind in given}
-    paths = {kind: given[kind] or (kept[kind] if kept[kind].is_file() else None) for kind in given}
-    return load_records(course, **paths), [str(kept[kind]) for kind in given if given[kind] is None and paths[kind]]
-
-
-def replaced_rows(out: str | Path, **given: str | Path | None) -> list[str]:
-    """A note for each file given (``overrides``, ``extensions``) that replaces the one kept in ``out/records/`` by an
-    earlier run without some of its rows: they no longer apply (a file of one new override dropped every earlier one
-    without a word: found by our sixth instructor walk-through)."""
-    notes = []
-    for kind, path in given.items():
-        kept = Path(out) / KEPT / f"{kind}.csv"
-        if path is None or not kept.is_file() or Path(path).resolve() == kept.resolve():
-            continue
-        new = {line.strip() for line in Path(path).read_text(encoding="utf-8-sig", errors="replace").splitlines()}
-        gone = [line.strip() for line in kept.read_text(encoding="utf-8-sig", errors="replace").splitlines()[1:]
-                if line.strip() and line.strip() not in new]
-        if gone:
-            shown = "; ".join(clean(line, 80) for line in gone[:3]) + (" ..." if len(gone) > 3 else "")
-            notes.append(f"{path} replaces {kept} (kept from an earlier run): {len(gone)} of its rows are not in it "
-                         f"and no longer apply ({shown}); add them to {path} to keep them")
-    return notes
-
-
-def class_course(out: str | Path, given: str | Path | None) -> tuple[Path, bool]:
-    """The course.yaml of a class's output folder, and whether it is the one kept there: ``given`` (``--course``),
-    else the one an earlier run of ``out`` was graded with (``keep_course``), else the project's. A ``given`` course
-    other than the kept one is refused (``CourseError``): a class's records are of one course, and a re-export or a
-    rerun without ``--course`` took the project's course instead, its late policy (penalties vanished) and points
-    (found by our instructor's walk-through)."""
-    kept_file = Path(out) / KEPT / KEPT_COURSE
-    kept = _kept_course(out, kept_file) if kept_file.is_file() else None
-    if given is not None:
-        chosen = Path(given).resolve()
-        if not chosen.is_file():  # a typo: said as such, not as a course other than the kept one
-            raise CourseError(f"{given}: cannot read: no such file")
-        if kept is not None and kept != chosen and kept.is_file():
-            raise CourseError(f"{out} was graded with {kept}, not {chosen}: give --course {kept} (or another --out; "
-                              f"to move this class to the other course, remove {kept_file})")
-        return chosen, False
-    if kept is None:
-        return COURSE_FILE, False
-    if not kept.is_file():
-        raise CourseError(f"{out} was graded with {kept}, which is gone: give --course (kept in {kept_file})")
-    return kept, True
-
-
-def _kept_course(out: str | Path, kept_file: Path) -> Path:
-    """The course.yaml ``keep_course`` noted: where it lies from ``out`` (a class moved with its course), else where
-    it was (a class copied alone), else the last of them (for the error)."""
-    relative, *recorded = kept_file.read_text(encoding="utf-8").splitlines() or [""]
-    places = [(Path(out) / relative.strip()).resolve(), *(Path(line.strip()) for line in recorded[:1]
-                                                          if Path(line.strip()).is_absolute())]
-    return next((place for place in places if place.is_file()), places[-1])
-
-
 def check_graded_with(course: Course, rows: Sequence[dict]) -> None:
     """``CourseError`` unless every graded record of ``rows`` grades the exercises and points ``course`` gives its
     record (whole course or assignment): reports written with another course said "out of 110" of a class graded out
@@ -154,22 +89,6 @@ def check_graded_with(course: Course, rows: Sequence[dict]) -> None:
                               + (f"{given[module]:g}" if module in given else "no such exercise")
                               + ": give --course the course.yaml they were graded with, or grade the class again "
                               "with this one (`grader batch` with this --course and --force)")
-
-
-def keep_course(out: str | Path, course_file: str | Path) -> None:
-    """Keep the path of the course.yaml ``out``'s class was graded with (``class_course``): from ``out`` (a class
-    copied or moved with its course keeps it), then as it is (a class copied or moved alone)."""
-    course_file = Path(course_file).resolve()
-    write_atomic(f"{os.path.relpath(course_file, Path(out).resolve())}\n{course_file}\n", Path(out) / KEPT / KEPT_COURSE)
-
-
-def keep_records(out: str | Path, **given: str | Path | None) -> None:
-    """Keep a copy of each file given (``roster``, ``overrides``, ``submitted``, ``extensions``) in ``out/records/``,
-    once the reports were written with it."""
-    for kind, path in given.items():
-        target = Path(out) / KEPT / f"{kind}.csv"
-        if path is not None and Path(path).resolve() != target.resolve():
-            write_atomic(Path(path).read_bytes(), target)
 
 
 def class_view(course: Course, rows: Sequence[dict], records: Records,
@@ -236,7 +155,8 @@ def _applicable(records: Records, rows: Sequence[dict]) -> tuple[Records, list[s
         except TableError as error:
             unapplied.append(str(error))
     try:
-        _check_times(records.submitted, [], students, {row["student"] for row in rows if row.get("status") != MISSING})
+        _check_times(records.submitted, [], students,
+                     {(row["student"], row.get("assignment")) for row in rows if row.get("status") != MISSING})
     except TableError as error:
         unapplied.append(str(error))
     return replace(records, overrides=tuple(overrides), extensions=extensions), unapplied
@@ -266,10 +186,10 @@ def check_records(course: Course, records: Records, planned: Sequence[tuple[str,
     _check_overrides(overrides, rows)
     extensions = {key: e for key, e in records.extensions.items() if now(e.student)}
     _check_extensions(extensions, rows)
-    for problem in _extending_nothing(course, replace(records, extensions=extensions), rows):
-        raise TableError(problem)
-    _check_times(records.submitted, [key for key in records.submitted if now(key[0])], students,
-                 {student for student, _ in planned} | set(undecided))
+    if all(group is None for _, group in planned):  # a class of the whole course: its every record is here
+        for problem in _extending_nothing(course, replace(records, extensions=extensions), rows):
+            raise TableError(problem)
+    _check_times(records.submitted, [key for key in records.submitted if now(key[0])], students, planned)
     for override in overrides:
         for row in rows:
             if not override.check and _applies(override, row):
@@ -434,16 +354,16 @@ def _check_extensions(extensions: Extensions, rows: Sequence[dict]) -> None:
                              + " in this class or its roster")
 
 
-def _check_times(times: Times, keys, students: Collection[str], handed: Collection[str] = ()) -> None:
+def _check_times(times: Times, keys, students: Collection[str], handed: Collection[tuple[str, str | None]] = ()) -> None:
     """Each listed time (of ``keys``) names a student of the class or of the roster: a misspelled id left its student
-    without a time, unsaid (found by our instructor's walk-through); and no student who ``handed`` something in is
-    listed without a time (a blank cell took a late penalty away: the sixth walk-through)."""
+    without a time, unsaid (found by our instructor's walk-through); and no record ``handed`` in ((student, assignment
+    or None)) is listed without a time (a blank cell took a late penalty away: the sixth walk-through)."""
     for key in keys:
         if key[0] not in students:
             raise TableError(f"{times.where.get(key, 'the list of submission times')}: no student "
                              f"{clean(key[0], MAX_NAME)!r} in this class or its roster")
     for key, where in times.blank.items():
-        if key[0] in handed:
+        if any(student == key[0] and key[1] in (None, assignment) for student, assignment in handed):
             raise TableError(f"{where}: no time for student {clean(key[0], MAX_NAME)!r}, who handed something in: give "
                              "the time your LMS recorded (without one, the submission's own word judges its lateness)")
 

@@ -75,7 +75,7 @@ def load_submitted(path: str | Path, course: Course) -> Times:
         if key[1] and key[1] not in course.whole.assignment_modules():
             raise TableError(f"{row.where}: no assignment {clean(key[1], MAX_NAME)!r} in course.yaml (its assignments, "
                              f"or {WHOLE_COURSE} for a class graded on the whole course)")
-        if key in times:
+        if key in times or key in times.blank:
             raise TableError(f"{row.where}: a second time for student {clean(key[0], MAX_NAME)!r}")
         if row[when]:
             times[key] = parse_time(row[when], zone(course.late), row.where)

@@ -109,7 +109,7 @@ def check_roster(roster: Roster, students: Collection[str]) -> None:
         alike.setdefault(_loosely(sid), []).append(sid)
     named: dict[str, list[str]] = {}
     for sid, student in roster.items():
-        if student.name:
+        if _as_name(student.name):  # a name of letters or digits (punctuation alone names nobody)
             named.setdefault(_as_name(student.name), []).append(sid)
     for student in sorted(set(students) - set(roster)):
         [listed_as, *others] = alike.get(_loosely(student), [student])
@@ -123,7 +123,8 @@ def check_roster(roster: Roster, students: Collection[str]) -> None:
             raise TableError(f"{roster.where}:{roster.lines[owner]}: the submission {clean(student, MAX_NAME)!r} is "
                              f"not on the roster, whose student {clean(owner, MAX_NAME)!r} has that name: submissions "
                              f"are matched by id (one student would be both missing and not on the roster): rename "
-                             f"the submission {clean(owner, MAX_NAME)!r}")
+                             f"the submission {clean(owner, MAX_NAME)!r}, or, if it is someone else's, add them to "
+                             "the roster under its name")
 
 
 LMS_COPY = re.compile(r"\s*\(\d+\)$|_\d+_assignsubmission_.*$")  # "Ann Lee (2)", Moodle's "Ann Lee_12_assignsubmission_file_"

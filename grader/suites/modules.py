@@ -73,14 +73,24 @@ def expect_seeded_init(constructor, args, kwargs: dict, seed: int, reference, wh
         return
     except CheckFailed as caught:
         failure = without_frames(caught)
-    again = build_seeded(constructor, args, kwargs, seed + 1, label, on).params()
-    if set(again) == set(got) and all(
-            torch.equal(checked(expect_tensor(got[n], n, on), want.get(n, got[n]), what=n, on=on, dtypes=FLOATING),
-                        checked(expect_tensor(again[n], n, on), want.get(n, got[n]), what=n, on=on, dtypes=FLOATING))
-            for n in got):
+    try:
+        again = build_seeded(constructor, args, kwargs, seed + 1, label, on).params()
+    except CheckFailed:
+        raise failure from None
+    if set(again) == set(got) == set(want) and all(_same_draw(got[n], again[n], want[n]) for n in want):
         raise CheckFailed(f"{what} draws the same parameters whatever torch.manual_seed(...) set before it ({on}): "
                           "it seeds torch itself; leave seeding to the caller (no torch.manual_seed in __init__).")
     raise failure
+
+
+def _same_draw(first, second, like: torch.Tensor) -> bool:
+    """Whether two draws of one parameter by the student's constructor are tensors like the reference's ``like``
+    (checked before torch compares them) and equal; anything else is no equal draw, and the first failure stands."""
+    try:
+        first, second = (checked(t, like, what="a parameter", on="", dtypes=FLOATING) for t in (first, second))
+    except CheckFailed:
+        return False
+    return torch.equal(first.to(like), second.to(like))
 
 
 def build_seeded(constructor, args, kwargs: dict, seed: int, what: str, on: str) -> RemoteObject:

@@ -209,7 +209,7 @@ def test_collect_with_grader_errors_exits_3_naming_them(tmp_path, grader_faults,
         "grader: 1 of 2 records are grader errors, not final (bo): the reports show them so; run the batch again to "
         "grade them")
     # the course is kept with the grades, as a batch keeps it (a later `grader gradebook OUT/grades` uses it)
-    from grader.records.adjust import class_course
+    from grader.records.kept import class_course
     assert class_course(out / "grades", None) == (COURSE_FILE.resolve(), True)
 
 

@@ -967,6 +967,8 @@ def test_the_collector_is_off_only_while_torch_and_the_suites_are_imported(tmp_p
         frozen = gc.get_freeze_count()
         run_suites(session, course, "cpu", select="test_defaults")
         assert gc.isenabled() and gc.get_freeze_count() > frozen
-    finally:
+    finally:  # this test process collects as before: nothing left paused or frozen
+        memory.resume_collector()
+        gc.unfreeze()
         gc.enable()
         session.stop()

@@ -14,15 +14,8 @@ import pytest
 
 from grader.course import COURSE_FILE, CourseError, Late, load_course
 from grader.intake.submission import read_submission
-from grader.records.adjust import (
-    Records,
-    check_graded_with,
-    check_records,
-    class_view,
-    keep_records,
-    kept_records,
-    load_records,
-)
+from grader.records.adjust import Records, check_graded_with, check_records, class_view, load_records
+from grader.records.kept import keep_records, kept_records
 from grader.records.late import (
     Times,
     extension_of,
@@ -184,18 +177,21 @@ def test_a_submission_named_after_a_roster_students_name_stops_before_grading(tm
         assert _error(check_records, COURSE, Records(roster=roster), [("ann", None), (folder, None)]) == (
             f"{tmp_path / 'roster.csv'}:3: the submission {folder!r} is not on the roster, whose student 'gul.sahin' "
             "has that name: submissions are matched by id (one student would be both missing and not on the "
-            "roster): rename the submission 'gul.sahin'")
+            "roster): rename the submission 'gul.sahin', or, if it is someone else's, add them to the roster under its "
+            "name")
     assert check_records(COURSE, Records(roster=roster), [("ann", None), ("gul.sahin", None), ("Gül Şahin", None)]) is None
     assert check_records(COURSE, Records(roster=roster), [("ann", None), ("Gül Şahinoglu", None)]) is None
     twins = load_roster(_write(tmp_path / "twins.csv", "id,name\nann,Ann Lee\ngul1,Gül Şahin\ngul2,Gul Sahin\n"))
     assert check_records(COURSE, Records(roster=twins), [("ann", None), ("Gül Şahin (2)", None)]) is None
+    marks = load_roster(_write(tmp_path / "marks.csv", "id,name\nann,Ann Lee\nx1,--\n"))  # punctuation names nobody
+    assert check_records(COURSE, Records(roster=marks), [("ann", None), ("__", None)]) is None
 
 
 def test_a_class_copied_with_or_without_its_course_finds_the_course_it_was_graded_with(tmp_path):
     """The course kept in out/records/course.txt is found from a class moved with its course (relative) and from a
     class copied alone (where the course was); gone from both, the error names where it was (the fifth instructor
     walk-through: a copied class said "gone" of a path resolved against the copy)."""
-    from grader.records.adjust import class_course, keep_course
+    from grader.records.kept import class_course, keep_course
 
     course = tmp_path / "term" / "course" / "course.yaml"
     course.parent.mkdir(parents=True)
@@ -210,6 +206,31 @@ def test_a_class_copied_with_or_without_its_course_finds_the_course_it_was_grade
         class_course(tmp_path / "elsewhere" / "deep" / "out", None)
     with pytest.raises(CourseError, match=r"cours.yaml: cannot read: no such file$"):  # a typo is no other course
         class_course(tmp_path / "moved" / "out", tmp_path / "moved" / "course" / "cours.yaml")
+    course.parent.mkdir(parents=True)  # a class copied beside another course, its own still where it was: neither
+    course.write_text("x", encoding="utf-8")
+    shutil.copytree(tmp_path / "moved", tmp_path / "copied")
+    with pytest.raises(CourseError, match="give --course the one to use"):
+        class_course(tmp_path / "copied" / "out", None)
+
+
+def test_a_new_records_file_says_which_kept_rows_no_longer_apply(tmp_path):
+    """A new overrides or extensions file replaces the kept one: the kept rows it lacks are named (the sixth
+    walk-through: one new override dropped the others, unsaid); rows compared as read, so columns in another order,
+    a reason column added, say nothing (the review)."""
+    from grader.records.kept import keep_records, replaced_rows
+
+    course = _late()
+    overrides = _write(tmp_path / "o.csv", "student,exercise,penalty,reason\nann,softmax,1,x\nbob,,2,y\n")
+    extensions = _write(tmp_path / "e.csv", "student,due\nann,2026-11-23T23:59:00Z\n")
+    keep_records(tmp_path / "out", overrides=overrides, extensions=extensions)
+    kept = tmp_path / "out" / "records"
+    same = _write(tmp_path / "same.csv", "reason,penalty,student,exercise\ny,2,bob,\nx,1,ann,softmax\n")
+    later = _write(tmp_path / "later.csv", "student,due,reason\nann,2026-11-23T23:59:00Z,ill\n")
+    assert replaced_rows(course, tmp_path / "out", overrides=same, extensions=later) == []
+    one = _write(tmp_path / "one.csv", "student,exercise,penalty,reason\nbob,,2,y\ncy,,1,z\n")
+    assert replaced_rows(course, tmp_path / "out", overrides=one) == [
+        f"{one} replaces {kept / 'overrides.csv'} (kept from an earlier run): 1 of its rows are not in it and no longer "
+        f"apply ({kept / 'overrides.csv'}:2); add them to {one} to keep them"]
 
 
 # ----------------------------------------------------------------- overrides
@@ -501,6 +522,10 @@ def test_a_blank_time_for_a_student_who_handed_in_is_refused(tmp_path):
     assert class_view(_late(), [_record("ann"), _record("finn")], records).unapplied == [said]
     roster = load_roster(_write(tmp_path / "roster.csv", "id,name\nann,Ann Lee\nfinn,Finn Roe\n"))
     assert check_records(_late(), Records(roster=roster, submitted=records.submitted), [("ann", None)]) is None
+    week = _write(tmp_path / "week.csv", "student,assignment,submitted_at\nann,02_softmax,\n")  # not handed in (the
+    assert check_records(_late(), Records(submitted=load_submitted(week, _late())), [("ann", "01_scores")]) is None
+    twice = _write(tmp_path / "twice.csv", "student,submitted_at\nann,\nann,2026-11-21T10:00:00Z\n")  # review)
+    assert _error(load_submitted, twice, _late()) == f"{twice}:3: a second time for student 'ann'"
 
 
 def test_an_extension_moves_the_due_date_of_its_student_alone(tmp_path):
@@ -538,8 +563,9 @@ def test_an_extension_for_every_record_extends_those_whose_due_date_it_is_past(t
     shown = class_view(later, [_record("ann")], load_records(later, submitted=times, extensions=path))
     assert shown.unapplied == [f"{path}:2: 2026-11-23T23:59:00+00:00 is not later than the due date of any record of "
                                "student 'ann': it extends nothing"]  # the review: loaded, then silently nothing
-    records = load_records(later, submitted=times, extensions=path)  # and before grading, as any bad line is (the
-    assert _error(check_records, later, records, [("ann", None)]) == shown.unapplied[0]  # sixth walk-through)
+    records = load_records(later, submitted=times, extensions=path)  # and before grading a class of the whole
+    assert _error(check_records, later, records, [("ann", None)]) == shown.unapplied[0]  # course (sixth walk-through);
+    assert check_records(later, records, [("ann", "02_softmax")]) is None  # one of an assignment: its other records may
     early = _write(tmp_path / "early.csv", "student,due\nann,2026-11-19T23:59:00Z\n")
     assert "not later than the due date it extends (2026-11-20T23:59:00+00:00)" in _error(load_extensions, early, course)
 
