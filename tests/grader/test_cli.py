@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -106,3 +108,21 @@ def test_records_without_a_time_are_named(capsys):
     assert note.count("\n") == 1
     _note_unlisted_times(rows[-1:])
     assert "but no time in --submitted (eve/week1): " in capsys.readouterr().err
+
+
+PROBE = """
+import gc, sys
+from grader import cli
+cli.main = lambda: print(gc.isenabled(), flush=True) or 0
+sys.argv = ["grader", sys.argv[1]]
+cli.script()
+"""
+
+
+@pytest.mark.parametrize("command, collecting", [("grade", "False"), ("ci", "False"), ("batch", "True"),
+                                                 ("gradebook", "True")])
+def test_only_a_one_shot_grade_imports_with_the_collector_off(command, collecting):
+    """`grade` and `ci` run with Python's collector paused until their suites are collected (the imports of torch and
+    pytest); every other command collects as usual."""
+    run = subprocess.run([sys.executable, "-c", PROBE, command], capture_output=True, text=True, timeout=120)
+    assert (run.returncode, run.stdout.strip()) == (0, collecting), run.stderr[-2000:]
