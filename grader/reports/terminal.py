@@ -94,7 +94,7 @@ def print_class(rows: list[dict], title: str, out: str | Path) -> None:
                       terminal(row.get("status", "graded")) if row.get("on_roster", True) else
                       terminal(f"{row.get('status', 'graded')} (not on the roster)"))
     Console().print(table)
-    _note_unlisted_times(rows)
+    note_unlisted_times(rows)
     _note_off_roster(rows, out)
 
 
@@ -112,7 +112,7 @@ def record_keys(rows: list[dict]) -> list[str]:
     return [row.get("key") or row["student"] for row in rows]
 
 
-def _note_unlisted_times(rows: list[dict]) -> None:
+def note_unlisted_times(rows: list[dict]) -> None:
     """One line on stderr, naming the records, when due dates were judged without the instructor's list of submission
     times."""
     unlisted = [row for row in rows if row.get("time_unlisted")]

@@ -97,16 +97,16 @@ def test_help_shows_the_defaults_values_not_code(capsys, command):
 def test_records_without_a_time_are_named(capsys):
     """The note on records whose due date was judged without the instructor's list of times names them (it said
     "2 of 29 records have no time" and named none): the first ten, then how many more, in one line."""
-    from grader.reports.terminal import _note_unlisted_times
+    from grader.reports.terminal import note_unlisted_times
 
     rows = [{"student": f"s{n:02d}", "time_unlisted": n % 2 == 0} for n in range(24)]
     rows.append({"student": "eve", "key": "eve/week1", "time_unlisted": True})
-    _note_unlisted_times(rows)
+    note_unlisted_times(rows)
     note = capsys.readouterr().err
     named = ", ".join(f"s{n:02d}" for n in range(0, 20, 2))
     assert note.startswith(f"grader: 13 of 25 records have a due date but no time in --submitted ({named} and 3 more): ")
     assert note.count("\n") == 1
-    _note_unlisted_times(rows[-1:])
+    note_unlisted_times(rows[-1:])
     assert "but no time in --submitted (eve/week1): " in capsys.readouterr().err
 
 

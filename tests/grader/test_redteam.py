@@ -376,11 +376,11 @@ def test_a_backdated_zip_is_not_silently_on_time(tmp_path, capsys):
     from datetime import datetime, timedelta, timezone
 
     from grader import ROOT
-    from grader.cli import _note_unlisted_times
     from grader.course import COURSE_FILE, Late, load_course
     from grader.intake.submission import read_submission
     from grader.records.adjust import Records, class_view
-    from grader.records.late import submission_time
+    from grader.records.late import Times, submission_time
+    from grader.reports.terminal import note_unlisted_times
 
     due = datetime(2026, 11, 20, 23, 59, tzinfo=timezone.utc)
     late = load_course(COURSE_FILE).model_copy(update={"late": Late(due={"course": due}, percent=10)})
@@ -400,12 +400,12 @@ def test_a_backdated_zip_is_not_silently_on_time(tmp_path, capsys):
              "output": ""} for s in stamps]
     views = class_view(late, rows, Records(), stamps).rows
     assert [v["time_unlisted"] for v in views] == [True, True] and not any(v["adjustments"] for v in views)
-    _note_unlisted_times(views)
+    note_unlisted_times(views)
     assert capsys.readouterr().err.count("\n") == 1
-    listed = Records(submitted={(s, None): due + timedelta(days=1) for s in stamps})
+    listed = Records(submitted=Times({(s, None): due + timedelta(days=1) for s in stamps}))
     views = class_view(late, rows, listed, stamps).rows
     assert [v["time_unlisted"] for v in views] == [False, False] and all(v["score"] == 9.0 for v in views)
-    _note_unlisted_times(views)
+    note_unlisted_times(views)
     assert capsys.readouterr().err == ""
 
 
