@@ -81,10 +81,19 @@ def html(value, limit: int = MAX_MESSAGE) -> str:
     return _html.escape(clean(value, limit), quote=True)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@")  # a cell a spreadsheet runs as a formula starts so
+
+
 def csv_cell(value, limit: int = MAX_MESSAGE) -> str:
     """Cleaned text for a CSV cell that no spreadsheet runs as a formula (a leading ``= + - @`` gets a ``'``)."""
     text = clean(value, limit)
-    return "'" + text if text.startswith(("=", "+", "-", "@")) else text
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def csv_value(cell: str) -> str:
+    """A cell's value as ``csv_cell`` wrote it: without the ``'`` it put before a leading ``= + - @`` (collect's
+    collected.csv, read back as the submission times, named '-mallory for -mallory: the red team)."""
+    return cell[1:] if cell.startswith("'") and cell[1:].startswith(FORMULA_STARTS) else cell
 
 
 def terminal(value, limit: int = MAX_MESSAGE, style: str = ""):

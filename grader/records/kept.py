@@ -78,13 +78,13 @@ def class_course(out: str | Path, given: str | Path | None) -> tuple[Path, bool]
 
 def _kept_course(out: str | Path, kept_file: Path) -> Path:
     """The course.yaml ``keep_course`` noted: where it lies from ``out`` (a class moved with its course), else where
-    it was (a class copied alone), else the last of them (for the error); where both are there and differ (a class
-    copied beside another course), neither is taken for it (``CourseError``)."""
+    it was (a class copied alone), else the last of them (for the error); where both are there and say different
+    things (a class copied beside another course), neither is taken for it (``CourseError``)."""
     relative, *recorded = kept_file.read_text(encoding="utf-8").splitlines() or [""]
     places = [(Path(out) / relative.strip()).resolve(), *(Path(line.strip()) for line in recorded[:1]
                                                           if Path(line.strip()).is_absolute())]
     found = [place for place in places if place.is_file()]
-    if len(found) == 2 and found[0] != found[1]:
+    if len(found) == 2 and found[0] != found[1] and found[0].read_bytes() != found[1].read_bytes():
         raise CourseError(f"{out} was graded with {found[1]}, and {found[0]} lies where that was from {out}: give "
                           "--course the one to use")
     return found[0] if found else places[-1]

@@ -13,7 +13,7 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from grader.text import MAX_NAME, clean
+from grader.text import MAX_NAME, clean, csv_value
 
 MAX_BYTES = 16 * 2**20  # an instructor's table is small: a bigger file is the wrong file
 _SPACES = re.compile(r"[\s_-]+")
@@ -38,7 +38,8 @@ def column(name: str) -> str:
 
 def read_table(path: str | Path, what: str) -> tuple[list[str], list[Row]]:
     """The columns and rows of the CSV file ``path`` (``what`` it should be, for the errors): UTF-8 (a byte-order mark
-    is fine), a header line, then one row per line; blank lines are skipped."""
+    is fine), a header line, then one row per line; blank lines are skipped. A cell reads as ``text.csv_cell`` wrote
+    it (the grader's own files read back: the ``'`` before a leading ``= + - @`` is not part of it)."""
     path = Path(path)
     try:
         if path.stat().st_size > MAX_BYTES:
@@ -68,7 +69,7 @@ def read_table(path: str | Path, what: str) -> tuple[list[str], list[Row]]:
             if len(cells) > len(header) and any(cell.strip() for cell in cells[len(header):]):
                 raise TableError(f"{path}:{reader.line_num}: {len(cells)} cells where the header names {len(header)} "
                                  '(a cell holding a comma, a check\'s name say, goes in double quotes: "a, b")')
-            row = Row((name, cell.strip()) for name, cell in zip(header, cells + [""] * len(header)) if name)
+            row = Row((name, csv_value(cell.strip())) for name, cell in zip(header, cells + [""] * len(header)) if name)
             row.where, row.line = f"{path}:{reader.line_num}", reader.line_num
             rows.append(row)
     except csv.Error as error:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from courses import TOTAL
 
-from grader.collect import CollectError, collect, fetch, parse_deadline, read_roster
+from grader.collect import CollectError, Repository, collect, fetch, parse_deadline, read_roster, write_collected
 from grader.course import COURSE_FILE, course
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,6 +117,19 @@ def test_roster_lines_and_errors(tmp_path):
         parse_deadline("2026-12-01T23:59:00")
     with pytest.raises(CollectError, match="ISO 8601"):
         parse_deadline("tomorrow")
+
+
+def test_collected_csv_reads_back_as_the_times_whatever_the_ids(tmp_path):
+    """collected.csv, written safe for spreadsheets, reads back as the class's submission times: an id a spreadsheet
+    would run as a formula ('-mallory) is the student's own (red team 16: the whole class went ungraded)."""
+    from grader.records.late import load_submitted
+
+    repositories = [Repository(student, f"file:///srv/{student}.git", "abc1", "2026-12-01T12:00:00+00:00", "collected")
+                    for student in ("-mallory", "=eve", "ann")]
+    write_collected(tmp_path / "collected.csv", repositories)
+    assert "'-mallory" in (tmp_path / "collected.csv").read_text(encoding="utf-8")
+    times = load_submitted(tmp_path / "collected.csv", course())
+    assert sorted(student for student, _ in times) == ["-mallory", "=eve", "ann"]
 
 
 def test_the_last_commit_before_the_deadline_is_taken(tmp_path):

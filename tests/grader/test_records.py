@@ -206,9 +206,11 @@ def test_a_class_copied_with_or_without_its_course_finds_the_course_it_was_grade
         class_course(tmp_path / "elsewhere" / "deep" / "out", None)
     with pytest.raises(CourseError, match=r"cours.yaml: cannot read: no such file$"):  # a typo is no other course
         class_course(tmp_path / "moved" / "out", tmp_path / "moved" / "course" / "cours.yaml")
-    course.parent.mkdir(parents=True)  # a class copied beside another course, its own still where it was: neither
+    course.parent.mkdir(parents=True)  # a class copied with its course, the original still there: the copy's
     course.write_text("x", encoding="utf-8")
     shutil.copytree(tmp_path / "moved", tmp_path / "copied")
+    assert class_course(tmp_path / "copied" / "out", None) == (tmp_path / "copied" / "course" / "course.yaml", True)
+    course.write_text("y", encoding="utf-8")  # copied beside another course: neither is taken
     with pytest.raises(CourseError, match="give --course the one to use"):
         class_course(tmp_path / "copied" / "out", None)
 

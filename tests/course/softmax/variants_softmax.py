@@ -31,6 +31,9 @@ bug("softmax", "inplace", "softmax divides and shifts the caller's tensor in pla
 bug("softmax", "inplace_at_temperature_one", "softmax shifts the caller's tensor in place when the temperature is 1",
     ("z = x / temperature\n", "z = x if temperature == 1 else x / temperature\n"),
     (SM, "z.sub_(z.amax(dim=dim, keepdim=True))"))
+bug("softmax", "inplace_on_double", "softmax works in place on x.double(), which is x itself for float64 inputs",
+    ("z = x / temperature\n", "z = x.double()\n    z /= temperature\n"), (SM, "z -= z.amax(dim=dim, keepdim=True)"),
+    ("return e / e.sum(dim=dim, keepdim=True)", "return (e / e.sum(dim=dim, keepdim=True)).to(x.dtype)"))
 bug("softmax", "no_temperature_check", "softmax accepts a temperature <= 0 (no ValueError)",
     ("""    if temperature <= 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
