@@ -144,8 +144,9 @@ def _said_grader_faults(rows: list[dict]) -> bool:
 
     faults = [row for row in rows if not is_final(row)]
     if faults:
-        print(f"grader: {len(faults)} of {len(rows)} records are grader errors, not final ({named(record_keys(faults))}): the reports "
-              "show them so; run the batch again to grade them", file=sys.stderr)
+        print(f"grader: {len(faults)} of {len(rows)} records are grader errors, not final "
+              f"({named(record_keys(faults))}): the reports show them so; run the batch again to grade them",
+              file=sys.stderr)
     return bool(faults)
 
 

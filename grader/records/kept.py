@@ -33,7 +33,8 @@ def replaced_rows(course: Course, out: str | Path, **given: str | Path | None) -
     earlier run without some of its rows (compared as read: columns in any order, a reason added): they no longer
     apply (a file of one new override dropped every earlier one without a word: our sixth instructor walk-through).
     A file that does not load says nothing here: loading it says why."""
-    readers = {"overrides": lambda path: [(astuple(replace(o, where="")), o.where) for o in load_overrides(path, course)],
+    readers = {"overrides": lambda path: [(astuple(replace(o, where="")), o.where)
+                                          for o in load_overrides(path, course)],
                "extensions": lambda path: [((e.student, e.assignment, e.due), e.where)
                                            for e in load_extensions(path, course).values()]}
     notes = []

@@ -87,8 +87,9 @@ def load_submitted(path: str | Path, course: Course) -> Times:
 
 def load_extensions(path: str | Path, course: Course) -> Extensions:
     """The instructor's extensions (student, due, an optional assignment: ``course`` or blank for a class graded on the
-    whole course; an optional reason, the instructor's own note), each checked against course.yaml's late policy: a due date to extend, and later than it. A due
-    date is written as course.yaml's are (ISO 8601 with its zone; one that names no zone is in ``late.timezone``)."""
+    whole course; an optional reason, the instructor's own note), each checked against course.yaml's late policy: a due
+    date to extend, and later than it. A due date is written as course.yaml's are (ISO 8601 with its zone; one that
+    names no zone is in ``late.timezone``)."""
     header, rows = read_table(path, "a list of extensions")
     unknown = [name for name in header if name and name not in EXTENSION_COLUMNS]
     if unknown or "student" not in header or "due" not in header:

@@ -127,7 +127,8 @@ def check_roster(roster: Roster, students: Collection[str]) -> None:
                              "the roster under its name")
 
 
-LMS_COPY = re.compile(r"\s*\(\d+\)$|_\d+_assignsubmission_.*$")  # "Ann Lee (2)", Moodle's "Ann Lee_12_assignsubmission_file_"
+# An LMS's suffix of a downloaded submission: "Ann Lee (2)", Moodle's "Ann Lee_12_assignsubmission_file_"
+LMS_COPY = re.compile(r"\s*\(\d+\)$|_\d+_assignsubmission_.*$")
 
 
 def _as_name(text: str) -> str:

@@ -150,9 +150,9 @@ def status(row: dict) -> str:
     elif not graded(row):
         text = "could not be graded"
     else:
+        states = ((not_started(row), "not started"), (unfinished(row), "unfinished"))
         text = "graded" + "".join(f", {len(modules)} exercise{'s' * (len(modules) != 1)} {state}"
-                                  for modules, state in ((not_started(row), "not started"), (unfinished(row), "unfinished"))
-                                  if modules)
+                                  for modules, state in states if modules)
     return (text + (f"; due date extended to {row['extended_to']}" if row.get("extended_to") else "")
             + ("; not on the roster" if row.get("on_roster") is False else ""))
 
@@ -283,8 +283,8 @@ def _exercise_table(done: list[dict], modules: list[str], titles: Mapping[str, s
             "<th class='num'>could not run</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></div>"
             "<p class='muted'>Students per exercise score, as graded (before overrides); &ldquo;not started&rdquo;: "
-            "no points, and every failure is a stub not filled in yet; &ldquo;could not run&rdquo;: a missing file or an import "
-            "error.</p>")
+            "no points, and every failure is a stub not filled in yet; &ldquo;could not run&rdquo;: a missing file or "
+            "an import error.</p>")
 
 
 def _hardest_section(checks: list[HardCheck]) -> str:

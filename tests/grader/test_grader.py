@@ -958,7 +958,8 @@ def test_the_collector_is_off_only_while_torch_and_the_suites_are_imported(tmp_p
     """A one-shot grade imports with the collector off and has it back on, what it imported frozen, once the suites
     are collected; so does the zygote for its workers, which collect their own garbage."""
     folder = submission(tmp_path)
-    (folder / "probe.py").write_text("import gc\n\n\ndef collector():\n    return [gc.isenabled(), gc.get_freeze_count() > 0]\n")
+    (folder / "probe.py").write_text("import gc\n\n\ndef collector():\n"
+                                     "    return [gc.isenabled(), gc.get_freeze_count() > 0]\n")
     session = WorkerSession(zygote, str(folder), course.grading.limits)
     try:
         assert session.run({"module": "probe", "path": ["collector"]}, ()).value == [True, True]

@@ -149,9 +149,9 @@ def test_a_bad_override_stops_the_batch_before_anything_is_graded(klass, tmp_pat
 
 def test_a_record_the_graded_class_contradicts_is_left_out_and_said(klass, tmp_path):
     """An override giving a check more points than it holds is known only once the class is graded (a check's points
-    come with the results): the batch exits 2 naming it and how to finish, the new results are kept, and the reports are written without that line, the summary naming
-    it (a student's hand-in could withdraw the whole class's reports that way: red team; the gradebook was once
-    rewritten after each student without the overrides and late penalties)."""
+    come with the results): the batch exits 2 naming it and how to finish, the new results are kept, and the reports are
+    written without that line, the summary naming it (a student's hand-in could withdraw the whole class's reports that
+    way: red team; the gradebook was once rewritten after each student without the overrides and late penalties)."""
     root = tmp_path / "again"
     for part in ("class", "records", "course", "out"):
         shutil.copytree(klass / part, root / part, symlinks=True)

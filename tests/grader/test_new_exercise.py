@@ -71,8 +71,8 @@ def test_a_new_exercise_works_at_once(tmp_path):
     assert checked.stdout.strip().splitlines()[-1].endswith("checks hold"), checked.stdout
     assert "course.yaml has assignments" not in made.stdout
     text = (root / "course.yaml").read_text(encoding="utf-8")  # a course of assignments: it says the new one is in none
-    (root / "course.yaml").write_text(text.replace("# assignments:\n#   - {name: week1", "assignments:\n  - {name: week1"),
-                                      encoding="utf-8")
+    grouped_text = text.replace("# assignments:\n#   - {name: week1", "assignments:\n  - {name: week1")
+    (root / "course.yaml").write_text(grouped_text, encoding="utf-8")
     grouped = grader("new-exercise", "layer_gain", "--course", "course.yaml", cwd=root)
     assert grouped.stdout.strip().splitlines()[-1] == (
         "course.yaml has assignments (week1): add layer_gain to the exercises of the one that should grade it (no "

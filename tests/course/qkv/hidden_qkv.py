@@ -147,7 +147,8 @@ def test_self_attention_linear_seeded_init(student, course, device, case, bias):
     """SelfAttentionLinear creates W_query, W_key, W_value = nn.Linear(d_in, d_out, bias=qkv_bias) in that order."""
     on = f"d_in={case.d_in}, d_out={case.d_out}, qkv_bias={bias}"
     M.expect_seeded_init(student.qkv.SelfAttentionLinear, (case.d_in, case.d_out), {"qkv_bias": bias}, case.seed,
-                         lambda: ref.SelfAttentionLinear(case.d_in, case.d_out, qkv_bias=bias), "SelfAttentionLinear", on,
+                         lambda: ref.SelfAttentionLinear(case.d_in, case.d_out, qkv_bias=bias),
+                         "SelfAttentionLinear", on,
                          "create W_query, W_key, W_value in that order, each nn.Linear(d_in, d_out, bias=qkv_bias) (a "
                          "bias only when qkv_bias is True), and no other parameter.")
 
@@ -206,7 +207,7 @@ def test_self_attention_linear_values(student, course, device, case, bias):
 @S.examples(3)
 @given(case=S.modules(batch=(1, 1)))
 def test_copy_linear_weights(student, course, device, case):
-    """copy_linear_weights(src, dst) returns dst holding src's weights transposed, src unchanged, so dst(x) equals src(x)."""
+    """copy_linear_weights(src, dst) leaves src as it was, returns dst holding its weights transposed: dst(x) = src(x)."""
     C.seed(case.seed)
     src_ref = ref.SelfAttentionLinear(case.d_in, case.d_out).to(device)
     src = M.twin(student.qkv.SelfAttentionLinear, src_ref, case.d_in, case.d_out, qkv_bias=False,  # whatever its default
