@@ -207,7 +207,7 @@ def test_self_attention_linear_values(student, course, device, case, bias):
 @S.examples(3)
 @given(case=S.modules(batch=(1, 1)))
 def test_copy_linear_weights(student, course, device, case):
-    """copy_linear_weights(src, dst) leaves src as it was, returns dst holding its weights transposed: dst(x) = src(x)."""
+    """copy_linear_weights(src, dst) returns dst holding src's weights transposed, src untouched: dst(x) = src(x)."""
     C.seed(case.seed)
     src_ref = ref.SelfAttentionLinear(case.d_in, case.d_out).to(device)
     src = M.twin(student.qkv.SelfAttentionLinear, src_ref, case.d_in, case.d_out, qkv_bias=False,  # whatever its default
