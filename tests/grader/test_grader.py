@@ -33,6 +33,7 @@ from grader.reports.results import RESULTS_SCHEMA
 from grader.sandbox.host.client import CHECK, WorkerSession, Zygote
 from grader.sandbox.host.problems import GraderFault, StudentError, SubmissionProblem
 from grader.sandbox.host.proxy import load_params_step
+from grader.sandbox.host.zygote import ZygoteGone
 from grader.suites.checks import checked
 from grader.suites.plugin import run_suites
 
@@ -973,3 +974,26 @@ def test_the_collector_is_off_only_while_torch_and_the_suites_are_imported(tmp_p
         gc.unfreeze()
         gc.enable()
         session.stop()
+
+
+def test_a_zygote_that_dies_while_asked_for_a_worker_is_as_one_found_dead(private_tmp, course):
+    """A zygote that dies between the check that it lives and the request (its starting thread had just ended, the
+    parent-death signal on its way: a grader fault after threaded jobs) is started again, or, for a caller that may not
+    start one, ZygoteGone: no grader fault either way."""
+    zygote = Zygote()
+    try:
+        for relaunch in (True, False):
+            zygote.process.kill()
+            zygote.process.wait()
+            told = iter([True])  # the check before the request still finds it alive
+            zygote.alive = lambda: next(told, zygote.process.poll() is None)
+            if relaunch:
+                pid, sock = zygote.spawn(str(SOLUTIONS), course.grading.limits, "cpu", False)
+                assert zygote.process.poll() is None and pid > 0
+                sock.close()
+                zygote.stop(pid, 1.0, 5.0, True)
+            else:
+                with pytest.raises(ZygoteGone):
+                    zygote.spawn(str(SOLUTIONS), course.grading.limits, "cpu", False, relaunch=False)
+    finally:
+        zygote.close()

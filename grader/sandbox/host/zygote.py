@@ -87,7 +87,18 @@ class Zygote:
               relaunch: bool = True) -> tuple[int, socket.socket]:
         """A new worker (its pid and our end of its socket). A zygote that died (it never runs student code) is started
         again, unless ``relaunch`` is False (ZygoteGone): a thread that ends soon must not start it, since its
-        parent-death signal follows the thread that started it, not the process."""
+        parent-death signal follows the thread that started it, not the process. One that dies while asked (its
+        starter thread had just ended, the signal on its way: a grader fault after threaded jobs) is as one found
+        dead."""
+        try:
+            return self._spawn(submission, limits, device, require_sandbox, relaunch)
+        except GraderFault:
+            if not self._died():
+                raise
+        return self._spawn(submission, limits, device, require_sandbox, relaunch)
+
+    def _spawn(self, submission: str, limits: Limits, device: str, require_sandbox: bool,
+               relaunch: bool) -> tuple[int, socket.socket]:
         if not self.alive():
             if not relaunch:
                 raise ZygoteGone
@@ -95,12 +106,23 @@ class Zygote:
             self._launch()
         ours, theirs = socket.socketpair()
         try:
-            pid = self._ask({"op": "spawn", "submission": str(submission), "limits": dataclasses.asdict(limits), "device": device,
-                             "require_sandbox": require_sandbox}, [theirs.fileno()])["pid"]
+            pid = self._ask({"op": "spawn", "submission": str(submission), "limits": dataclasses.asdict(limits),
+                             "device": device, "require_sandbox": require_sandbox}, [theirs.fileno()])["pid"]
+        except GraderFault:
+            ours.close()
+            raise
         finally:
             theirs.close()
         self.spawned += 1
         return pid, ours
+
+    def _died(self, seconds: float = 2.0) -> bool:
+        """Whether the zygote's process has ended (waiting for it a little: one that closed its end is ending)."""
+        try:
+            self.process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
     def stop(self, pid: int, grace: float, teardown: float, unconfined: bool) -> int | None:
         """End a worker (``jail.children.Children.stop``, which the zygote runs: only the process that reaps a worker
