@@ -155,8 +155,8 @@ def _applicable(records: Records, rows: Sequence[dict]) -> tuple[Records, list[s
         except TableError as error:
             unapplied.append(str(error))
     try:
-        _check_times(records.submitted, [], students,
-                     {(row["student"], row.get("assignment")) for row in rows if row.get("status") != MISSING})
+        _check_blank_times(records.submitted,
+                           {(row["student"], row.get("assignment")) for row in rows if row.get("status") != MISSING})
     except TableError as error:
         unapplied.append(str(error))
     return replace(records, overrides=tuple(overrides), extensions=extensions), unapplied
@@ -189,7 +189,8 @@ def check_records(course: Course, records: Records, planned: Sequence[tuple[str,
     if all(group is None for _, group in planned):  # a class of the whole course: its every record is here
         for problem in _extending_nothing(course, replace(records, extensions=extensions), rows):
             raise TableError(problem)
-    _check_times(records.submitted, [key for key in records.submitted if now(key[0])], students, planned)
+    _check_times(records.submitted, [key for key in records.submitted if now(key[0])], students)
+    _check_blank_times(records.submitted, planned)
     for override in overrides:
         for row in rows:
             if not override.check and _applies(override, row):
@@ -354,14 +355,18 @@ def _check_extensions(extensions: Extensions, rows: Sequence[dict]) -> None:
                              + " in this class or its roster")
 
 
-def _check_times(times: Times, keys, students: Collection[str], handed: Collection[tuple[str, str | None]] = ()) -> None:
+def _check_times(times: Times, keys, students: Collection[str]) -> None:
     """Each listed time (of ``keys``) names a student of the class or of the roster: a misspelled id left its student
-    without a time, unsaid (found by our instructor's walk-through); and no record ``handed`` in ((student, assignment
-    or None)) is listed without a time (a blank cell took a late penalty away: the sixth walk-through)."""
+    without a time, unsaid (found by our instructor's walk-through)."""
     for key in keys:
         if key[0] not in students:
             raise TableError(f"{times.where.get(key, 'the list of submission times')}: no student "
                              f"{clean(key[0], MAX_NAME)!r} in this class or its roster")
+
+
+def _check_blank_times(times: Times, handed: Collection[tuple[str, str | None]]) -> None:
+    """No record ``handed`` in ((student, assignment or None)) is listed without a time (a blank cell took a late
+    penalty away: the sixth walk-through)."""
     for key, where in times.blank.items():
         if any(student == key[0] and key[1] in (None, assignment) for student, assignment in handed):
             raise TableError(f"{where}: no time for student {clean(key[0], MAX_NAME)!r}, who handed something in: give "

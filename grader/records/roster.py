@@ -109,8 +109,8 @@ def check_roster(roster: Roster, students: Collection[str]) -> None:
         alike.setdefault(_loosely(sid), []).append(sid)
     named: dict[str, list[str]] = {}
     for sid, student in roster.items():
-        if _as_name(student.name):  # a name of letters or digits (punctuation alone names nobody)
-            named.setdefault(_as_name(student.name), []).append(sid)
+        if name := _as_name(student.name):  # a name of letters or digits (punctuation alone names nobody)
+            named.setdefault(name, []).append(sid)
     for student in sorted(set(students) - set(roster)):
         [listed_as, *others] = alike.get(_loosely(student), [student])
         if listed_as != student and not others and listed_as not in students:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from grader.points import Grade
 from grader.reports.advice import overview, score_line
+from grader.reports.results import check_key
 from grader.text import clean
 
 # PrairieLearn's external grader results (prairielearn.readthedocs.io, "External Grading": "Grading results").
@@ -37,7 +38,7 @@ def prairielearn(grade: Grade, *, gradable: bool = True, message: str = "") -> d
 
     ``gradable=False`` (the submission could not be graded at all) puts ``message`` in ``format_errors`` too.
     """
-    tests = [{"name": f"{exercise.module}: {clean(test.doc)}", "description": clean(exercise.title),
+    tests = [{"name": check_key(exercise.module, test.doc), "description": clean(exercise.title),
               "points": test.score, "max_points": test.max_score, "message": clean(test.feedback), "output": ""}
              for exercise in grade.exercises for test in exercise.tests if test.status != "skipped"]
     message = clean(message)

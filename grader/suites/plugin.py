@@ -23,6 +23,7 @@ import torch
 
 from grader.course import Course, CourseError
 from grader.memory import GradingOutOfMemory, out_of_memory, resume_collector
+from grader.reports.results import check_key
 from grader.sandbox.host.client import WorkerSession
 from grader.sandbox.host.problems import GraderFault, StudentError, SubmissionProblem
 from grader.sandbox.host.proxy import Student, UncheckedValue
@@ -305,7 +306,7 @@ def check_suites(course: Course) -> frozenset[str]:
     exercise's marker, a rule that needs a banned entry course.yaml lacks) raises CourseError, one line naming the
     file and what to change."""
     plugin = _pytest_run(WorkerSession(None, str(course.root), course.grading.limits), course, "cpu", collect_only=True)
-    return frozenset(f"{about['exercise']}: {about['doc']}" for about in plugin._about.values())
+    return frozenset(check_key(about["exercise"], about["doc"]) for about in plugin._about.values())
 
 
 def run_suites(session: WorkerSession, course: Course, device: str, suites: list[Path] | None = None,
