@@ -91,11 +91,10 @@ def load_extensions(path: str | Path, course: Course) -> Extensions:
     date to extend, and later than it. A due date is written as course.yaml's are (ISO 8601 with its zone; one that
     names no zone is in ``late.timezone``)."""
     header, rows = read_table(path, "a list of extensions")
-    unknown = [name for name in header if name and name not in EXTENSION_COLUMNS]
+    unknown = header.unknown(EXTENSION_COLUMNS)
     if unknown or "student" not in header or "due" not in header:
         raise TableError(f"{path}:1: a list of extensions has the columns student, due (and optionally assignment, "
-                         "reason)"
-                         + (f", not {clean(unknown[0], MAX_NAME)!r}" if unknown else ""))
+                         "reason)" + (f", not {unknown!r}" if unknown else ""))
     late, lines = course.late, {}
     extensions: Extensions = {}
     for row in rows:

@@ -48,11 +48,10 @@ class Override:
 def load_overrides(path: str | Path, course: Course) -> list[Override]:
     """Every override of the file, checked against course.yaml (its exercises and assignments)."""
     header, rows = read_table(path, "an overrides file")
-    unknown = [name for name in header if name and name not in COLUMNS]
+    unknown = header.unknown(COLUMNS)
     if unknown or "student" not in header or "reason" not in header:
         raise TableError(f"{path}:1: an overrides file's columns are {', '.join(COLUMNS)} "
-                         f"(student and reason required; points or penalty)"
-                         + (f", not {clean(unknown[0], MAX_NAME)!r}" if unknown else ""))
+                         f"(student and reason required; points or penalty)" + (f", not {unknown!r}" if unknown else ""))
     assignments = set(course.assignment_modules())
     overrides, lines = [], {}
     for row in rows:

@@ -36,7 +36,19 @@ def column(name: str) -> str:
     return _SPACES.sub("_", name.strip().lower()).strip("_")
 
 
-def read_table(path: str | Path, what: str) -> tuple[list[str], list[Row]]:
+class Header(list):
+    """A table's column names as matched (``column``); an error names a column as the file wrote it."""
+
+    def __init__(self, cells: list[str]):
+        super().__init__(column(cell) for cell in cells)
+        self.written = {column(cell): cell.strip() for cell in cells}
+
+    def unknown(self, known: tuple[str, ...]) -> str | None:
+        """The first column not among ``known``, as the file wrote it (cleaned for an error), if any."""
+        return next((clean(self.written[name], MAX_NAME) for name in self if name and name not in known), None)
+
+
+def read_table(path: str | Path, what: str) -> tuple[Header, list[Row]]:
     """The columns and rows of the CSV file ``path`` (``what`` it should be, for the errors): UTF-8 (a byte-order mark
     is fine), a header line, then one row per line; blank lines are skipped. A cell reads as ``text.csv_cell`` wrote
     it (the grader's own files read back: the ``'`` before a leading ``= + - @`` is not part of it)."""
@@ -52,7 +64,7 @@ def read_table(path: str | Path, what: str) -> tuple[list[str], list[Row]]:
         raise TableError(f"{path}:{line}: not UTF-8 text (save {what} as CSV UTF-8)") from None
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows: list[Row] = []
-    header: list[str] | None = None
+    header: Header | None = None
     try:
         for cells in reader:
             if not any(cell.strip() for cell in cells):
@@ -61,7 +73,7 @@ def read_table(path: str | Path, what: str) -> tuple[list[str], list[Row]]:
                 if len(cells) == 1 and ";" in cells[0]:  # a spreadsheet's CSV where the decimal comma is the custom
                     raise TableError(f"{path}:{reader.line_num}: the columns are separated by ';': save {what} as "
                                      f"comma-separated CSV")
-                header = [column(cell) for cell in cells]
+                header = Header(cells)
                 twice = sorted({c for c in header if c and header.count(c) > 1})
                 if twice:
                     raise TableError(f"{path}:{reader.line_num}: column {twice[0]!r} appears twice in the header")

@@ -44,13 +44,16 @@ def lower_triangle(T: int, device=None) -> torch.Tensor:
 def attend(q, k, v, scale: float, allowed=None, how: str = "-inf", fill: float = float("-inf"), dim: int = -1,
            normalize: Callable = softmax):
     """normalize(q k^T / scale, masked) v (``normalize``: softmax, or ``naive_softmax``), masked the way ``how`` says:
-    "-inf" (``fill`` where ``allowed`` is False, before the softmax), "zero" (0 there), "after" (weights times the
-    mask, after the softmax), "renormalize" (that, then each row divided by its sum) or "none"."""
+    "-inf" (``fill`` where ``allowed`` is False, before the softmax), "zero" (0 there), "times_inf" (the mask times
+    -inf added to the scores), "after" (weights times the mask, after the softmax), "renormalize" (that, then each row
+    divided by its sum) or "none"."""
     scores = q @ k.transpose(-2, -1) / scale
     if allowed is not None and how == "-inf":
         scores = scores.masked_fill(~allowed, fill)
     if allowed is not None and how == "zero":
         scores = scores.masked_fill(~allowed, 0.0)
+    if allowed is not None and how == "times_inf":  # an additive mask made as (~allowed) * -inf: 0 * -inf is NaN
+        scores = scores + (~allowed).to(scores.dtype) * float("-inf")
     weights = normalize(scores, dim)
     if allowed is not None and how in ("after", "renormalize"):
         weights = weights * allowed
@@ -113,6 +116,10 @@ def attention_mistakes(q, k, v, *, group: str, scale_name: str, scale: float | N
         return hints
     hints += [Hint("no mask: a position sees what it must not; fill the masked scores with -inf before the softmax.",
                    lambda: run(how="none"), f"{group}.no_mask"),
+              Hint("the mask adds NaN: 0 * float('-inf') is NaN, not 0, so a mask made by multiplying by -inf "
+                   "((~mask) * float('-inf'), triu(ones) * float('-inf')) turns every score it is added to into NaN; "
+                   "fill the masked scores instead: scores.masked_fill(~mask, float('-inf')).",
+                   lambda: run(how="times_inf"), f"{group}.mask_times_inf"),
               Hint("the mask is applied after the softmax: fill masked scores with -inf *before* it, so that each row "
                    "still sums to 1.", lambda: run(how="after"), f"{group}.mask_after_softmax"),
               Hint("masked scores are set to 0, and exp(0) = 1 still gives them weight: fill with float('-inf').",

@@ -267,8 +267,9 @@ def test_an_override_row_pasted_twice_is_refused(tmp_path):
 
 
 def test_an_overrides_file_with_an_unknown_column_is_refused(tmp_path):
-    path = _write(tmp_path / "overrides.csv", "student,points,reason,comment\nann,5,x,y\n")
-    assert _error(load_overrides, path, COURSE).startswith(f"{path}:1:")
+    path = _write(tmp_path / "overrides.csv", "student,points,reason,Grader Comment\nann,5,x,y\n")
+    message = _error(load_overrides, path, COURSE)
+    assert message.startswith(f"{path}:1:") and message.endswith("not 'Grader Comment'")  # as the file writes it
 
 
 def test_overrides_apply_in_order_on_a_copy(tmp_path):
@@ -575,6 +576,7 @@ def test_an_extension_for_every_record_extends_those_whose_due_date_it_is_past(t
 
 @pytest.mark.parametrize("text, line, words", [
     ("student,due,why\nann,2026-11-23T23:59:00Z,ill\n", 1, "not 'why'"),
+    ("student,Due Date\nann,2026-11-23T23:59:00Z\n", 1, "not 'Due Date'"),  # as written (instructor walk-through 6)
     ("student\nann\n", 1, "columns student, due"),
     ("student,due\nann,2026-11-23T23:59:00Z\n,2026-11-23T23:59:00Z\n", 3, "no student"),
     ("student,due\nann,next week\n", 2, "not a date and time"),

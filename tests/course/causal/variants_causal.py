@@ -15,6 +15,10 @@ bug("causal", "mask_after_softmax", "CausalAttention zeroes future weights after
     (CF, "pass"), (CW, "weights = self.dropout(torch.softmax(scores, dim=-1) * self.mask[:T, :T])"), shows=("causal.mask_after_softmax",))
 bug("causal", "mask_with_zero", "CausalAttention fills future scores with 0 instead of -inf",
     (CF, "scores = scores.masked_fill(~self.mask[:T, :T], 0.0)"), shows=("causal.mask_with_zero",))
+bug("causal", "mask_times_inf", "CausalAttention adds a mask made as triu(ones) * -inf, NaN where 0 * -inf (walk-through 10)",
+    ('self.register_buffer("mask", causal_mask(context_length), persistent=False)',
+     'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1) * float("-inf"))'),
+    (CF, "scores = scores + self.mask[:T, :T]"), shows=("causal.mask_times_inf",))
 bug("causal", "scores_transposed", "CausalAttention's einsum scores name the output indices 'bkq'",
     (CS, "scores = torch.einsum('bqd,bkd->bkq', queries, keys) / math.sqrt(keys.shape[-1])"),
     shows=("causal.scores_transposed",))

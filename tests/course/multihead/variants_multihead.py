@@ -49,6 +49,8 @@ bug("multihead", "out_proj_first", "MultiHeadAttention creates out_proj before t
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)"""))
+bug("multihead", "mask_times_inf", "MultiHeadAttention adds (~mask) * -inf to the scores, NaN where 0 * -inf",
+    (MM, 'scores = scores + (~self.mask[:T, :T]) * float("-inf")'), shows=("multihead.mask_times_inf",))
 bug("multihead", "mask_with_zero", "MultiHeadAttention fills future scores with 0 instead of -inf",
     (MM, "scores = scores.masked_fill(~self.mask[:T, :T], 0.0)"), shows=("multihead.mask_with_zero",))
 part("multihead", "head_loop", "MultiHeadAttention computes the scores of each head in a Python loop",

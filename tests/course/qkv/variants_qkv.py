@@ -21,6 +21,8 @@ bug("qkv", "no_scaling", "scaled_dot_product_attention does not scale the scores
     (SC, "scores = queries @ keys.transpose(-2, -1)"), shows=("attention.no_scaling",))
 bug("qkv", "mask_after_softmax", "scaled_dot_product_attention zeroes masked weights after the softmax",
     (MF, "pass"), (RET, "weights = torch.softmax(scores, dim=-1)\n    if mask is not None:\n        weights = weights * mask\n    return weights @ values"), shows=("attention.mask_after_softmax",))
+bug("qkv", "mask_times_inf", "scaled_dot_product_attention adds (~mask) * -inf to the scores, NaN where 0 * -inf",
+    (MF, 'scores = scores + (~mask) * float("-inf")'), shows=("attention.mask_times_inf",))
 bug("qkv", "mask_with_zero", "scaled_dot_product_attention fills masked scores with 0 instead of -inf",
     (MF, "scores = scores.masked_fill(~mask, 0.0)"), shows=("attention.mask_with_zero",))
 bug("qkv", "mask_inverted", "scaled_dot_product_attention treats True as 'hide' (inverted mask)",
