@@ -196,3 +196,12 @@ def test_a_function_wrong_only_with_batch_dims_has_its_rules_judged_on_one_seque
     graded = grade(variant)
     assert [t.name for t in failures(graded, "scores") if t.kind == "rule"] == []
     assert [t.kind for t in failures(graded, "scores")] == ["values"]
+
+
+@pytest.mark.slow
+def test_a_quiz_answer_wrong_through_decoder_attention_points_there(grade):
+    """quiz_answer() wrong because decoder_attention is (it scales the scores) says the mistake is in
+    decoder_attention, not how to build s and H (the tenth student walk-through's M4)."""
+    [variant] = [v for v in of_kind("buggy") if v.id == "buggy/quiz/scaled"]
+    [answer] = [t for t in failures(grade(variant), "quiz") if t.name.endswith("::test_quiz_answer")]
+    assert "the mistake is in decoder_attention" in answer.feedback and "H = [h1, h2, h3]" not in answer.feedback

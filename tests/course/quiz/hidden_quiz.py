@@ -53,8 +53,20 @@ def test_quiz_answer(student, course):
     got = C.checked(got, want, what="quiz_answer()", on="no arguments")
     error = float((got.double() - want.double()).abs().max())
     if not error <= 1e-4:
-        raise C.CheckFailed(f"quiz_answer() is not the quiz's v (off by {C.error_scale(error)}). Hint: use the quiz's s and "
-                            f"h1, h2, h3 as given, H = [h1, h2, h3] (one state per row), and call decoder_attention.")
+        hint = known.ATTENTION_WRONG if _own_attention_gives(student, got) else (
+            "use the quiz's s and h1, h2, h3 as given, H = [h1, h2, h3] (one state per row), and call decoder_attention.")
+        raise C.CheckFailed(f"quiz_answer() is not the quiz's v (off by {C.error_scale(error)}). Hint: {hint}")
+
+
+def _own_attention_gives(student, answer: torch.Tensor) -> bool:
+    """Whether the student's decoder_attention, on the quiz's s and H, gives ``answer`` (a wrong v then comes from it)."""
+    try:
+        own = C.attempt(lambda: student.quiz.decoder_attention(torch.tensor(QUIZ_S), torch.tensor(QUIZ_H)), WHAT,
+                        "the quiz's s and H")
+        own = C.checked(C.expect_tensor(own, WHAT, "the quiz's s and H"), answer, what=WHAT, on="the quiz's s and H")
+    except C.CheckFailed:
+        return False
+    return bool(torch.equal(own, answer))
 
 
 @pytest.mark.rule

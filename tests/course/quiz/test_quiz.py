@@ -23,10 +23,11 @@ def test_decoder_attention_returns_only_v_by_default(impl, decoder_states, expec
     expect_close(v, [0.4387, 0.4855], atol=1e-4, rtol=0, hints=known.decoder_hints(s, H))
 
 
-def test_quiz_answer(impl, expect_close):
+def test_quiz_answer(impl, decoder_states, expect_close):
     """quiz_answer() is the float32 tensor [0.4387, 0.4855]."""
     expect_close(impl.quiz.quiz_answer(), torch.tensor([0.4387, 0.4855]), atol=1e-4,
-                 dtype_from="the default dtype (torch.tensor of Python floats, without a dtype argument)")
+                 dtype_from="the default dtype (torch.tensor of Python floats, without a dtype argument)",
+                 hints=known.answer_hints(impl.quiz.decoder_attention, *decoder_states))
 
 
 def test_quiz_answer_calls_decoder_attention(impl, decoder_states):
