@@ -11,7 +11,7 @@ from diagnosis import DROPOUT_IN_EVAL
 
 from grader.points import DEFERRED
 from grader.sandbox.dropout import KeyedDropout, keyed_dropout
-from grader.sandbox.host.problems import StudentError
+from grader.sandbox.host.problems import StudentError, SubmissionProblem
 from grader.sandbox.host.proxy import RemoteObject, load_params_step
 from grader.suites.checks import (
     FLOATING,
@@ -42,21 +42,27 @@ def same_params(got: dict, want: dict, what: str, on: str, how: str):
     """Parameters of a module constructed right after torch.manual_seed must equal the reference's (kind and order)."""
     if not isinstance(got, dict) or set(got) - set(want):
         raise CheckFailed(f"{what} has parameters other than {', '.join(want)} ({on}). Hint: {how}")
+    shaped_like(got, want, what, on, how)
     for name, w in want.items():
-        if name not in got:
-            raise CheckFailed(f"{what} has no parameter named {name} ({on}); expected {', '.join(want)}.")
-        g = expect_tensor(got[name], f"the parameter {name} of {what}", on)
-        if tuple(g.shape) != tuple(w.shape):
-            turned = "is transposed" if tuple(g.shape) == tuple(w.shape)[::-1] else f"has {shape_fact(g.shape, w.shape)}"
-            raise CheckFailed(f"parameter {name} of {what} {turned} ({on}); expected the shape {shape(w)}. "
-                              f"Hint: {how}")
-        g = checked(g, w, what=f"the parameter {name} of {what}", on=on, dtypes=FLOATING)
+        g = checked(got[name], w, what=f"the parameter {name} of {what}", on=on, dtypes=FLOATING)
         if not torch.allclose(g.to(w), w):
             swapped = any(o != name and tuple(want[o].shape) == tuple(g.shape) and torch.allclose(g.to(w), want[o])
                           for o in want)
             reason = "the parameters are created in another order" if swapped else "it was drawn differently"
             raise CheckFailed(f"with torch.manual_seed(...) right before construction, parameter {name} of {what} "
                               f"differs from the expected one ({on}): {reason}. Hint: {how}")
+
+
+def shaped_like(got: dict, want: dict, what: str, on: str, how: str | None = None) -> None:
+    """The module's parameters ``got`` (by name) hold each of ``want``'s names, each a tensor of its shape."""
+    for name, w in want.items():
+        if name not in got:
+            raise CheckFailed(f"{what} has no parameter named {name} ({on}); expected {', '.join(want)}.")
+        g = expect_tensor(got[name], f"the parameter {name} of {what}", on)
+        if tuple(g.shape) != tuple(w.shape):
+            turned = "is transposed" if tuple(g.shape) == tuple(w.shape)[::-1] else f"has {shape_fact(g.shape, w.shape)}"
+            raise CheckFailed(f"parameter {name} of {what} {turned} ({on}); expected the shape {shape(w)}."
+                              + (f" Hint: {how}" if how else ""))
 
 
 def expect_seeded_init(constructor, args, kwargs: dict, seed: int, reference, what: str, on: str, how: str) -> None:
@@ -115,7 +121,14 @@ def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, 
     steps.append((load_params_step(built, params), f"copying the parameters into the {what}"))
     if mode is not None:
         steps.append((({**built, "path": [mode]}, (), None, {"handles": True}), f"{what}.{mode}()"))
-    built = run_all(constructor._session, [call for call, _ in steps], [label for _, label in steps], "construction")
+    try:
+        built = run_all(constructor._session, [call for call, _ in steps], [label for _, label in steps], "construction")
+    except SubmissionProblem as problem:
+        if problem.kind == "parameters":  # which one, said in the reference's names (the worker's words are not shown)
+            on = f"built as {what}({', '.join(map(repr, (*args, *kwargs.values())))})"
+            own = expect_object(attempt(lambda: constructor.run(args, kwargs, handles=True).value, what, on), what, on)
+            shaped_like(own.params(), params, what, on)
+        raise
     return expect_object(built[0].value, what, "construction")
 
 

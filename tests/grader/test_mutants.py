@@ -205,3 +205,14 @@ def test_a_quiz_answer_wrong_through_decoder_attention_points_there(grade):
     [variant] = [v for v in of_kind("buggy") if v.id == "buggy/quiz/scaled"]
     [answer] = [t for t in failures(grade(variant), "quiz") if t.name.endswith("::test_quiz_answer")]
     assert "the mistake is in decoder_attention" in answer.feedback and "H = [h1, h2, h3]" not in answer.feedback
+
+
+@pytest.mark.slow
+def test_a_module_missing_a_parameter_is_told_which(grade):
+    """A module built without a parameter the reference has (out_proj's bias left out when qkv_bias is False) fails
+    its values checks naming that parameter, not a generic "parameters are not those asked for" (walk-through 10's
+    S1)."""
+    [variant] = [v for v in of_kind("buggy") if v.id == "buggy/multihead/out_proj_bias_follows_qkv_bias"]
+    values = [t for t in failures(grade(variant), "multihead") if t.kind == "values"]
+    assert values and all("has no parameter named out_proj.bias (built as MultiHeadAttention(" in t.feedback
+                          for t in values), [t.feedback for t in values]

@@ -127,3 +127,6 @@ bug("multihead", "renormalized_after_softmax", "MultiHeadAttention multiplies th
     (MM, "pass"), (MW, "weights = torch.softmax(scores, dim=-1) * self.mask[:T, :T]\n"
                        "        weights = self.dropout(weights / weights.sum(dim=-1, keepdim=True))"),
     shows=("multihead.renormalized_after_softmax",))
+bug("multihead", "out_proj_bias_follows_qkv_bias", "MultiHeadAttention gives out_proj a bias only with qkv_bias "
+    "(walk-through 10's S1: the checks name the parameter missing)",
+    ("self.out_proj = nn.Linear(d_out, d_out)", "self.out_proj = nn.Linear(d_out, d_out, bias=qkv_bias)"))
