@@ -260,7 +260,8 @@ def _job_process(batch: int):
 
 def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "cpu", force: bool = False,
               require_sandbox: bool = True, dask: str | None = None, progress=None,
-              assignment: str | None = None, records: Records | None = None) -> list[dict]:
+              assignment: str | None = None, records: Records | None = None,
+              absent: Mapping[str, str] | None = None) -> list[dict]:
     """Grade every submission of ``source`` without a final record under the same fingerprint, on the whole course
     or as ``assignment`` (nbgrader's layout: each notebook as its own assignment, only ``assignment``'s if given);
     write the class's reports with the instructor's ``records`` (roster, overrides, submission times) applied
@@ -269,7 +270,8 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     reports written, when the graded class contradicts a line of the records). With
     ``require_sandbox``, a machine where no sandbox can be built stops the batch before anyone is graded
     (SandboxUnavailable; on a remote Dask cluster, each worker's own refusal is a grader fault of that submission,
-    recorded as not final)."""
+    recorded as not final). ``absent``: students of the class with nothing in ``source`` to grade, and why (`grader
+    collect`'s repositories not collected): each is a row that could not be graded, saying why."""
     out = Path(out)
     course = load_course(course_file)
     records = records or Records()
@@ -277,6 +279,7 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
         course.assignment(assignment)  # an unknown name stops the batch before it starts
     entries = [e if e.assignment else replace(e, assignment=assignment) for e in discover(source, course, assignment)
                if assignment in (None, e.assignment) or e.assignment is None]
+    entries += [Entry(student, Path(source) / student, assignment, why) for student, why in (absent or {}).items()]
     decided = [e for e in entries if e.assignment or e.whole_course]  # else graded as the assignment it carries
     check_records(course, records, [(e.student, e.assignment) for e in decided],
                   {e.student for e in entries} - {e.student for e in decided}, assignment)

@@ -230,11 +230,12 @@ def _similarity(args) -> int:
 
 def _collect(args) -> int:
     from grader.batch import BatchFailed
-    from grader.collect import CLONE_MB, CLONE_SECONDS, CollectError, collect
+    from grader.collect import CLONE_MB, CLONE_SECONDS, CollectError, collect, shared_repositories
     from grader.course import CourseError
     from grader.grade import DeviceError, resolve_device
     from grader.records.table import TableError
     from grader.sandbox.jail.confine import SandboxUnavailable
+    from grader.text import clean
 
     try:
         repositories, rows = collect(args.roster, args.out, deadline=args.deadline, course_file=args.course,
@@ -252,6 +253,9 @@ def _collect(args) -> int:
           f"{Path(args.out) / 'collected.csv'}; grades in {Path(args.out) / 'grades'}")
     for repository in failed:
         print(f"  {repository.student}: {repository.status}")
+    for url, students in shared_repositories(repositories).items():
+        print(f"grader: note: one repository, {clean(url, 300)}, is listed for {', '.join(clean(s) for s in students)}: "
+              "each has a grade of it (a line pasted twice?)", file=sys.stderr)
     return GRADER_FAULT_STATUS if _said_grader_faults(rows) else 0
 
 

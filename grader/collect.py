@@ -39,6 +39,7 @@ from grader.entries import BatchError, submission_name
 from grader.intake.walk import intake_reads
 from grader.records.adjust import load_records
 from grader.records.kept import class_course, keep_course, keep_records
+from grader.records.late import NOT_COLLECTED
 from grader.reports.files import write_atomic
 from grader.text import MAX_NAME, clean, csv_cell, student_id
 
@@ -274,6 +275,14 @@ def write_blobs(bare: Path, blobs: list[Blob], folder: Path, seconds: float) -> 
                 raise CollectError(f"git cat-file ended before the end of {shown}")
 
 
+def shared_repositories(repositories: list[Repository]) -> dict[str, list[str]]:
+    """Each repository listed for more than one student (a team's, or a line pasted twice), and its students."""
+    students: dict[str, list[str]] = {}
+    for repository in repositories:
+        students.setdefault(repository.url.rstrip("/").removesuffix(".git"), []).append(repository.student)
+    return {url: names for url, names in students.items() if len(names) > 1}
+
+
 def write_collected(path: Path, repositories: list[Repository]) -> None:
     """collected.csv: student, url, commit, commit_time, status (cells made safe for spreadsheets)."""
     text = io.StringIO()
@@ -295,8 +304,9 @@ def collect(roster: str | os.PathLike, out: str | os.PathLike, *, deadline: str,
             grade: bool = True, seconds: float = CLONE_SECONDS, megabytes: int = CLONE_MB, **batch) -> Collected:
     """Clone every repository of ``roster`` at ``deadline`` into ``out``/submissions, write ``out``/collected.csv, and
     (``grade``) grade the collected class into ``out``/grades with ``run_batch`` (``batch``: its options; the course
-    ``course_file``, else the one kept with the grades, ``kept.class_course``): the
-    repositories, and the class's rows as the batch shows them (none when nothing was graded)."""
+    ``course_file``, else the one kept with the grades, ``kept.class_course``; a repository not collected is its
+    student's row that could not be graded, saying why): the repositories, and the class's rows as the batch shows
+    them (none when nothing was graded)."""
     out = Path(out)
     when = parse_deadline(deadline)
     repositories = read_roster(roster)
@@ -309,13 +319,14 @@ def collect(roster: str | os.PathLike, out: str | os.PathLike, *, deadline: str,
             repository.status = "collected"
         except (CollectError, OSError) as error:
             shutil.rmtree(submissions / repository.student, ignore_errors=True)  # never grade an older copy
-            repository.status = f"not collected: {clean(str(error), 300)}"
+            repository.status = f"{NOT_COLLECTED}: {clean(str(error), 300)}"
     write_collected(out / "collected.csv", repositories)
     rows = []
     if grade and any(r.commit for r in repositories):
+        absent = {r.student: r.status for r in repositories if not r.commit}  # a row each: no student left out
         try:  # each commit's time is its submission's: course.yaml's late policy applies, as with batch --submitted
             rows = run_batch(submissions, out / "grades", course_file=course_file,
-                             records=load_records(course, submitted=out / "collected.csv"), **batch)
+                             records=load_records(course, submitted=out / "collected.csv"), absent=absent, **batch)
         except BatchError as error:
             raise CollectError(str(error)) from None
         keep_course(out / "grades", course_file)

@@ -33,9 +33,13 @@ MAX_TIMESTAMP_BYTES = 200
 
 EXTENSION_COLUMNS = ("student", "assignment", "due", "reason")  # reason: the instructor's note, not shown
 
+NOT_COLLECTED = "not collected"  # the status of `grader collect`'s repositories it could not take (collected.csv)
+
+
 class Times(dict):
     """(student, assignment or None: any) -> submitted at; ``where``: each key's file:line; ``blank``: the file:line
-    of each key listed without a time (collect's failed clones; an instructor's slip where the student handed in)."""
+    of each key listed without a time (an instructor's slip where the student handed in), but a row whose status says
+    it was not collected (collect's failed clones: nothing handed in to time)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -60,7 +64,8 @@ def zone(late: Late | None) -> tzinfo:
 
 
 def load_submitted(path: str | Path, course: Course) -> Times:
-    """The instructor's list of submission times; a row without a time (a failed clone) is noted apart (``blank``)."""
+    """The instructor's list of submission times; a row without a time is noted apart (``blank``), but one that says it
+    was not collected (collected.csv's status)."""
     header, rows = read_table(path, "a list of submission times")
     student, when = pick(header, STUDENT_COLUMNS), pick(header, TIME_COLUMNS)
     if student is None or when is None:
@@ -80,7 +85,7 @@ def load_submitted(path: str | Path, course: Course) -> Times:
         if row[when]:
             times[key] = parse_time(row[when], zone(course.late), row.where)
             times.where[key] = row.where
-        else:
+        elif not row.get("status", "").startswith(NOT_COLLECTED):
             times.blank[key] = row.where
     return times
 

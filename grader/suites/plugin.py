@@ -14,6 +14,7 @@ import io
 import random
 import re
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -65,16 +66,29 @@ def _failure_text(excinfo: pytest.ExceptionInfo, style=None) -> str:
     return feedback(excinfo.value)
 
 
-def grader_fault(error: BaseException) -> GraderFault | None:
-    """The grader fault an exception raised in a test stands for, if it is one (a student's own exception, re-created
-    as ``StudentError``, never is: their MemoryError is theirs)."""
-    if isinstance(error, StudentError):
+def grader_fault(error: BaseException, exercise: str, suites: Path) -> GraderFault | None:
+    """The grader fault an exception raised in a test stands for, if it is one: any but a check's own failure
+    (CheckFailed, an assert, a skip), the submission's (SubmissionProblem) and the student's own exception (re-created
+    as ``StudentError``: their MemoryError is theirs). The checks verify every value of the submission before
+    computing with it, and no value makes one raise (tests/grader/test_student_values.py), so anything else is a bug
+    of the course's suites, said with where it was raised (``suites``: the course's suites folder) and never scored."""
+    if isinstance(error, (StudentError, CheckFailed, SubmissionProblem, AssertionError, pytest.skip.Exception)):
         return None
     if out_of_memory(error):
         return GradingOutOfMemory(f"the grading process ran out of memory while checking ({type(error).__name__})")
     if isinstance(error, UncheckedValue):
         return GraderFault(f"a check computed with a value of the submission before verifying it ({error})")
-    return None
+    return GraderFault(f"a check of {exercise} raised {type(error).__name__}{_raised_at(error, suites)}: a bug in the "
+                       f"course's test code, not in the submission (`grader check-exercise {exercise}` runs it on the "
+                       f"reference)")
+
+
+def _raised_at(error: BaseException, suites: Path) -> str:
+    """' (hidden_x.py, line 12)': the innermost line of the course's suites or the grader's checks that ``error`` went
+    through, if any."""
+    ours = (str(suites.resolve()), str(Path(__file__).resolve().parent))
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename.startswith(ours)]
+    return f" ({Path(frames[-1].filename).name}, line {frames[-1].lineno})" if frames else ""
 
 
 def check_name(item, exercise: str) -> str:
@@ -176,12 +190,13 @@ class GradingPlugin:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item):
         """A test that fails for a reason of the grading process's own is no failed check of the student: it ran out of
-        memory (``grader.memory``), or a suite computed with a student's tensor before verifying it (``UncheckedValue``,
-        a bug of the suites). The run stops, and ``run_suites`` raises the fault: no grade is recorded."""
+        memory (``grader.memory``), a suite computed with a student's tensor before verifying it (``UncheckedValue``),
+        or a suite's code raised (``grader_fault``). The run stops, and ``run_suites`` raises the fault: no grade is
+        recorded."""
         try:
             return (yield)
         except Exception as error:
-            self.fault = self.fault or grader_fault(error)
+            self.fault = self.fault or grader_fault(error, self._about[item.nodeid]["exercise"], self._course.suites_dir)
             if self.fault is not None:
                 item.session.shouldstop = str(self.fault)
             raise

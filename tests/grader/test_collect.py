@@ -183,7 +183,8 @@ def test_nothing_of_the_repository_runs_or_leaves_its_folder(tmp_path, monkeypat
 def test_a_failing_clone_is_recorded_and_the_others_go_on(tmp_path):
     """A missing repository, one without a commit before the deadline, one over the size bound and one whose commit
     has a committer date git cannot read (red team 14: it stopped the whole class) are recorded with their reason in
-    collected.csv; the good one is graded (the references at the deadline: full marks)."""
+    collected.csv and in the class's reports (a row each that could not be graded); the good one is graded (the
+    references at the deadline: full marks)."""
     good = repository(tmp_path, "ada", [(solutions(), BEFORE), (solutions(broken=True), AFTER)])
     late = repository(tmp_path, "cy", [(solutions(), AFTER)])
     big = repository(tmp_path, "dan", [({"blob.bin": os.urandom(3 << 20)}, BEFORE)])
@@ -204,8 +205,10 @@ def test_a_failing_clone_is_recorded_and_the_others_go_on(tmp_path):
     assert rows["eve"]["status"] == "not collected: the last commit at or before the deadline has no commit time git can read"
     assert sorted(p.name for p in (out / "submissions").iterdir()) == ["ada"]
     grades = {row["student"]: row for row in csv.DictReader((out / "grades" / "gradebook.csv").open(encoding="utf-8-sig"))}
-    assert set(grades) == {"ada"} and float(grades["ada"]["score"]) == TOTAL
-    assert "collected 1 of 5 repositories" in process.stdout
+    assert set(grades) == {"ada", "ben", "cy", "dan", "eve"} and float(grades["ada"]["score"]) == TOTAL
+    for student in ("ben", "cy", "dan", "eve"):  # each a row that could not be graded, saying why (instructor walk-
+        assert rows[student]["status"] in grades[student]["status"] and not grades[student]["score"], grades[student]
+    assert "collected 1 of 5 repositories" in process.stdout  # through 7: they were left out of every report
 
 
 def test_collect_with_grader_errors_exits_3_naming_them(tmp_path, grader_faults, capsys):
@@ -277,7 +280,8 @@ def test_a_repository_bomb_is_refused_before_anything_is_written(tmp_path):
     assert max(measured["peak"], measured["children_peak"]) < 400 << 20, measured
     assert measured["written"] < 50 << 20, measured
     grades = {row["student"]: row for row in csv.DictReader((out / "grades" / "gradebook.csv").open(encoding="utf-8-sig"))}
-    assert set(grades) == {"ada"} and float(grades["ada"]["score"]) == 100.0
+    assert set(grades) == {"ada", "big", "empty"} and float(grades["ada"]["score"]) == 100.0
+    assert not grades["big"]["score"] and not grades["empty"]["score"]  # rows that could not be graded, saying why
 
 
 def test_only_what_intake_reads_is_written_and_never_outside(tmp_path, monkeypatch):
@@ -341,3 +345,17 @@ def test_a_commit_after_the_due_date_costs_the_late_penalty(tmp_path):
     with open(tmp_path / "out" / "grades" / "gradebook.csv", newline="", encoding="utf-8-sig") as handle:
         [row] = csv.DictReader(handle)
     assert (row["late_penalty"], row["submitted_at"]) == (f"{TOTAL * 0.1:g}", BEFORE)
+
+
+def test_one_repository_listed_for_two_students_is_noted(tmp_path, capsys):
+    """A repository listed twice (a line pasted twice, the second without its name) is graded for both and noted in
+    one line naming both: it was graded twice without a word (instructor walk-through 7)."""
+    from grader import cli
+
+    url = repository(tmp_path, "ada", [(solutions(), BEFORE)])
+    roster = tmp_path / "roster.txt"
+    roster.write_text(f"ada {url}\nbo {repository(tmp_path, 'bo', [(solutions(), BEFORE)])}\nada-2 {url.removesuffix('.git')}/\n")
+    assert cli.main(["collect", str(roster), "--deadline", DEADLINE, "--out", str(tmp_path / "out"), "--jobs", "1"]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "is listed for" in line]
+    assert notes == [f"grader: note: one repository, {url.removesuffix('.git')}, is listed for ada, ada-2: each has a "
+                     "grade of it (a line pasted twice?)"], notes

@@ -162,6 +162,12 @@ def test_forgets_to_check(student, device):
     """A check of the project's tests that computes with the result before verifying it."""
     assert float(student.softmax.softmax(torch.ones(2, 3, device=device)).sum()) > 0
 ''',
+    "raises": '''
+
+def test_raises_itself(student, device):
+    """A check of the project's tests with a bug of its own: it looks up a key its table lacks."""
+    assert {"a": 1.0}["b"] > 0
+''',
     "hoards": '''
 
 def test_hoards_memory(student, device):
@@ -200,6 +206,22 @@ def test_a_check_that_computes_before_verifying_is_a_grader_fault(tmp_path):
     zygote = Zygote(hide=(course.root,))
     try:
         with pytest.raises(GraderFault, match="before verifying it"):
+            grade_submission(SOLUTIONS, course.assignment(course.notebook_name("softmax")), zygote, select="softmax")
+    finally:
+        zygote.close()
+
+
+@pytest.mark.slow
+@sandboxed
+def test_a_check_whose_own_code_raises_is_a_grader_fault(tmp_path):
+    """A suite whose own code raises (a KeyError of its author's) makes the grading a grader fault naming the check's
+    exercise, file and line, for the references too: it was every student's failed check, "KeyError while checking
+    your result", recorded as final (instructor walk-through 7)."""
+    course = load_course(course_with_hole(tmp_path / "course", "raises"))
+    zygote = Zygote(hide=(course.root,))
+    try:
+        with pytest.raises(GraderFault, match=r"a check of softmax raised KeyError \(hidden_softmax\.py, line \d+\): "
+                                              r"a bug in the course's test code"):
             grade_submission(SOLUTIONS, course.assignment(course.notebook_name("softmax")), zygote, select="softmax")
     finally:
         zygote.close()
