@@ -512,6 +512,34 @@ def test_an_endless_loop_loses_only_its_exercise_within_the_limits(tmp_path, zyg
     assert elapsed < quick_course.grading.limits.submission_seconds
 
 
+SLOW_DICTIONARY = (SOLUTIONS / "dictionary.py").read_text(encoding="utf-8") + """
+import time as _time
+
+
+def _slowed(function):
+    def slow(*args, **kwargs):
+        _time.sleep(0.4)  # right results, each call well within call_seconds
+        return function(*args, **kwargs)
+    return slow
+
+
+one_hot, attention, lookup = _slowed(one_hot), _slowed(attention), _slowed(lookup)
+"""
+
+
+def test_an_exercise_whose_calls_are_slow_spends_only_its_own_share_of_the_time(tmp_path, zygote, quick_course):
+    """dictionary.py right but slow (0.4 s a call, within call_seconds) under a submission budget of 16 s: once its
+    checks have spent its share (16 s / 8 exercises) its remaining checks fail saying so, and every other exercise,
+    the shared contract's checks last among them, keeps full marks (red team 17: the slow exercise spent the whole
+    budget, and the correct exercises checked after it lost points, where the cut fell depending on the machine)."""
+    course = load_course(course_variant(tmp_path / "course", re.sub(
+        r"(?m)^(\s*submission_seconds:)\s*[0-9.]+", r"\g<1> 16", quick_course.file.read_text(encoding="utf-8"))))
+    assert course.grading.limits.submission_seconds == 16
+    results = grade(submission(tmp_path, dictionary=SLOW_DICTIONARY), course, zygote)
+    assert_only(results, "dictionary", at_most=course.exercises[course.modules.index("dictionary")].points - 1)
+    assert "the checks of dictionary took more than its 2 s of your code's time in all" in feedback(results, "dictionary")
+
+
 def test_a_function_out_of_memory_is_not_called_again(tmp_path, zygote, course):
     """softmax raising MemoryError (a terabyte asked for): softmax scores 0, the first failing check names the
     MemoryError, every later one says softmax is not called again, and the rest is unharmed."""

@@ -76,6 +76,11 @@ class WorkerSession:
         self.cpu_cap = "not started"  # how the worker's CPU is capped: "cgroup v1: cpu, pids", or "none: <why>"
         self.fault: str | None = None  # set when the grader (not the submission) failed: do not score
         self.watch: list[str] = []  # the course's banned names: every call is instrumented for all of them
+        # The exercise whose check is calling (set by the grading plugin), and each exercise's time in its calls: an
+        # exercise gets its share of submission_seconds (``exercise_seconds``), so that one whose calls are slow, each
+        # within call_seconds, costs its own remaining checks and never another exercise's (red team 17).
+        self.exercise: str | None = None
+        self.spent: dict[str, float] = {}
         self._sources: dict[str, list[str]] = {}
         self._unswept = 0  # bytes of replies read since the last garbage collection (SWEEP_BYTES)
         self._early: threading.Thread | None = None  # a start running beside the caller (start_early)
@@ -191,6 +196,18 @@ class WorkerSession:
     def _remaining(self) -> float:
         return self.deadline - time.monotonic()
 
+    @property
+    def exercise_seconds(self) -> float:
+        """An exercise's share of the submission's time, spent in the calls of its checks."""
+        return self.limits.submission_seconds / max(len(self.modules), 1)
+
+    def _exercise_left(self) -> float:
+        return self.exercise_seconds - self.spent.get(self.exercise, 0.0) if self.exercise else float("inf")
+
+    def _exercise_spent(self) -> SubmissionProblem:
+        return SubmissionProblem("timeout", f"the checks of {self.exercise} took more than its {self.exercise_seconds:.0f} s "
+                                            "of your code's time in all; its remaining checks were not run")
+
     def _exchange(self, frame: bytes | None, timeout: float, doing: str) -> dict:
         """Send a frame (None: only read) and read the reply within ``timeout`` seconds in all;
         on a hang, a death or a malformed reply, stop the worker and raise SubmissionProblem."""
@@ -305,6 +322,8 @@ class WorkerSession:
         if self._remaining() <= 0:
             raise SubmissionProblem("timeout", f"grading your submission took more than {self.limits.submission_seconds:.0f} s "
                                                "in all; the remaining checks were not run")
+        if self._exercise_left() <= 0:
+            raise self._exercise_spent()
         if self.pid is None:
             self._start()
             if module in self.broken:
@@ -314,8 +333,18 @@ class WorkerSession:
         """Send one request about ``module`` and return its reply (decode it with ``_decoder``)."""
         self._ensure(module)
         frame = wire.encode(message)
-        timeout = min(self.limits.call_seconds * calls, self._remaining())
-        return self._exchange(frame, timeout, CHECK)
+        left = self._exercise_left()
+        timeout = min(self.limits.call_seconds * calls, self._remaining(), left)
+        started = time.monotonic()
+        try:
+            return self._exchange(frame, timeout, CHECK)
+        except SubmissionProblem as problem:
+            if problem.kind == "timeout" and timeout == left and self._remaining() > 0.05:
+                raise self._exercise_spent() from None
+            raise
+        finally:
+            if self.exercise:
+                self.spent[self.exercise] = self.spent.get(self.exercise, 0.0) + time.monotonic() - started
 
     def run(self, target: dict, args=(), kwargs=None, **options) -> CallResult:
         """Call the object ``target`` names with ``args`` and ``kwargs``; options: seed, as_on_cpu (the call makes its
