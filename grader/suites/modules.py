@@ -135,8 +135,8 @@ def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, 
 def dropout_in_training(module: RemoteObject, reference: torch.nn.Module, x: torch.Tensor, *, what: str, on: str,
                         course, generic: str) -> None:
     """In training mode, the student's ``module`` gives the ``reference``'s result when both run with keyed dropout
-    (``grader.sandbox.dropout``: each entry kept or dropped as a function of its value): dropout acts once, on the
-    attention weights, in whatever layout and order. Where it does not and the module is wrong in eval mode too,
+    (``grader.sandbox.dropout``: each entry kept or dropped as a function of its value), and a backward pass through it
+    works: dropout acts once, on the attention weights, in whatever layout and order, and out of place. Where it does not and the module is wrong in eval mode too,
     the values checks report the mistake, and this check says so. Compared at float32's tolerance: dropout misplaced
     moves the result by about its size, and precision is the float64 rule's to judge."""
     got = attempt(lambda: module.run(args=(x,), dropout="keyed").value, what, on)
@@ -152,9 +152,12 @@ def dropout_in_training(module: RemoteObject, reference: torch.nn.Module, x: tor
     try:
         expect_close(got, want, what=f"{what} in training mode", on=on, course=course, rtol=rtol, atol=atol,
                      hints=hints, generic=generic)
-        return
     except CheckFailed as caught:
         failure = without_frames(caught)
+    else:  # and a training step's backward pass goes through it (an in-place dropout breaks it: walk-through 11)
+        attempt(lambda: module.run(args=(x,), dropout="keyed", grad_output=torch.ones(want.shape)),
+                f"the backward pass of {what} in training mode", on)
+        return
     del got  # no reply stays alive while the worker is called again (checks.without_frames)
     evaluated = run_all(module._session, [({**module._target, "path": ["eval"]}, (), None, {"handles": True}),
                                           (module._target, (x,), None, {})], what, on)

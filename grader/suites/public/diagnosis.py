@@ -55,7 +55,8 @@ MEANINGS = [  # (part of torch's message, what it says happened and what to do, 
      "in place, and copy values into a parameter under torch.no_grad() (with torch.no_grad(): param.copy_(...))"),
     ("modified by an inplace operation",
      "a tensor autograd keeps for the backward pass (the attention weights, an intermediate) was changed in place "
-     "afterwards (masked_fill_, +=, x[...] = ...): use the out-of-place form (masked_fill, x = x + ...)"),
+     "afterwards (masked_fill_, +=, x[...] = ..., nn.Dropout(p, inplace=True)): use the out-of-place form "
+     "(masked_fill, x = x + ..., nn.Dropout(p))"),
     ("is only implemented on integer and Boolean-type tensors",
      "~ (invert) of a float tensor: make the mask a bool tensor (dtype=torch.bool, or a comparison such as mask == 0)"),
     ("cannot be called on meta tensors", "an operation needed the values of a meta tensor, which has none"),

@@ -119,3 +119,6 @@ bug("causal", "mask_by_arithmetic", "CausalAttention inverts the bool mask with 
      'scores = scores.masked_fill((1 - self.mask[:T, :T]).bool(), float("-inf"))'))
 bug("causal", "no_max", "CausalAttention's softmax is exp / sum without the max: NaN once exp overflows (walk-through 9)",
     (CW, "e = scores.exp()\n        weights = self.dropout(e / e.sum(-1, keepdim=True))"), shows=("causal.no_max",))
+bug("causal", "dropout_in_place", "CausalAttention's dropout is nn.Dropout(dropout, inplace=True): right values, a "
+    "training step's backward pass fails (walk-through 11)",
+    ("self.dropout = nn.Dropout(dropout)", "self.dropout = nn.Dropout(dropout, inplace=True)"))

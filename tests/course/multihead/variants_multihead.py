@@ -130,3 +130,6 @@ bug("multihead", "renormalized_after_softmax", "MultiHeadAttention multiplies th
 bug("multihead", "out_proj_bias_follows_qkv_bias", "MultiHeadAttention gives out_proj a bias only with qkv_bias "
     "(walk-through 10's S1: the checks name the parameter missing)",
     ("self.out_proj = nn.Linear(d_out, d_out)", "self.out_proj = nn.Linear(d_out, d_out, bias=qkv_bias)"))
+bug("multihead", "dropout_in_place", "MultiHeadAttention's dropout is nn.Dropout(dropout, inplace=True): right values, "
+    "a training step's backward pass fails (walk-through 11)",
+    ("self.dropout = nn.Dropout(dropout)", "self.dropout = nn.Dropout(dropout, inplace=True)"))
