@@ -18,6 +18,8 @@ NO_MAX = ("exp overflows for large scores (inf / inf = NaN): subtract each row's
           "(amax(dim, keepdim=True)) before exp; softmax does not change when a row moves by a constant.")
 FILL_OVERFLOWS = ("-1e9 (or another huge finite fill) overflows float16, whose largest value is 65504: fill masked "
                   "scores with float('-inf').")
+ONE_AHEAD = ("the mask lets each position see the next one too (tril(diagonal=1)): position i may attend to j <= i, "
+             "tril() with its diagonal 0.")
 NOT_SLICED = "the mask buffer is (context_length, context_length): slice it to [:T, :T] for a sequence of T tokens."
 
 
@@ -136,6 +138,7 @@ def attention_mistakes(q, k, v, *, group: str, scale_name: str, scale: float | N
                        "the diagonal).", lambda: run(allowed=mask.transpose(-2, -1)), f"{group}.wrong_triangle"),
                   Hint("the diagonal is masked too (tril(-1)): each position may attend to itself.",
                        lambda: run(allowed=mask & ~eye), f"{group}.mask_diagonal_missing"),
+                  Hint(ONE_AHEAD, lambda: run(allowed=torch.ones_like(mask).tril(1)), f"{group}.one_ahead"),
                   Hint(FILL_OVERFLOWS, lambda: run(fill=-1e9), f"{group}.fill_overflows")]
         if context_length is not None and context_length != T:
             hints.append(Hint(NOT_SLICED, lambda: run(allowed=lower_triangle(context_length, q.device)),

@@ -73,7 +73,7 @@ def test_causal_mask(student, course, T):
     got = C.checked(got, want, what="causal_mask(T)", on=on)
     if not torch.equal(got, want):
         found = C.matching(got, known.causal_mask_hints(T), 0.0, 0.0)
-        expected = "" if found else " Expected: True on and below the diagonal, torch.ones(T, T, dtype=torch.bool).tril()."
+        expected = "" if found else " Expected: True on and below the diagonal (position i may attend to j <= i)."
         raise C.diagnosed(f"causal_mask(T) is wrong for {on}.{expected}", found)
 
 

@@ -2,7 +2,7 @@
 projected queries, keys and values, and the configuration the contract gives (d_in, context_length)."""
 import torch
 from diagnosis import Hint
-from hints import attention_mistakes, lower_triangle
+from hints import ONE_AHEAD, attention_mistakes, lower_triangle
 
 
 def causal_mask_hints(T: int) -> list[Hint]:
@@ -12,6 +12,7 @@ def causal_mask_hints(T: int) -> list[Hint]:
                  lambda: tril & ~torch.eye(T, dtype=torch.bool), "causal.mask_diagonal_missing"),
             Hint("you keep the upper triangle (the future): use tril, so position i may attend to j <= i.",
                  lambda: tril.T, "causal.wrong_triangle"),
+            Hint(ONE_AHEAD, lambda: torch.ones(T, T, dtype=torch.bool, device=tril.device).tril(1), "causal.one_ahead"),
             Hint("True marks the positions to hide; here True means 'may attend' (PyTorch's convention): invert it.",
                  lambda: ~tril, "causal.mask_inverted")]
 

@@ -122,3 +122,5 @@ bug("causal", "no_max", "CausalAttention's softmax is exp / sum without the max:
 bug("causal", "dropout_in_place", "CausalAttention's dropout is nn.Dropout(dropout, inplace=True): right values, a "
     "training step's backward pass fails (walk-through 11)",
     ("self.dropout = nn.Dropout(dropout)", "self.dropout = nn.Dropout(dropout, inplace=True)"))
+bug("causal", "mask_one_ahead", "causal_mask keeps the first diagonal above too (tril(1)): each position sees the next",
+    (CM, "return torch.ones(T, T, dtype=torch.bool, device=device).tril(1)"), shows=("causal.one_ahead",))

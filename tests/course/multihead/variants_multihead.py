@@ -133,3 +133,7 @@ bug("multihead", "out_proj_bias_follows_qkv_bias", "MultiHeadAttention gives out
 bug("multihead", "dropout_in_place", "MultiHeadAttention's dropout is nn.Dropout(dropout, inplace=True): right values, "
     "a training step's backward pass fails (walk-through 11)",
     ("self.dropout = nn.Dropout(dropout)", "self.dropout = nn.Dropout(dropout, inplace=True)"))
+bug("multihead", "mask_one_ahead", "MultiHeadAttention's mask buffer keeps the first diagonal above too (tril(1))",
+    ('self.register_buffer("mask", torch.ones(context_length, context_length, dtype=torch.bool).tril(), persistent=False)',
+     'self.register_buffer("mask", torch.ones(context_length, context_length, dtype=torch.bool).tril(1), persistent=False)'),
+    shows=("multihead.one_ahead",))
