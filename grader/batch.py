@@ -29,6 +29,7 @@ graded (``records.publish``).
 """
 from __future__ import annotations
 
+import fcntl
 import gc
 import hashlib
 import json
@@ -50,7 +51,7 @@ from typing import NamedTuple
 
 from grader import __version__
 from grader.course import Course, load_course
-from grader.entries import Entry, discover, entry_course
+from grader.entries import BatchError, Entry, discover, entry_course
 from grader.extras import need
 from grader.intake import IntakeError, IntakeTimeout
 from grader.intake.submission import read_submission
@@ -258,6 +259,32 @@ def _job_process(batch: int):
     torch.set_num_threads(1)
 
 
+def hold_out(out: Path):
+    """The lock on ``out`` (``out/.lock``, an open file holding ``flock``): one batch writes a class's folder at a time
+    (BatchError when another holds it; two at once broke each other's staging)."""
+    lock = open(out / ".lock", "a")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise BatchError(f"another grader batch is writing to {out}: wait for it to end, or choose another --out") from None
+    return lock
+
+
+def check_class(source: Path, out: Path, entries: list[Entry], course: Course) -> None:
+    """A class to grade (BatchError, one line, before any work): ``out`` is not inside its folder (its reports would be
+    graded as a student's), and it holds at least one submission (else: one student's folder given for the class's?)."""
+    if source.is_dir() and out.resolve().is_relative_to(source.resolve()):
+        raise BatchError(f"--out {out} is inside the class's folder {source}: the reports would be graded as a "
+                         "student's submission on the next run; write them outside it")
+    if not entries:
+        own = source.is_dir() and any((source / f"{module}.py").is_file() for module in course.modules)
+        raise BatchError(f"{source} holds no submissions" + (
+            ": it holds exercise files, as one student's submission does; give the class's folder (a folder, .zip or "
+            ".ipynb per student), or grade this one with `grader grade`" if own else
+            " (a folder, .zip or .ipynb per student, or a text file listing their paths)"))
+
+
 def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "cpu", force: bool = False,
               require_sandbox: bool = True, dask: str | None = None, progress=None,
               assignment: str | None = None, records: Records | None = None,
@@ -280,6 +307,7 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
     entries = [e if e.assignment else replace(e, assignment=assignment) for e in discover(source, course, assignment)
                if assignment in (None, e.assignment) or e.assignment is None]
     entries += [Entry(student, Path(source) / student, assignment, why) for student, why in (absent or {}).items()]
+    check_class(Path(source), out, entries, course)
     decided = [e for e in entries if e.assignment or e.whole_course]  # else graded as the assignment it carries
     check_records(course, records, [(e.student, e.assignment) for e in decided],
                   {e.student for e in entries} - {e.student for e in decided}, assignment)
@@ -291,6 +319,7 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
         require_namespaces()
     material = material_fingerprint(Path(course_file))
     (out / "results").mkdir(parents=True, exist_ok=True)
+    lock = hold_out(out)  # noqa: F841 (held until this function returns: the kernel frees it with the file)
     staging = out / ".staging"
     shutil.rmtree(staging, ignore_errors=True)
     (staging / RUNNING).mkdir(mode=0o700, parents=True)

@@ -224,6 +224,39 @@ def test_discover_reads_folders_zips_and_lists(klass, tmp_path):
         discover(tmp_path / "nowhere", course())
 
 
+def test_a_class_without_submissions_or_with_its_reports_inside_is_refused_before_any_work(tmp_path):
+    """A folder of no submission (empty, or one student's submission given for the class's) and an --out inside the
+    class's folder stop the batch in one line before anything is graded or written: they gave "0 submissions" and
+    empty reports with exit 0, and reports graded as a student called `grades` (instructor walk-through 7)."""
+    from grader.batch import run_batch
+    one = tmp_path / "alice"
+    shutil.copytree(SOLUTIONS, one, ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BatchError, match="alice holds no submissions: it holds exercise files, as one student's"):
+        run_batch(one, tmp_path / "out", course_file=COURSE_FILE)
+    with pytest.raises(BatchError, match=r"empty holds no submissions \(a folder, .zip or .ipynb per student"):
+        run_batch(tmp_path / "empty", tmp_path / "out", course_file=COURSE_FILE)
+    with pytest.raises(BatchError, match="is inside the class's folder"):
+        run_batch(tmp_path, tmp_path / "grades", course_file=COURSE_FILE)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "grades").exists()
+
+
+def test_a_second_batch_into_a_folder_being_written_is_refused(tmp_path):
+    """While a batch writes a class's folder (its lock held), another batch into it stops in one line: two at once
+    broke each other's staging, one ending in a traceback (instructor walk-through 7)."""
+    import fcntl
+
+    from grader.batch import run_batch
+    klass, out = tmp_path / "class", tmp_path / "out"
+    shutil.copytree(SOLUTIONS, klass / "ada", ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
+    out.mkdir()
+    with open(out / ".lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(BatchError, match="another grader batch is writing to"):
+            run_batch(klass, out, course_file=COURSE_FILE)
+    assert not (out / "results" / "ada.json").exists()
+
+
 def test_a_job_validates_course_yaml_again_only_when_it_changes(tmp_path):
     """A job grading many submissions reads course.yaml once, and again as soon as the file changes."""
     text = COURSE_FILE.read_text(encoding="utf-8")
