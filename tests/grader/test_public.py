@@ -420,10 +420,15 @@ import torch
 torch.set_num_threads(2)
 import pytest
 args = json.loads(sys.argv[1])
-if isinstance(args, dict):  # {"notebook": the file whose code the notebook's solution cell holds, "module": its exercise}
-    sys.path.insert(0, "tests/public")
+if isinstance(args, dict):  # {"notebook": the file whose code the notebook's solution cell holds, "module": its exercise,
+    sys.path.insert(0, "tests/public")  # "cell": run as a kernel runs a cell, its text kept for tracebacks}
     namespace = {}
-    exec(open(args["notebook"], encoding="utf-8").read(), namespace)
+    text = open(args["notebook"], encoding="utf-8").read()
+    if args.get("cell"):
+        import linecache
+        linecache.cache["<cell 7>"] = (len(text), None, text.splitlines(True), "<cell 7>")
+        namespace["__name__"] = "__main__"
+    exec(compile(text, "<cell 7>", "exec"), namespace)
     import checking
     status = checking.run_in_notebook(args.get("module", "softmax"), namespace)
 else:
@@ -472,6 +477,18 @@ def test_every_notebooks_check_cell_passes_on_the_reference(finished_handout, mo
     decoder_attention in a copy of the notebook's names that quiz_answer never looks in."""
     run = probe(finished_handout, {"notebook": f"exercises/{module}.py", "module": module})
     assert run["status"] == 0, run["printed"]
+
+
+def test_the_notebooks_check_cell_checks_the_import_rule_on_the_cells_text(finished_handout, tmp_path):
+    """A solution cell importing numpy fails the cell's import check, as the grader's rule does for the file made of
+    it (the cell said "all passed", the grader took points off: the twelfth handout walk-through); the reference's
+    cell passes it."""
+    cell = tmp_path / "cell.py"
+    cell.write_text("import numpy as np\n" + (ROOT / "solutions" / "quiz.py").read_text(encoding="utf-8"), encoding="utf-8")
+    run = probe(finished_handout, {"notebook": str(cell), "module": "quiz", "cell": True})
+    assert run["status"] == 1 and any("the solution cell imports numpy (line 1)" in line for line in run["printed"])
+    run = probe(finished_handout, {"notebook": "exercises/quiz.py", "module": "quiz", "cell": True})
+    assert run["status"] == 0 and re.fullmatch(r"quiz\s+(\d+)/\1\s+passed", run["printed"][0].strip()), run["printed"]
 
 
 def test_the_notebooks_check_cell_runs_its_exercises_checks_alone(finished_handout):
