@@ -1,5 +1,7 @@
-"""The syllabus's import rule: an exercise file imports only torch and math (``ALLOWED``, and their submodules), and
-may import an earlier exercise of its package with a relative import (``from .<earlier> import <name>``).
+"""The syllabus's import rule: an exercise file imports only torch and math (``ALLOWED``, and their public submodules:
+no private part such as ``torch._C``, whose ``DisableTorchFunction`` hides calls from the grader's watch, even used
+through ``torch._C.<name>``), and may import an earlier exercise of its package with a relative import (``from
+.<earlier> import <name>``).
 
 Read from the source, never run: intake lists a submission's imports (``imports_of``, in its bounded child, before
 any code of the submission runs anywhere, so that nothing the student's code saw can change them) and the hidden
@@ -38,19 +40,52 @@ def imports_of(source: str | bytes) -> list[tuple[str, int]] | None:
     tree = parsed(source)
     if tree is None:
         return None
-    found = []
+    found, bound = [], {}  # bound: a name the file binds to an allowed module (or a name in one) -> its dotted path
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(alias.name, node.lineno) for alias in node.names]
+            bound.update((alias.asname, alias.name) if alias.asname else (alias.name.split(".")[0],) * 2
+                         for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = "." * node.level + (node.module or "")
             found += [(base, node.lineno)] if node.module else [(base + alias.name, node.lineno) for alias in node.names]
+            if node.module and not node.level:
+                named = {alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names}
+                bound.update(named)
+                found += [(path, node.lineno) for path in named.values() if private(path.rsplit(".", 1)[-1])]
         elif "__import__" in (getattr(node, "id", None), getattr(node, "attr", None)):
             found.append(("__import__", node.lineno))
+    found += _private_uses(tree, {name: path for name, path in bound.items() if path.split(".")[0] in ALLOWED})
     found = [(name[:MAX_IMPORT_NAME], line) for name, line in sorted(found, key=lambda item: item[1])]
     if len(found) > MAX_IMPORTS:  # the rest is not read: said, so that nothing hides behind a hundred `import math`
         return found[:MAX_IMPORTS - 1] + [(TOO_MANY, found[MAX_IMPORTS - 1][1])]
     return found
+
+
+def private(name: str) -> bool:
+    """A private name of a module (``_C``), not a dunder (``__version__``)."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_uses(tree: ast.Module, bound: dict[str, str]) -> list[tuple[str, int]]:
+    """Each use of a private part of an allowed module through a name bound to it, up to that part, with its line
+    (``torch._C.DisableTorchFunction()`` is ``torch._C``; ``getattr(torch, "_C")`` too): what turns off the grader's
+    watch of the calls (the red team's ``with torch._C.DisableTorchFunction():``)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr" and len(node.args) >= 2:
+            owner, attribute = node.args[0], node.args[1]
+            chain = [attribute.value] if isinstance(attribute, ast.Constant) and isinstance(attribute.value, str) else []
+        elif isinstance(node, ast.Attribute):
+            owner, chain = node.value, [node.attr]
+        else:
+            continue
+        while isinstance(owner, ast.Attribute):
+            owner, chain = owner.value, [owner.attr, *chain]
+        if isinstance(owner, ast.Name) and owner.id in bound and any(private(part) for part in chain):
+            parts = chain[:next(i for i, part in enumerate(chain) if private(part)) + 1]
+            found.append((".".join([bound[owner.id], *parts]), node.lineno))
+    return sorted(set(found), key=lambda item: item[1])  # torch._C.A.B is one use, though two attributes
 
 
 def allowed_import(name: str, module: str, modules: list[str] | tuple[str, ...], allowed=ALLOWED) -> bool:
@@ -61,7 +96,7 @@ def allowed_import(name: str, module: str, modules: list[str] | tuple[str, ...],
     if name.startswith("."):
         other = name[1:]
         return other in modules and module in modules and modules.index(other) < modules.index(module)
-    return name.split(".")[0] in allowed
+    return name.split(".")[0] in allowed and not any(private(part) for part in name.split(".")[1:])
 
 
 def forbidden(imports, module: str, modules, allowed=ALLOWED) -> list[tuple[str, int]]:
@@ -80,8 +115,9 @@ def forbidden(imports, module: str, modules, allowed=ALLOWED) -> list[tuple[str,
 
 def rule(allowed=ALLOWED) -> str:
     """The rule in words, for feedback and the public checks."""
-    return (f"an exercise file imports only {' and '.join(allowed)}, and earlier exercises of the course with a "
-            f"relative import (from .<earlier exercise> import <name>)")
+    return (f"an exercise file imports only {' and '.join(allowed)} (no private part of them, a name with a leading "
+            f"_ such as torch._C), and earlier exercises of the course with a relative import (from .<earlier "
+            f"exercise> import <name>)")
 
 
 def imports_of_files(files: dict[str, bytes]) -> dict[str, list[tuple[str, int]]]:

@@ -42,3 +42,15 @@ def test_imports_past_what_is_read_break_the_rule():
     bad = forbidden(imports_of(hundred + "import os\n"), "softmax", MODULES)
     assert bad == [("more than 99 modules, past which nothing is read", 1)]
     assert len(imports_of(hundred * 3)) == 100
+
+
+def test_a_private_part_of_torch_breaks_the_rule_however_it_is_reached():
+    """torch._C (whose DisableTorchFunction hides calls from the grader's watch: red team 17), reached by an import, an
+    attribute of a name bound to torch or getattr, breaks the rule at its line; dunders and the student's own private
+    attributes do not."""
+    source = ("import torch\nimport torch.nn.functional as F\nfrom torch import nn, _C\nfrom torch._C import X\n"
+              "def dot(a, b):\n    with torch._C.DisableTorchFunction():\n        return torch.dot(a, b)\n"
+              "g = getattr(torch, '_C')\nh = F._canonical_mask\nv = torch.__version__\nw = nn.Module.__init__\n"
+              "class A(nn.Module):\n    def f(self, x):\n        return self._mask, x._version\n")
+    assert forbidden(imports_of(source), "scores", MODULES) == [
+        ("torch._C", 3), ("torch._C", 4), ("torch._C", 6), ("torch._C", 8), ("torch.nn.functional._canonical_mask", 9)]
