@@ -160,12 +160,13 @@ def _class_records(args):
     course_file, kept_course = class_course(args.out, args.course)
     course = load_course(course_file)
     records, kept = kept_records(course, args.out, args.roster, args.overrides, args.submitted, args.extensions)
-    if kept_course:
-        print(f"grader: using the course {course_file} (the one {args.out} was graded with)", file=sys.stderr)
+    print(f"grader: using the course {course_file}" + (f" (the one {args.out} was graded with)" if kept_course else ""),
+          file=sys.stderr)  # always: a class graded from another checkout takes that one's course (walk-through 7)
     for path in kept:
         print(f"grader: using {path} (kept from an earlier run; give one with only its header line to clear it)",
               file=sys.stderr)
-    for note in replaced_rows(course, args.out, overrides=args.overrides, extensions=args.extensions):
+    for note in replaced_rows(course, args.out, overrides=args.overrides, extensions=args.extensions,
+                              submitted=args.submitted):
         print(f"grader: {note}", file=sys.stderr)
     return course_file, course, records
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 import stat
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
@@ -140,17 +141,22 @@ def extension_of(extensions: Extensions, student: str, assignment: str | None, d
 
 
 def nbgrader_timestamp(folder: Path, late: Late | None) -> datetime | None:
-    """The time in ``folder/timestamp.txt`` (nbgrader's), if it is a small regular file holding one; else None."""
+    """The time in ``folder/timestamp.txt`` (nbgrader's), if it is a small regular file holding one; else None, and
+    where there is such a file, a note on stderr naming it (one holding "next tuesday" was passed over unsaid)."""
     path = folder / TIMESTAMP_FILE
     try:
         info = path.lstat()
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_TIMESTAMP_BYTES:
-            return None
+            raise TableError("not a small regular file")
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as handle:
             text = handle.read(MAX_TIMESTAMP_BYTES).decode("utf-8")
         return parse_time(text, zone(late), str(path))
+    except FileNotFoundError:
+        return None
     except (OSError, UnicodeDecodeError, TableError):
+        print(f"grader: note: {clean(str(path), 300)} holds no time nbgrader wrote: the lateness of that submission is "
+              "judged without it (give its time with --submitted)", file=sys.stderr)
         return None
 
 

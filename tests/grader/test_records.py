@@ -217,9 +217,9 @@ def test_a_class_copied_with_or_without_its_course_finds_the_course_it_was_grade
 
 
 def test_a_new_records_file_says_which_kept_rows_no_longer_apply(tmp_path):
-    """A new overrides or extensions file replaces the kept one: the kept rows it lacks are named (the sixth
-    walk-through: one new override dropped the others, unsaid); rows compared as read, so columns in another order,
-    a reason column added, say nothing (the review)."""
+    """A new overrides, extensions or submission times file replaces the kept one: the kept rows it lacks are named
+    (the sixth walk-through: one new override dropped the others, unsaid); rows compared as read, so columns in
+    another order, a reason column added, say nothing (the review)."""
     from grader.records.kept import keep_records, replaced_rows
 
     course = _late()
@@ -234,6 +234,12 @@ def test_a_new_records_file_says_which_kept_rows_no_longer_apply(tmp_path):
     assert replaced_rows(course, tmp_path / "out", overrides=one) == [
         f"{one} replaces {kept / 'overrides.csv'} (kept from an earlier run): 1 of its rows are not in it and no longer "
         f"apply ({kept / 'overrides.csv'}:2); add them to {one} to keep them"]
+    times = _write(tmp_path / "t.csv", "student,submitted_at\nann,2026-11-22T10:00:00Z\nbob,2026-11-21T10:00:00Z\n")
+    keep_records(tmp_path / "out", submitted=times)  # a file of one student's time took the other's penalty (the
+    bob = _write(tmp_path / "bob.csv", "submitted_at,student\n2026-11-21T10:00:00Z,bob\n")  # seventh walk-through)
+    assert replaced_rows(course, tmp_path / "out", submitted=bob) == [
+        f"{bob} replaces {kept / 'submitted.csv'} (kept from an earlier run): 1 of its rows are not in it and no longer "
+        f"apply ({kept / 'submitted.csv'}:2); add them to {bob} to keep them"]
 
 
 # ----------------------------------------------------------------- overrides
@@ -640,9 +646,10 @@ def test_an_extension_shows_in_the_students_table_feedback_gradebook_and_results
     assert said not in (tmp_path / "feedback" / "ann.md").read_text(encoding="utf-8")
 
 
-def test_nbgrader_timestamps_and_zip_entries_give_the_submission_time(tmp_path):
+def test_nbgrader_timestamps_and_zip_entries_give_the_submission_time(tmp_path, capsys):
     """nbgrader's timestamp.txt in the notebook's folder; a zip's newest entry (read in the bounded intake), in the
-    course's zone; a timestamp.txt that is a link or too long is not read."""
+    course's zone; a timestamp.txt that is a link, too long or holds no time is not read, and said so (one holding
+    "next tuesday" was passed over unsaid: the seventh instructor walk-through); a missing one says nothing."""
     policy = _late(timezone="Europe/Berlin").late
     folder = tmp_path / "submitted" / "ann" / "02_softmax"
     folder.mkdir(parents=True)
@@ -656,6 +663,13 @@ def test_nbgrader_timestamps_and_zip_entries_give_the_submission_time(tmp_path):
     assert nbgrader_timestamp(other, policy) is None
     (folder / "timestamp.txt").write_text("2026-11-20 14:03:12 UTC" + " " * 300)
     assert nbgrader_timestamp(folder, policy) is None
+    (folder / "timestamp.txt").write_text("next tuesday\n")
+    assert nbgrader_timestamp(folder, policy) is None
+    assert nbgrader_timestamp(tmp_path, policy) is None  # none there
+    notes = capsys.readouterr().err.splitlines()
+    assert notes == [f"grader: note: {path} holds no time nbgrader wrote: the lateness of that submission is judged "
+                     "without it (give its time with --submitted)"
+                     for path in (other / "timestamp.txt", folder / "timestamp.txt", folder / "timestamp.txt")], notes
     archive = tmp_path / "bob.zip"
     with zipfile.ZipFile(archive, "w") as handle:
         handle.writestr(zipfile.ZipInfo("softmax.py", (2026, 11, 21, 10, 0, 0)), "x = 1\n")
