@@ -32,6 +32,8 @@ from grader.suites.checks import (
 )
 from grader.suites.checks import seed as seed_references
 
+TWIN_SEED = 0  # the worker's generator is seeded with it before a twin is built (``twin``)
+
 
 def detached(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     """The module's parameters as plain tensors, by name (what ``load_params`` sends)."""
@@ -109,12 +111,15 @@ def build_seeded(constructor, args, kwargs: dict, seed: int, what: str, on: str)
 def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, device=None, mode: str | None = None,
          **kwargs):
     """The student's module built with ``args``, moved to ``dtype``/``device``, holding the reference's parameters
-    (copied by name) and put in ``mode`` ('eval' or 'train') if given: one round trip to the worker."""
+    (copied by name) and put in ``mode`` ('eval' or 'train') if given: one round trip to the worker. It is built after
+    seeding (``TWIN_SEED``), so that parameters the reference lacks (a bias with qkv_bias=False) are the same in every
+    twin: two twins that differ in their dropout rate alone give the same result in eval mode (walk-through 11: random
+    extra biases were blamed on dropout), and a twin is the same on every run."""
     params = detached(reference)
     if dtype is not None:
         params = {k: v.to(dtype) for k, v in params.items()}
     built = {"earlier": 0, "type": what}
-    steps = [((constructor._target, args, kwargs, {"handles": True}), what)]
+    steps = [((constructor._target, args, kwargs, {"handles": True, "seed": TWIN_SEED}), what)]
     if dtype is not None or (device is not None and torch.device(device).type != "cpu"):  # modules start on the CPU
         moved = {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
         steps.append((({**built, "path": ["to"]}, (), moved, {"handles": True}), f"{what}.to(...)"))

@@ -216,3 +216,13 @@ def test_a_module_missing_a_parameter_is_told_which(grade):
     values = [t for t in failures(grade(variant), "multihead") if t.kind == "values"]
     assert values and all("has no parameter named out_proj.bias (built as MultiHeadAttention(" in t.feedback
                           for t in values), [t.feedback for t in values]
+
+
+@pytest.mark.slow
+def test_extra_parameters_are_not_blamed_on_dropout(grade):
+    """Projections with a bias whatever qkv_bias says fail the values checks and the parameters rule, not the eval-mode
+    dropout rule: the twins it compares hold the same extra biases (``modules.twin`` builds after seeding), where
+    they held random ones and the check said "dropout must be off in eval mode" (walk-through 11)."""
+    [variant] = [v for v in of_kind("buggy") if v.id == "buggy/causal/bias_always"]
+    failed = [t.name.split("::")[-1] for t in failures(grade(variant), "causal")]
+    assert "test_dropout_eval" not in failed and "test_seeded_init" in failed, failed

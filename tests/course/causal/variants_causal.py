@@ -124,3 +124,10 @@ bug("causal", "dropout_in_place", "CausalAttention's dropout is nn.Dropout(dropo
     ("self.dropout = nn.Dropout(dropout)", "self.dropout = nn.Dropout(dropout, inplace=True)"))
 bug("causal", "mask_one_ahead", "causal_mask keeps the first diagonal above too (tril(1)): each position sees the next",
     (CM, "return torch.ones(T, T, dtype=torch.bool, device=device).tril(1)"), shows=("causal.one_ahead",))
+bug("causal", "bias_always", "CausalAttention gives its projections a bias whatever qkv_bias says (walk-through 11: the "
+    "eval-mode dropout check blamed dropout for the extra biases)",
+    ("""        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)""", """        self.W_query = nn.Linear(d_in, d_out)
+        self.W_key = nn.Linear(d_in, d_out)
+        self.W_value = nn.Linear(d_in, d_out)"""))
