@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 import torch
 from diagnosis import (
     KIND_MEANINGS,
+    RETURNS_NONE,
     Hint,
     Hints,
     as64,
@@ -246,7 +247,9 @@ def expect_tensor(got, what: str, on: str, like: torch.Tensor | None = None) -> 
     if type(got) in (torch.Tensor, StudentTensor) and got.layout == torch.strided and not got.is_nested:
         return got
     hint = ""
-    if isinstance(got, (float, int)):
+    if got is None:
+        hint = f" Hint: {RETURNS_NONE}"
+    elif isinstance(got, (float, int)):
         hint = " Hint: return the tensor itself; .item(), float() or a Python sum turn it into a number, which loses autograd, dtype and device."
     elif isinstance(got, tuple) and got and type(got[0]) in (torch.Tensor, StudentTensor):
         hint = " Hint: return the result tensor alone, not a tuple of tensors (such as (output, weights)): see the docstring."

@@ -226,3 +226,14 @@ def test_extra_parameters_are_not_blamed_on_dropout(grade):
     [variant] = [v for v in of_kind("buggy") if v.id == "buggy/causal/bias_always"]
     failed = [t.name.split("::")[-1] for t in failures(grade(variant), "causal")]
     assert "test_dropout_eval" not in failed and "test_seeded_init" in failed, failed
+
+
+@pytest.mark.slow
+def test_a_forgotten_return_is_said_so(grade):
+    """A function that computes its result and returns nothing is told to check its returns (it read as a hint about
+    .item(), or said nothing of why the result was None: the twelfth handout walk-through)."""
+    from diagnosis import RETURNS_NONE
+
+    [variant] = [v for v in of_kind("buggy") if v.id == "buggy/softmax/no_return"]
+    values = [t for t in failures(grade(variant), "softmax") if t.kind == "values"]
+    assert values and all("returned None on " in t.feedback and RETURNS_NONE in t.feedback for t in values)

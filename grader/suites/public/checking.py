@@ -48,6 +48,8 @@ def expect_close(got, want, atol: float = 1e-5, rtol: float = 1e-4, hints: D.Hin
     that dtype comes from) whose values are within ``atol + rtol * |want|`` and hold no NaN; ``hints``: the known
     mistakes on the same input (an exercise's ``hints_<module>.*_hints``)."""
     __tracebackhide__ = True
+    if got is None:
+        raise Failure(f"returned None, not a tensor: {D.RETURNS_NONE}")
     if not isinstance(got, torch.Tensor):
         raise Failure(f"returned {type(got).__name__}, not a tensor (no .item(), .tolist() or Python numbers)")
     want = want.detach() if isinstance(want, torch.Tensor) else torch.as_tensor(want, dtype=got.dtype)

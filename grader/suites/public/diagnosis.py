@@ -45,6 +45,8 @@ def labelled(label: str, text: str | None) -> str:
     return f" {label}: {text}" + ("" if text.endswith((".", "?", "!", ")")) else ".")
 
 
+RETURNS_NONE = ("does every path of the function end with a return (a function that reaches its end returns "
+                "None), and does each function it calls return its result?")
 DROPOUT_IN_EVAL = ("dropout must be off in eval mode: use the nn.Dropout module (self.dropout), or "
                    "F.dropout(..., training=self.training).")
 

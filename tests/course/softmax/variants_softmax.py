@@ -87,3 +87,5 @@ bug("softmax", "dim_zero_always", "softmax always normalizes dim 0, whatever `di
     shows=("softmax.wrong_dim",))
 bug("softmax", "max_of_x", "softmax subtracts the max of x, not of x / t: NaN for large scores at t != 1 (walk-through 9)",
     (SM, "z = z - x.amax(dim=dim, keepdim=True)"))  # its NaNs are no other mistake's: the check says z = x / t
+bug("softmax", "no_return", "softmax computes the weights and forgets to return them (handout walk-through 12)",
+    ("return e / e.sum(dim=dim, keepdim=True)", "weights = e / e.sum(dim=dim, keepdim=True)"))
