@@ -23,8 +23,8 @@ class MultiHeadAttention(nn.Module):
 
     Shapes: ``x``: (B, T, d_in) -> queries split to (B, num_heads, T,
     head_dim) -> weights (B, num_heads, T, T) -> merged (B, T, d_out).
-    Raises ``ValueError`` when ``d_out`` is not divisible by ``num_heads`` or
-    ``T > context_length``.
+    Raises ``ValueError``: the constructor when ``d_out`` is not divisible by
+    ``num_heads``, ``forward`` when ``T > context_length``.
 
     Traps: ``view(B, T, num_heads, head_dim)`` must be followed by
     ``transpose(1, 2)``; a direct ``view(B, num_heads, T, head_dim)`` mixes
