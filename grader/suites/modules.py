@@ -50,7 +50,8 @@ def same_params(got: dict, want: dict, what: str, on: str, how: str):
         if not torch.allclose(g.to(w), w):
             swapped = any(o != name and tuple(want[o].shape) == tuple(g.shape) and torch.allclose(g.to(w), want[o])
                           for o in want)
-            reason = "the parameters are created in another order" if swapped else "it was drawn differently"
+            reason = ("the parameters are created in another order" if swapped else
+                      "it was drawn differently: another creation order, or another initialization")
             raise CheckFailed(f"with torch.manual_seed(...) right before construction, parameter {name} of {what} "
                               f"differs from the expected one ({on}): {reason}. Hint: {how}")
 
