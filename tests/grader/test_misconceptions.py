@@ -96,7 +96,7 @@ def test_torchs_errors_of_real_students_bugs_are_said_in_their_words():
         masked_in_place, lambda: ~torch.ones(3, 3).tril(), lambda: nn.Linear(2, 2).weight.copy_(torch.ones(2, 2)))}
     assert [meaning.split(":")[0] for meaning in said.values()] == [
         "a tensor autograd keeps for the backward pass (the attention weights, an intermediate) was changed in place "
-        "afterwards (masked_fill_, +=, x[...] = ...)", "~ (invert) of a float tensor",
+        "afterwards (masked_fill_, +=, x[...] = ..., nn.Dropout(p, inplace=True))", "~ (invert) of a float tensor",
         "a tensor that requires grad (an input, or a module's parameter) was changed in place"]
 
 

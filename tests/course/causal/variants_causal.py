@@ -131,3 +131,6 @@ bug("causal", "bias_always", "CausalAttention gives its projections a bias whate
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)""", """        self.W_query = nn.Linear(d_in, d_out)
         self.W_key = nn.Linear(d_in, d_out)
         self.W_value = nn.Linear(d_in, d_out)"""))
+bug("causal", "output_detached", "CausalAttention detaches its result: only the gradients rule fails (review 11: the "
+    "training-mode dropout check charged it too)",
+    ("return weights @ values  # (B, T, d_out)", "return (weights @ values).detach()  # (B, T, d_out)"))
