@@ -62,20 +62,31 @@ def imports_of(source: str | bytes) -> list[tuple[str, int]] | None:
     return found
 
 
+# Public names of torch that turn off its torch function modes, or run code outside them, the grader's watch of the
+# calls included (red team 17, review 11); a module's own dictionary reaches the rest of it by a string.
+ESCAPES = frozenset({"DisableTorchFunction", "DisableTorchFunctionSubclass", "overrides", "jit", "compile", "__dict__",
+                     "__getattribute__"})
+
+
 def private(name: str) -> bool:
-    """A private name of a module (``_C``), not a dunder (``__version__``)."""
-    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+    """A part of a module no exercise uses: a private name (``_C``, not a dunder such as ``__version__``), or one
+    of ``ESCAPES``."""
+    return name in ESCAPES or name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
 def _private_uses(tree: ast.Module, bound: dict[str, str]) -> list[tuple[str, int]]:
-    """Each use of a private part of an allowed module through a name bound to it, up to that part, with its line
-    (``torch._C.DisableTorchFunction()`` is ``torch._C``; ``getattr(torch, "_C")`` too): what turns off the grader's
-    watch of the calls (the red team's ``with torch._C.DisableTorchFunction():``)."""
-    found = []
+    """Each use of a private part of an allowed module (``private``) through a name bound to it, up to that part, with
+    its line: ``torch._C.DisableTorchFunction()`` is ``torch._C``; ``getattr(torch, "_C")`` and ``vars(torch)`` (a
+    ``__dict__``) too, and ``getattr`` itself used as a value (``g = getattr``), which hides what it reaches."""
+    found, called = [], {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr" and len(node.args) >= 2:
-            owner, attribute = node.args[0], node.args[1]
-            chain = [attribute.value] if isinstance(attribute, ast.Constant) and isinstance(attribute.value, str) else []
+        if isinstance(node, ast.Name) and node.id == "getattr" and id(node) not in called:
+            found.append(("getattr", node.lineno))
+            continue
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "vars") and node.args:
+            owner, attribute = node.args[0], node.args[1] if len(node.args) > 1 else None
+            chain = (["__dict__"] if node.func.id == "vars" else
+                     [attribute.value] if isinstance(attribute, ast.Constant) and isinstance(attribute.value, str) else [])
         elif isinstance(node, ast.Attribute):
             owner, chain = node.value, [node.attr]
         else:
@@ -115,9 +126,10 @@ def forbidden(imports, module: str, modules, allowed=ALLOWED) -> list[tuple[str,
 
 def rule(allowed=ALLOWED) -> str:
     """The rule in words, for feedback and the public checks."""
-    return (f"an exercise file imports only {' and '.join(allowed)} (no private part of them, a name with a leading "
-            f"_ such as torch._C), and earlier exercises of the course with a relative import (from .<earlier "
-            f"exercise> import <name>)")
+    return (f"an exercise file imports only {' and '.join(allowed)} (none of their private parts, such as torch._C, "
+            f"nor what hides your calls from the checks: torch.DisableTorchFunction, torch.overrides, torch.jit, "
+            f"torch.compile), and earlier exercises of the course with a relative import (from .<earlier exercise> "
+            f"import <name>)")
 
 
 def imports_of_files(files: dict[str, bytes]) -> dict[str, list[tuple[str, int]]]:

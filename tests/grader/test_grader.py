@@ -540,6 +540,19 @@ def test_an_exercise_whose_calls_are_slow_spends_only_its_own_share_of_the_time(
     assert "the checks of dictionary took more than its 2 s of your code's time in all" in feedback(results, "dictionary")
 
 
+def test_code_that_turns_the_checks_watch_off_gains_nothing(tmp_path, zygote, course):
+    """dot computed with torch.dot inside torch.DisableTorchFunction (which turns off the worker's watch of the calls:
+    red team 17, review 11) raises in the worker and breaks the import rule: it scores below the plain banned call."""
+    source = (SOLUTIONS / "scores.py").read_text(encoding="utf-8").replace(
+        "    return (a * b).sum()  # ()", "    with torch.DisableTorchFunction():\n        return torch.dot(a, b)")
+    hidden = grade(submission(tmp_path, "hidden", scores=source), course, zygote, "scores")
+    plain = grade(submission(tmp_path, "plain", scores=source.replace("    with torch.DisableTorchFunction():\n    ", "")),
+                  course, zygote, "scores")
+    assert hidden["exercises"]["scores"]["score"] < plain["exercises"]["scores"]["score"] < 10
+    assert "torch.DisableTorchFunction is not available while grading" not in feedback(hidden, "scores")  # theirs
+    assert "scores.py imports torch.DisableTorchFunction (line " in feedback(hidden, "scores")
+
+
 def test_a_function_out_of_memory_is_not_called_again(tmp_path, zygote, course):
     """softmax raising MemoryError (a terabyte asked for): softmax scores 0, the first failing check names the
     MemoryError, every later one says softmax is not called again, and the rest is unharmed."""

@@ -54,3 +54,17 @@ def test_a_private_part_of_torch_breaks_the_rule_however_it_is_reached():
               "class A(nn.Module):\n    def f(self, x):\n        return self._mask, x._version\n")
     assert forbidden(imports_of(source), "scores", MODULES) == [
         ("torch._C", 3), ("torch._C", 4), ("torch._C", 6), ("torch._C", 8), ("torch.nn.functional._canonical_mask", 9)]
+
+
+def test_what_hides_calls_from_the_checks_breaks_the_rule_by_its_public_names_too():
+    """torch.DisableTorchFunction (public, the same as torch._C's), torch.jit, torch.compile, torch.overrides, a
+    module's __dict__ (vars, __getattribute__) and getattr used as a value break the rule (review 11: the public name
+    scored full marks past the private one's refusal); getattr of a public name and dunders such as __version__ do
+    not."""
+    source = ("import torch\nimport torch.jit\nfrom torch import DisableTorchFunction\n"
+              "with torch.DisableTorchFunction():\n    pass\nb = torch.__dict__['_C']\nc = vars(torch)\n"
+              "d = torch.__getattribute__('dot')\ng = getattr\nh = torch.compile\n"
+              "ok = getattr(torch, 'softmax'), torch.__version__\n")
+    assert forbidden(imports_of(source), "scores", MODULES) == [
+        ("torch.jit", 2), ("torch.DisableTorchFunction", 3), ("torch.DisableTorchFunction", 4), ("torch.__dict__", 6),
+        ("torch.__dict__", 7), ("torch.__getattribute__", 8), ("getattr", 9), ("torch.compile", 10)]

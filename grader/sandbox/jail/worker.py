@@ -46,6 +46,7 @@ def zygote_main(control_fd: int) -> None:
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
     _warm()
+    _close_escapes()
     probe()  # once, here: every worker inherits the answer instead of building a throwaway sandbox of its own
     hierarchies, cpu_cap = cgroup.hierarchies()
     cgroup.sweep(hierarchies)
@@ -113,6 +114,21 @@ def _warm() -> None:
             out.backward(torch.ones_like(out))
         torch.softmax(torch.empty(2, 3, device="meta") @ torch.empty(3, 2, device="meta") / 2.0, dim=-1)
         torch.einsum("ij,jk->ik", torch.randn(2, 3), torch.randn(3, 2)).sum().item()
+
+
+class _Refused:
+    """What torch.DisableTorchFunction is in a worker: it raises, saying why."""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("torch.DisableTorchFunction is not available while grading: it hides your code's calls from "
+                           "the checks")
+
+
+def _close_escapes() -> None:
+    """torch.DisableTorchFunction (torch._C's, the same) turns off every torch function mode, the checks' watch of
+    the calls included (red team 17, review 11): in a worker it raises (``_Refused``), besides the import rule's
+    refusing it where the source names it. Nothing of torch that a grade uses needs it."""
+    torch.DisableTorchFunction = torch._C.DisableTorchFunction = _Refused
 
 
 def _without_dynamo() -> None:
