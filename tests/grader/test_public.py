@@ -421,13 +421,12 @@ torch.set_num_threads(2)
 import pytest
 args = json.loads(sys.argv[1])
 if isinstance(args, dict):  # {"notebook": the file whose code the notebook's solution cell holds, "module": its exercise,
-    sys.path.insert(0, "tests/public")  # "cell": run as a kernel runs a cell, its text kept for tracebacks}
-    namespace = {}
+    sys.path.insert(0, "tests/public")  # run as a kernel runs a cell, its text kept for tracebacks but with "no_text"}
+    import linecache
     text = open(args["notebook"], encoding="utf-8").read()
-    if args.get("cell"):
-        import linecache
+    if not args.get("no_text"):
         linecache.cache["<cell 7>"] = (len(text), None, text.splitlines(True), "<cell 7>")
-        namespace["__name__"] = "__main__"
+    namespace = {"__name__": "__main__"}
     exec(compile(text, "<cell 7>", "exec"), namespace)
     import checking
     status = checking.run_in_notebook(args.get("module", "softmax"), namespace)
@@ -482,13 +481,15 @@ def test_every_notebooks_check_cell_passes_on_the_reference(finished_handout, mo
 def test_the_notebooks_check_cell_checks_the_import_rule_on_the_cells_text(finished_handout, tmp_path):
     """A solution cell importing numpy fails the cell's import check, as the grader's rule does for the file made of
     it (the cell said "all passed", the grader took points off: the twelfth handout walk-through); the reference's
-    cell passes it."""
+    cell passes it; a kernel that keeps no text of the cell fails it, saying why (review 11: it skipped into green)."""
     cell = tmp_path / "cell.py"
     cell.write_text("import numpy as np\n" + (ROOT / "solutions" / "quiz.py").read_text(encoding="utf-8"), encoding="utf-8")
-    run = probe(finished_handout, {"notebook": str(cell), "module": "quiz", "cell": True})
+    run = probe(finished_handout, {"notebook": str(cell), "module": "quiz"})
     assert run["status"] == 1 and any("the solution cell imports numpy (line 1)" in line for line in run["printed"])
-    run = probe(finished_handout, {"notebook": "exercises/quiz.py", "module": "quiz", "cell": True})
+    run = probe(finished_handout, {"notebook": "exercises/quiz.py", "module": "quiz"})
     assert run["status"] == 0 and re.fullmatch(r"quiz\s+(\d+)/\1\s+passed", run["printed"][0].strip()), run["printed"]
+    run = probe(finished_handout, {"notebook": str(cell), "module": "quiz", "no_text": True})  # never passed unread
+    assert run["status"] == 1 and any("the import rule cannot be checked here" in line for line in run["printed"])
 
 
 def test_the_notebooks_check_cell_runs_its_exercises_checks_alone(finished_handout):
