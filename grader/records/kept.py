@@ -31,15 +31,14 @@ def kept_records(course: Course, out: str | Path, roster: str | Path | None = No
 def replaced_rows(course: Course, out: str | Path, **given: str | Path | None) -> list[str]:
     """A note for each file given (``overrides``, ``extensions``, ``submitted``) that replaces the one kept in
     ``out/records/`` by an earlier run without some of its rows (compared as read: columns in any order, a reason
-    added): they no longer apply (a file of one new override dropped every earlier one without a word: our sixth
+    added; an extension or a time by its student and assignment, a new date being no row dropped): they no longer apply (a file of one new override dropped every earlier one without a word: our sixth
     instructor walk-through; a file of one student's time, every other student's late penalty: the seventh).
     A file that does not load says nothing here: loading it says why."""
     readers = {"overrides": lambda path: [(astuple(replace(o, where="")), o.where)
                                           for o in load_overrides(path, course)],
-               "extensions": lambda path: [((e.student, e.assignment, e.due), e.where)
-                                           for e in load_extensions(path, course).values()],
-               "submitted": lambda path: [((key, when), times.where[key]) for times in [load_submitted(path, course)]
-                                          for key, when in times.items()]}
+               "extensions": lambda path: [(key, e.where) for key, e in load_extensions(path, course).items()],
+               "submitted": lambda path: [(key, times.where[key]) for times in [load_submitted(path, course)]
+                                          for key in times]}
     notes = []
     for kind, path in given.items():
         kept = Path(out) / KEPT / f"{kind}.csv"

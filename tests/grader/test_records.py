@@ -240,6 +240,8 @@ def test_a_new_records_file_says_which_kept_rows_no_longer_apply(tmp_path):
     assert replaced_rows(course, tmp_path / "out", submitted=bob) == [
         f"{bob} replaces {kept / 'submitted.csv'} (kept from an earlier run): 1 of its rows are not in it and no longer "
         f"apply ({kept / 'submitted.csv'}:2); add them to {bob} to keep them"]
+    moved = _write(tmp_path / "moved.csv", "student,submitted_at\nann,2026-11-23T10:00:00Z\nbob,2026-11-21T10:00:00Z\n")
+    assert replaced_rows(course, tmp_path / "out", submitted=moved) == []  # a resubmission's new time (review 11)
 
 
 # ----------------------------------------------------------------- overrides
