@@ -29,7 +29,6 @@ graded (``records.publish``).
 """
 from __future__ import annotations
 
-import fcntl
 import gc
 import hashlib
 import json
@@ -51,7 +50,7 @@ from typing import NamedTuple
 
 from grader import __version__
 from grader.course import Course, load_course
-from grader.entries import BatchError, Entry, discover, entry_course
+from grader.entries import Entry, check_class, discover, entry_course, hold_out
 from grader.extras import need
 from grader.intake import IntakeError, IntakeTimeout
 from grader.intake.submission import read_submission
@@ -259,32 +258,6 @@ def _job_process(batch: int):
     torch.set_num_threads(1)
 
 
-def hold_out(out: Path):
-    """The lock on ``out`` (``out/.lock``, an open file holding ``flock``): one batch writes a class's folder at a time
-    (BatchError when another holds it; two at once broke each other's staging)."""
-    lock = open(out / ".lock", "a")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.close()
-        raise BatchError(f"another grader batch is writing to {out}: wait for it to end, or choose another --out") from None
-    return lock
-
-
-def check_class(source: Path, out: Path, entries: list[Entry], course: Course) -> None:
-    """A class to grade (BatchError, one line, before any work): ``out`` is not inside its folder (its reports would be
-    graded as a student's), and it holds at least one submission (else: one student's folder given for the class's?)."""
-    if source.is_dir() and out.resolve().is_relative_to(source.resolve()):
-        raise BatchError(f"--out {out} is inside the class's folder {source}: the reports would be graded as a "
-                         "student's submission on the next run; write them outside it")
-    if not entries:
-        own = source.is_dir() and any((source / f"{module}.py").is_file() for module in course.modules)
-        raise BatchError(f"{source} holds no submissions" + (
-            ": it holds exercise files, as one student's submission does; give the class's folder (a folder, .zip or "
-            ".ipynb per student), or grade this one with `grader grade`" if own else
-            " (a folder, .zip or .ipynb per student, or a text file listing their paths)"))
-
-
 def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "cpu", force: bool = False,
               require_sandbox: bool = True, dask: str | None = None, progress=None,
               assignment: str | None = None, records: Records | None = None,
@@ -306,7 +279,9 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
         course.assignment(assignment)  # an unknown name stops the batch before it starts
     entries = [e if e.assignment else replace(e, assignment=assignment) for e in discover(source, course, assignment)
                if assignment in (None, e.assignment) or e.assignment is None]
-    entries += [Entry(student, Path(source) / student, assignment, why) for student, why in (absent or {}).items()]
+    absent = absent or {}
+    entries += [Entry(student, Path(source) / student, assignment, why, whole_course=assignment is None)
+                for student, why in absent.items()]
     check_class(Path(source), out, entries, course)
     decided = [e for e in entries if e.assignment or e.whole_course]  # else graded as the assignment it carries
     check_records(course, records, [(e.student, e.assignment) for e in decided],
@@ -319,105 +294,109 @@ def run_batch(source, out, *, course_file: Path, jobs: int = 1, device: str = "c
         require_namespaces()
     material = material_fingerprint(Path(course_file))
     (out / "results").mkdir(parents=True, exist_ok=True)
-    lock = hold_out(out)  # noqa: F841 (held until this function returns: the kernel frees it with the file)
-    staging = out / ".staging"
-    shutil.rmtree(staging, ignore_errors=True)
-    (staging / RUNNING).mkdir(mode=0o700, parents=True)
-    os.chmod(staging, 0o700)
-    results = load_results(out)
-    fingerprints = {e.key: submission_fingerprint(e.path, e.problem, entry_course(course, e),
-                                                  material + ":whole course" * e.whole_course) for e in entries}
-    taken = load_taken(out, [e.key for e in entries], course)
-    titles = {e.module: e.title for e in course.exercises}
-    by_student: dict[str, list[str]] = {}
-    for entry in entries:
-        by_student.setdefault(entry.student, []).append(fingerprints[entry.key])
-    students = {student: hashlib.sha256("\0".join(own).encode()).hexdigest() for student, own in by_student.items()}
-    todo = [e for e in entries if force or not _up_to_date(results.get(e.key), taken.get(e.key),
-                                                          (fingerprints[e.key], students[e.student]))]
-    counts = {"graded": 0, "errored": 0, "up to date": len(entries) - len(todo)}
-    reading_left = {e.student: course.grading.intake.seconds for e in todo}  # each student's, for all their entries
+    with hold_out(out):  # one batch writes a class's folder at a time
+        staging = out / ".staging"
+        shutil.rmtree(staging, ignore_errors=True)
+        (staging / RUNNING).mkdir(mode=0o700, parents=True)
+        os.chmod(staging, 0o700)
+        results = load_results(out)
+        fingerprints = {e.key: submission_fingerprint(e.path, e.problem, entry_course(course, e),
+                                                      material + ":whole course" * e.whole_course) for e in entries}
+        taken = load_taken(out, [e.key for e in entries], course)
+        titles = {e.module: e.title for e in course.exercises}
+        by_student: dict[str, list[str]] = {}
+        for entry in entries:
+            by_student.setdefault(entry.student, []).append(fingerprints[entry.key])
+        students = {student: hashlib.sha256("\0".join(own).encode()).hexdigest() for student, own in by_student.items()}
+        todo = [e for e in entries if force or not _up_to_date(results.get(e.key), taken.get(e.key),
+                                                              (fingerprints[e.key], students[e.student]))]
+        counts = {"graded": 0, "errored": 0, "up to date": len(entries) - len(todo)}
+        reading_left = {e.student: course.grading.intake.seconds for e in todo}  # each student's, for all their entries
 
-    def class_rows() -> list[dict]:
-        return [results[e.key] for e in sorted(entries, key=lambda e: (e.student, e.key)) if e.key in results]
+        def class_rows() -> list[dict]:
+            return [results[e.key] for e in sorted(entries, key=lambda e: (e.student, e.key)) if e.key in results]
 
-    faulted: dict[str, Entry] = {}  # key -> entry of a grading that was a grader fault, to grade again
+        faulted: dict[str, Entry] = {}  # key -> entry of a grading that was a grader fault, to grade again
 
-    def record(entry: Entry, graded: Graded) -> None:
-        data = {**graded.results, "student": entry.student,
-                "graded_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-        if entry.assignment:
-            data["assignment"] = entry.assignment
-        if entry.key != entry.student:
-            data["key"] = entry.key  # results/<key>.json, feedback/<key>.html
-        if is_final(data):  # a submission left unread stands for what all its student's submissions are
-            unread = data["status"].startswith(f"error: {NOT_READ}")
-            data["fingerprint"] = students[entry.student] if unread else fingerprints[entry.key]
-        kept = store(out, entry.key, data, graded, titles)
-        if kept:
-            taken[entry.key] = kept
-        results[entry.key] = data
-        if not is_final(data) and data["status"] != f"error: {PROCESS_DIED}":  # that one was graded alone already
-            faulted[entry.key] = entry  # its reading is the grader's loss, not its student's
-        else:
-            reading_left[entry.student] -= graded.reading
-        counts["graded" if data.get("status") == "graded" else "errored"] += 1
+        def record(entry: Entry, graded: Graded) -> None:
+            data = {**graded.results, "student": entry.student,
+                    "graded_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            if entry.assignment:
+                data["assignment"] = entry.assignment
+            if entry.key != entry.student:
+                data["key"] = entry.key  # results/<key>.json, feedback/<key>.html
+            if is_final(data):  # a submission left unread stands for what all its student's submissions are
+                unread = data["status"].startswith(f"error: {NOT_READ}")
+                data["fingerprint"] = students[entry.student] if unread else fingerprints[entry.key]
+            kept = store(out, entry.key, data, graded, titles)
+            if kept:
+                taken[entry.key] = kept
+            results[entry.key] = data
+            if not is_final(data) and data["status"] != f"error: {PROCESS_DIED}":  # that one was graded alone already
+                faulted[entry.key] = entry  # its reading is the grader's loss, not its student's
+            else:
+                reading_left[entry.student] -= graded.reading
+            counts["graded" if data.get("status") == "graded" else "errored"] += 1
+            if progress:
+                progress.advance(counts)
+
+        def record_error(entry: Entry, message: str) -> None:
+            record(entry, Graded(error_results(entry_course(course, entry), device, message)))
+
+        def start(executor: Executor, entry: Entry) -> Future | None:
+            """Submit ``entry``'s job with its student's reading time left; None, and a record saying so, when none
+            is."""
+            if reading_left[entry.student] <= 0:
+                record_error(entry, not_read(entry.student, course.grading.intake.seconds))
+                return None
+            # The entry's path as written (abspath): resolving it follows the student's links, and a loop would raise.
+            return executor.submit(grade_job, entry.student, os.path.abspath(entry.path),
+                                   str(Path(course_file).resolve()),
+                                   device, require_sandbox, None if dask else str(staging.resolve()), entry.assignment,
+                                   reading_left[entry.student], entry.whole_course)
+
+        if todo:
+            withdraw_reports(out)
         if progress:
-            progress.advance(counts)
-
-    def record_error(entry: Entry, message: str) -> None:
-        record(entry, Graded(error_results(entry_course(course, entry), device, message)))
-
-    def start(executor: Executor, entry: Entry) -> Future | None:
-        """Submit ``entry``'s job with its student's reading time left; None, and a record saying so, when none is."""
-        if reading_left[entry.student] <= 0:
-            record_error(entry, not_read(entry.student, course.grading.intake.seconds))
-            return None
-        # The entry's path as written (abspath): resolving it follows the student's links, and a loop would raise.
-        return executor.submit(grade_job, entry.student, os.path.abspath(entry.path), str(Path(course_file).resolve()),
-                               device, require_sandbox, None if dask else str(staging.resolve()), entry.assignment,
-                               reading_left[entry.student], entry.whole_course)
-
-    if todo:
-        withdraw_reports(out)
-    if progress:
-        progress.start(len(todo), counts)
-    for entry in todo:
-        if entry.problem:
-            record_error(entry, entry.problem)
-    readable = [e for e in todo if not e.problem]
-    for again in (False, True):  # a grading that was a grader fault is graded again once (a local pool: new jobs)
-        if readable and dask:
-            with make_executor(jobs, dask) as executor:
-                _grade(executor, readable, start, record, record_error)
-        elif readable:
-            _grade_in_local_pools(readable, jobs, staging / RUNNING, start, record, record_error)
-        if again or not faulted:
-            break
-        readable = list(faulted.values())
-        first = readable[0]
-        print(f"grader: {len(readable)} of {len(todo)} gradings ended in a grader fault (the first, "
-              f"{clean(first.key, MAX_NAME)}: {clean(results[first.key]['status'], 300)}); grading them again",
-              file=sys.stderr)
-        counts["errored"] -= len(readable)
-        faulted.clear()
-        if progress:
-            progress.again(len(readable), counts)
-    shutil.rmtree(staging, ignore_errors=True)
-    similar = class_report({key: taken[key].files for key in fingerprints if key in taken and taken[key].files},
-                           course, out)
-    stamps = {e.key: submission_time(e.path, e.path.parent.name == e.assignment,
-                                     taken[e.key].stamp if e.key in taken else None, course.late) for e in entries}
-    rows = class_rows()
-    if rows and not any(is_final(row) for row in rows):  # the reports would hold no grade: they are not written
-        first = rows[0]
-        raise BatchFailed(f"no submission was graded: all {len(rows)} ended in a grader error (the first, "
-                          f"{clean(first.get('key') or first['student'], MAX_NAME)}: {clean(first['status'], 300)}); "
-                          f"nothing is final and no report was written: fix the cause and run the batch again")
-    shown = publish(course, out, rows, records, stamps, summary_rows(similar), assignment)
-    if shown.unapplied:
-        raise NotApplied(shown, out)
-    return shown.rows
+            progress.start(len(todo), counts)
+        for entry in todo:
+            if entry.problem:
+                record_error(entry, entry.problem)
+        readable = [e for e in todo if not e.problem]
+        for again in (False, True):  # a grading that was a grader fault is graded again once (a local pool: new jobs)
+            if readable and dask:
+                with make_executor(jobs, dask) as executor:
+                    _grade(executor, readable, start, record, record_error)
+            elif readable:
+                _grade_in_local_pools(readable, jobs, staging / RUNNING, start, record, record_error)
+            if again or not faulted:
+                break
+            readable = list(faulted.values())
+            first = readable[0]
+            print(f"grader: {len(readable)} of {len(todo)} gradings ended in a grader fault (the first, "
+                  f"{clean(first.key, MAX_NAME)}: {clean(results[first.key]['status'], 300)}); grading them again",
+                  file=sys.stderr)
+            counts["errored"] -= len(readable)
+            faulted.clear()
+            if progress:
+                progress.again(len(readable), counts)
+        shutil.rmtree(staging, ignore_errors=True)
+        similar = class_report({key: taken[key].files for key in fingerprints if key in taken and taken[key].files},
+                               course, out)
+        stamps = {e.key: submission_time(e.path, e.path.parent.name == e.assignment,
+                                         taken[e.key].stamp if e.key in taken else None, course.late) for e in entries}
+        rows = class_rows()
+        graded = [row for row in rows if row["student"] not in absent]  # the absent's rows hold no grade either
+        if graded and not any(is_final(row) for row in graded):  # the reports would hold none: they are not written
+            first = graded[0]
+            raise BatchFailed(f"no submission was graded: all {len(graded)} ended in a grader error (the first, "
+                              f"{clean(first.get('key') or first['student'], MAX_NAME)}: "
+                              f"{clean(first['status'], 300)}); nothing is final and no report was written: fix the "
+                              "cause and run the batch again")
+        shown = publish(course, out, rows, records, stamps, summary_rows(similar), assignment)
+        if shown.unapplied:
+            raise NotApplied(shown, out)
+        return shown.rows
 
 
 def store(out: Path, key: str, data: dict, graded: Graded, titles: Mapping[str, str]) -> Taken | None:

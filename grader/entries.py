@@ -3,7 +3,10 @@ paths), one per student, or per student and assignment in a class of notebooks a
 on. Nothing of a submission is read here but the names of its folder's entries."""
 from __future__ import annotations
 
+import fcntl
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -148,3 +151,33 @@ def read_entry(entry: Entry, course: Course) -> Read | None:
 def entry_course(course: Course, entry: Entry) -> Course:
     """The course an entry is graded on: its assignment's, else the batch's."""
     return course.assignment(entry.assignment) if entry.assignment else course
+
+
+@contextmanager
+def hold_out(out: Path) -> Iterator[None]:
+    """While the block runs, the lock on ``out`` (``flock`` on ``out/.lock``): one batch writes a class's folder at a
+    time (BatchError when another holds it; two at once broke each other's staging), freed whatever way it ends."""
+    with open(out / ".lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BatchError(f"another grader batch is writing to {out}: wait for it to end, or choose another "
+                             "--out") from None
+        yield
+
+
+def check_class(source: Path, out: Path, entries: list[Entry], course: Course) -> None:
+    """A class to grade (BatchError, one line, before any work): ``out`` is not inside its folder (its reports would be
+    graded as a student's), it is no student's submission or checkout (its folders graded as students), and it holds
+    at least one submission."""
+    if source.is_dir() and out.resolve().is_relative_to(source.resolve()):
+        raise BatchError(f"--out {out} is inside the class's folder {source}: the reports would be graded as a "
+                         "student's submission on the next run; write them outside it")
+    if source.is_dir() and any((folder / f"{module}.py").is_file() for module in course.modules
+                               for folder in (source, source / "exercises")):
+        raise BatchError(f"{source} holds exercise files, as one student's submission (or checkout) does, not a "
+                         "class's: give the class's folder (a folder, .zip or .ipynb per student), or grade this one "
+                         "with `grader grade`")
+    if not entries:
+        raise BatchError(f"{source} holds no submissions (a folder, .zip or .ipynb per student, or a text file "
+                         "listing their paths)")

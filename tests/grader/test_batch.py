@@ -232,8 +232,13 @@ def test_a_class_without_submissions_or_with_its_reports_inside_is_refused_befor
     one = tmp_path / "alice"
     shutil.copytree(SOLUTIONS, one, ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(BatchError, match="alice holds no submissions: it holds exercise files, as one student's"):
+    with pytest.raises(BatchError, match="alice holds exercise files, as one student's submission"):
         run_batch(one, tmp_path / "out", course_file=COURSE_FILE)
+    checkout = tmp_path / "checkout"  # a handout's checkout: exercises/ and tests/ were graded as two students
+    shutil.copytree(one, checkout / "exercises")
+    (checkout / "tests").mkdir()
+    with pytest.raises(BatchError, match="checkout holds exercise files, as one student's submission"):
+        run_batch(checkout, tmp_path / "out", course_file=COURSE_FILE)
     with pytest.raises(BatchError, match=r"empty holds no submissions \(a folder, .zip or .ipynb per student"):
         run_batch(tmp_path / "empty", tmp_path / "out", course_file=COURSE_FILE)
     with pytest.raises(BatchError, match="is inside the class's folder"):
@@ -243,10 +248,12 @@ def test_a_class_without_submissions_or_with_its_reports_inside_is_refused_befor
 
 def test_a_second_batch_into_a_folder_being_written_is_refused(tmp_path):
     """While a batch writes a class's folder (its lock held), another batch into it stops in one line: two at once
-    broke each other's staging, one ending in a traceback (instructor walk-through 7)."""
+    broke each other's staging, one ending in a traceback (instructor walk-through 7); the lock is freed however the
+    batch ends."""
     import fcntl
 
     from grader.batch import run_batch
+    from grader.entries import hold_out
     klass, out = tmp_path / "class", tmp_path / "out"
     shutil.copytree(SOLUTIONS, klass / "ada", ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
     out.mkdir()
@@ -255,6 +262,14 @@ def test_a_second_batch_into_a_folder_being_written_is_refused(tmp_path):
         with pytest.raises(BatchError, match="another grader batch is writing to"):
             run_batch(klass, out, course_file=COURSE_FILE)
     assert not (out / "results" / "ada.json").exists()
+    with hold_out(out):  # a batch that raised frees its lock, though its exception is kept (review 11)
+        pass
+    try:
+        with hold_out(out):
+            raise BatchError("a failure while the lock is held")
+    except BatchError as kept:
+        with hold_out(out):
+            assert str(kept) == "a failure while the lock is held"
 
 
 def test_a_job_validates_course_yaml_again_only_when_it_changes(tmp_path):
