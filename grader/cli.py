@@ -160,8 +160,9 @@ def _class_records(args):
     course_file, kept_course = class_course(args.out, args.course)
     course = load_course(course_file)
     records, kept = kept_records(course, args.out, args.roster, args.overrides, args.submitted, args.extensions)
-    print(f"grader: using the course {course_file}" + (f" (the one {args.out} was graded with)" if kept_course else ""),
-          file=sys.stderr)  # always: a class graded from another checkout takes that one's course (walk-through 7)
+    if args.course is None:  # said: a class graded from another checkout takes that one's course (walk-through 7)
+        print(f"grader: using the course {course_file}" + (f" (the one {args.out} was graded with)" if kept_course
+                                                            else ""), file=sys.stderr)
     for path in kept:
         print(f"grader: using {path} (kept from an earlier run; give one with only its header line to clear it)",
               file=sys.stderr)
@@ -182,6 +183,7 @@ def _keep(args, course_file: Path) -> None:
 def _gradebook(args) -> int:
     from grader.batch import load_results
     from grader.course import CourseError
+    from grader.entries import BatchError, hold_out
     from grader.records.adjust import check_graded_with
     from grader.records.publish import publish
     from grader.records.table import TableError
@@ -196,8 +198,10 @@ def _gradebook(args) -> int:
             raise CourseError(f"{out / 'results'} holds no results{' of ' + args.assignment if args.assignment else ''}: "
                               "run `grader batch` first")
         check_graded_with(course, rows)
-        shown = publish(course, out, rows, records, similar=saved_summary_rows(out), assignment=args.assignment, strict=True)
-    except (CourseError, TableError) as error:
+        with hold_out(out):  # never beside a batch writing the same folder
+            shown = publish(course, out, rows, records, similar=saved_summary_rows(out), assignment=args.assignment,
+                            strict=True)
+    except (BatchError, CourseError, TableError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
     _keep(args, course_file)

@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 from grader.batch import run_batch
 from grader.course import Course, Intake, load_course
-from grader.entries import BatchError, submission_name
+from grader.entries import BatchError, hold_out, submission_name
 from grader.intake.walk import intake_reads
 from grader.records.adjust import load_records
 from grader.records.kept import class_course, keep_course, keep_records
@@ -312,6 +312,14 @@ def collect(roster: str | os.PathLike, out: str | os.PathLike, *, deadline: str,
     repositories = read_roster(roster)
     course_file, _ = class_course(out / "grades", course_file)  # kept with the grades, as a batch keeps it
     course = load_course(course_file)
+    out.mkdir(parents=True, exist_ok=True)
+    with hold_out(out):  # never two collects replacing the folders of one class at once
+        return _collect_locked(repositories, when, out, course, course_file, grade, seconds, megabytes, batch)
+
+
+def _collect_locked(repositories: list[Repository], when: datetime, out: Path, course: Course, course_file: Path,
+                    grade: bool, seconds: float, megabytes: int, batch: dict) -> Collected:
+    """``collect``'s work, ``out`` held: fetch every repository, write collected.csv, grade the class."""
     submissions = out / "submissions"
     for repository in repositories:
         try:
