@@ -103,6 +103,30 @@ def test_checked_fails_every_value_unlike_the_expected_one_as_a_check(like_shape
     assert "the result's shape has" in said or " result on " in said, said
 
 
+@pytest.mark.parametrize("field, value", [("called", [{}]), ("called", "softmax"), ("called", [1]), ("ops", -1),
+                                          ("ops", "many")])
+def test_a_reply_whose_accounts_are_not_of_their_kind_is_unreadable(field, value):
+    """A reply whose list of calls made (or count of operations) is not one is the submission's unreadable reply:
+    ``called`` of [{}] made the grading process raise TypeError, a grader fault on every run (red team 18)."""
+    from grader.sandbox.host.client import WorkerSession
+    from grader.sandbox.host.problems import SubmissionProblem
+
+    class Forged(WorkerSession):
+        def __init__(self):
+            super().__init__(None, "/nonexistent", load_course(COURSE_FILE).grading.limits)
+            self.pid, self.isolation = 0, "namespaces"
+
+        def stop(self, grace: float = 0.0):
+            return None
+
+        def _exchange(self, frame, timeout, doing) -> dict:
+            self._blob = b""
+            return {"ok": True, "replies": [{"ok": True, "value": None, "called": [], "ops": 1, field: value}]}
+
+    with pytest.raises(SubmissionProblem, match="could not be read"):
+        Forged().run({"module": "softmax", "path": ["softmax"]}, (torch.ones(2),), watch=["softmax"])
+
+
 def test_checked_refuses_sparse_nested_subclassed_and_other_values():
     """What the wire never delivers but a caller might hand it (a sparse, nested or subclassed tensor) and the kinds
     a reply can hold (numbers, tuples, None, strings) fail the check, naming what came back."""

@@ -402,12 +402,15 @@ class WorkerSession:
             if ops is not None and not (type(ops) is int and 0 <= ops <= MAX_OPS):
                 self.stop()
                 raise SubmissionProblem("reply", f"{UNREADABLE}: its count of tensor operations is not one")
+            if not (type(called) is list and all(type(name) is str for name in called)):  # red team 18: [{}] made
+                self.stop()  # the set below raise TypeError in the grading process, a grader fault on every run
+                raise SubmissionProblem("reply", f"{UNREADABLE}: its list of the calls made is not one")
             wanted = set(options.get("watch", ()))
             value = decode(item.get("value"), label, _object_name(call[0]) if options.get("handles") else None)
             results.append(CallResult(value=value, arg_grads=decode(item.get("arg_grads"), label),
                                       param_grads=decode(item.get("param_grads"), label),
-                                      called=sorted({n for n in called if n in wanted}) if isinstance(called, list) else [],
-                                      ops=ops, args_after=decode(item.get("args_after"), label)))
+                                      called=sorted({n for n in called if n in wanted}), ops=ops,
+                                      args_after=decode(item.get("args_after"), label)))
         return results
 
     def _strike(self, labels: list[str], problem: SubmissionProblem) -> None:
