@@ -528,16 +528,38 @@ one_hot, attention, lookup = _slowed(one_hot), _slowed(attention), _slowed(looku
 
 
 def test_an_exercise_whose_calls_are_slow_spends_only_its_own_share_of_the_time(tmp_path, zygote, quick_course):
-    """dictionary.py right but slow (0.4 s a call, within call_seconds) under a submission budget of 16 s: once its
-    checks have spent its share (16 s / 8 exercises) its remaining checks fail saying so, and every other exercise,
-    the shared contract's checks last among them, keeps full marks (red team 17: the slow exercise spent the whole
-    budget, and the correct exercises checked after it lost points, where the cut fell depending on the machine)."""
+    """dictionary.py right but slow (0.4 s a call, within call_seconds) under a submission budget of 36 s: once its
+    checks have spent its share (36 s / 9: a share for each exercise, and one for the start and the grading process)
+    its remaining checks fail saying so, and every other exercise, the shared contract's checks last among them, keeps
+    full marks (red team 17: the slow exercise spent the whole budget, and the correct exercises checked after it lost
+    points, where the cut fell depending on the machine)."""
     course = load_course(course_variant(tmp_path / "course", re.sub(
-        r"(?m)^(\s*submission_seconds:)\s*[0-9.]+", r"\g<1> 16", quick_course.file.read_text(encoding="utf-8"))))
-    assert course.grading.limits.submission_seconds == 16
+        r"(?m)^(\s*submission_seconds:)\s*[0-9.]+", r"\g<1> 36", quick_course.file.read_text(encoding="utf-8"))))
+    assert course.grading.limits.submission_seconds == 36
     results = grade(submission(tmp_path, dictionary=SLOW_DICTIONARY), course, zygote)
     assert_only(results, "dictionary", at_most=course.exercises[course.modules.index("dictionary")].points - 1)
-    assert "the checks of dictionary took more than its 2 s of your code's time in all" in feedback(results, "dictionary")
+    assert "the checks of dictionary took more than its 4 s of your code's time in all" in feedback(results, "dictionary")
+
+
+def test_an_exercise_that_crashes_the_worker_pays_its_restarts(tmp_path, zygote, quick_course):
+    """qkv.py's functions crash the worker, and every module takes 0.5 s to import, under a submission budget of 40 s:
+    each restart (its imports included) is charged to qkv's share (40 s / 9), so its later checks fail fast and every
+    other exercise keeps full marks (red team 18: the restarts came out of the whole budget, and the exercises
+    checked last lost their points, 17.3 of 100 in all)."""
+    course = load_course(course_variant(tmp_path / "course", re.sub(
+        r"(?m)^(\s*submission_seconds:)\s*[0-9.]+", r"\g<1> 40", quick_course.file.read_text(encoding="utf-8"))))
+    slow = "import time as _time\n_time.sleep(0.5)\n"
+    sources = {module: slow + (SOLUTIONS / f"{module}.py").read_text(encoding="utf-8") for module in MODULES}
+    sources["qkv"] = slow + "import os\n" + "".join(f"def {name}(*args, **kwargs):\n    os._exit(1)\n\n\n" for name in (
+        "project", "scaled_dot_product_attention", "copy_linear_weights")) + (
+        "class SelfAttention:\n    def __init__(self, *args, **kwargs):\n        os._exit(1)\n\n\n"
+        "class SelfAttentionLinear(SelfAttention):\n    pass\n")
+    results = grade(submission(tmp_path, **sources), course, zygote)
+    exercises = results["exercises"]
+    for name in set(MODULES) - {"qkv"}:  # the import rule fails for `import time` alone (each its small share)
+        failed = [t["name"] for t in results["tests"] if name in t["tags"] and t["status"] == "failed"]
+        assert all("imports only" in failed_name for failed_name in failed), (name, failed, feedback(results, name))
+    assert exercises["qkv"]["score"] == 0
 
 
 def test_code_that_turns_the_checks_watch_off_gains_nothing(tmp_path, zygote, course):

@@ -81,6 +81,7 @@ class WorkerSession:
         # within call_seconds, costs its own remaining checks and never another exercise's (red team 17).
         self.exercise: str | None = None
         self.spent: dict[str, float] = {}
+        self.stopped_by: str | None = None  # the exercise whose check ended the last worker: it pays the restart
         self._sources: dict[str, list[str]] = {}
         self._unswept = 0  # bytes of replies read since the last garbage collection (SWEEP_BYTES)
         self._early: threading.Thread | None = None  # a start running beside the caller (start_early)
@@ -198,8 +199,14 @@ class WorkerSession:
 
     @property
     def exercise_seconds(self) -> float:
-        """An exercise's share of the submission's time, spent in the calls of its checks."""
-        return self.limits.submission_seconds / max(len(self.modules), 1)
+        """An exercise's share of the submission's time, spent in the calls of its checks and the restarts of the
+        worker they caused: one share more than the exercises is left for the start and the grading process's own
+        work, so that the exercises' shares, spent, never cut another's checks (red team 18, review 11)."""
+        return self.limits.submission_seconds / (len(self.modules) + 1)
+
+    def _charge(self, exercise: str | None, seconds: float) -> None:
+        if exercise:
+            self.spent[exercise] = self.spent.get(exercise, 0.0) + seconds
 
     def _exercise_left(self) -> float:
         return self.exercise_seconds - self.spent.get(self.exercise, 0.0) if self.exercise else float("inf")
@@ -325,7 +332,12 @@ class WorkerSession:
         if self._exercise_left() <= 0:
             raise self._exercise_spent()
         if self.pid is None:
-            self._start()
+            started, owner = time.monotonic(), self.stopped_by
+            try:
+                self._start()
+            finally:  # a restart (its imports included) is paid by the exercise whose check ended the last worker
+                self._charge(owner, time.monotonic() - started)
+                self.stopped_by = None
             if module in self.broken:
                 raise self.broken[module]
 
@@ -339,12 +351,13 @@ class WorkerSession:
         try:
             return self._exchange(frame, timeout, CHECK)
         except SubmissionProblem as problem:
+            if self.pid is None:  # the worker ended (a crash, a time-out): this exercise pays its restart
+                self.stopped_by = self.exercise
             if problem.kind == "timeout" and timeout == left and self._remaining() > 0.05:
                 raise self._exercise_spent() from None
             raise
         finally:
-            if self.exercise:
-                self.spent[self.exercise] = self.spent.get(self.exercise, 0.0) + time.monotonic() - started
+            self._charge(self.exercise, time.monotonic() - started)
 
     def run(self, target: dict, args=(), kwargs=None, **options) -> CallResult:
         """Call the object ``target`` names with ``args`` and ``kwargs``; options: seed, as_on_cpu (the call makes its
