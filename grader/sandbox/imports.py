@@ -66,12 +66,17 @@ def imports_of(source: str | bytes) -> list[tuple[str, int]] | None:
 # calls included (red team 17, review 11); a module's own dictionary reaches the rest of it by a string.
 ESCAPES = frozenset({"DisableTorchFunction", "DisableTorchFunctionSubclass", "overrides", "jit", "compile", "__dict__",
                      "__getattribute__"})
+# Modules outside torch that torch's namespaces hold (torch.sys, torch.os, torch.nn.functional.np, ...: red team 18's
+# torch.sys.modules["torch._C"]): reached through torch, they are imports the rule refuses, like their own.
+FOREIGN = frozenset({"builtins", "ctypes", "dataclasses", "functools", "gc", "glob", "importlib", "inspect", "marshal",
+                     "np", "numpy", "os", "pickle", "platform", "subprocess", "sys", "textwrap", "threading",
+                     "warnings"})
 
 
 def private(name: str) -> bool:
-    """A part of a module no exercise uses: a private name (``_C``, not a dunder such as ``__version__``), or one
-    of ``ESCAPES``."""
-    return name in ESCAPES or name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+    """A part of a module no exercise uses: a private name (``_C``, not a dunder such as ``__version__``), one of
+    ``ESCAPES``, or a module outside torch that it holds (``FOREIGN``)."""
+    return name in ESCAPES or name in FOREIGN or name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
 def _private_uses(tree: ast.Module, bound: dict[str, str]) -> list[tuple[str, int]]:

@@ -68,3 +68,13 @@ def test_what_hides_calls_from_the_checks_breaks_the_rule_by_its_public_names_to
     assert forbidden(imports_of(source), "scores", MODULES) == [
         ("torch.jit", 2), ("torch.DisableTorchFunction", 3), ("torch.DisableTorchFunction", 4), ("torch.__dict__", 6),
         ("torch.__dict__", 7), ("torch.__getattribute__", 8), ("getattr", 9), ("torch.compile", 10)]
+
+
+def test_a_module_outside_torch_reached_through_torch_breaks_the_rule():
+    """torch.sys (whose modules hold torch._C: red team 18), torch.os, torch.nn.functional's numpy are imports of what
+    the rule refuses, reached through torch; torch's own functions named like a module of Python's (torch.trace,
+    torch.select) are not."""
+    source = ("import torch\nimport torch.nn.functional as F\nx = torch.sys.modules['torch._C']\ny = F.np.zeros(2)\n"
+              "z = torch.trace(torch.eye(2)), torch.select\nfrom torch import os\n")
+    assert forbidden(imports_of(source), "scores", MODULES) == [("torch.sys", 3), ("torch.nn.functional.np", 4),
+                                                                ("torch.os", 6)]
