@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -157,7 +158,14 @@ def entry_course(course: Course, entry: Entry) -> Course:
 def hold_out(out: Path) -> Iterator[None]:
     """While the block runs, the lock on ``out`` (``flock`` on ``out/.lock``): one batch writes a class's folder at a
     time (BatchError when another holds it; two at once broke each other's staging), freed whatever way it ends."""
-    with open(out / ".lock", "a") as lock:
+    path = out / ".lock"
+    try:  # never through a link, never blocked by a FIFO: a regular file, or a one-line refusal (red team 18)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    except OSError as error:
+        raise BatchError(f"{path} cannot be the batch's lock ({error.strerror}): remove it") from None
+    with os.fdopen(fd, "rb") as lock:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BatchError(f"{path} cannot be the batch's lock (not a regular file): remove it")
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -264,6 +264,15 @@ def test_a_second_batch_into_a_folder_being_written_is_refused(tmp_path):
     assert not (out / "results" / "ada.json").exists()
     with hold_out(out):  # a batch that raised frees its lock, though its exception is kept (review 11)
         pass
+    for odd in ("fifo", "folder", "link"):  # a lock that is none is refused in one line, never waited on or followed
+        other = tmp_path / odd
+        other.mkdir()
+        {"fifo": lambda: os.mkfifo(other / ".lock"), "folder": lambda: (other / ".lock").mkdir(),
+         "link": lambda: (other / ".lock").symlink_to(tmp_path / "elsewhere")}[odd]()
+        with pytest.raises(BatchError, match=r"\.lock cannot be the batch's lock"):
+            with hold_out(other):
+                pass
+    assert not (tmp_path / "elsewhere").exists()
     try:
         with hold_out(out):
             raise BatchError("a failure while the lock is held")
