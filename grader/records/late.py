@@ -39,8 +39,8 @@ NOT_COLLECTED = "not collected"  # the status of `grader collect`'s repositories
 
 class Times(dict):
     """(student, assignment or None: any) -> submitted at; ``where``: each key's file:line; ``blank``: the file:line
-    of each key listed without a time (an instructor's slip where the student handed in), but a row whose status says
-    it was not collected (collect's failed clones: nothing handed in to time)."""
+    of each key listed without a time (an instructor's slip where the student handed in), except a row whose status
+    says it was not collected (collect's failed clones: nothing handed in to time)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -65,8 +65,8 @@ def zone(late: Late | None) -> tzinfo:
 
 
 def load_submitted(path: str | Path, course: Course) -> Times:
-    """The instructor's list of submission times; a row without a time is noted apart (``blank``), but one that says it
-    was not collected (collected.csv's status)."""
+    """The instructor's list of submission times; a row without a time is noted apart (``blank``), except one that says
+    it was not collected (collected.csv's status)."""
     header, rows = read_table(path, "a list of submission times")
     student, when = pick(header, STUDENT_COLUMNS), pick(header, TIME_COLUMNS)
     if student is None or when is None:
@@ -142,7 +142,8 @@ def extension_of(extensions: Extensions, student: str, assignment: str | None, d
 
 def nbgrader_timestamp(folder: Path, late: Late | None) -> datetime | None:
     """The time in ``folder/timestamp.txt`` (nbgrader's), if it is a small regular file holding one; else None, and
-    where there is such a file, a note on stderr naming it (one holding "next tuesday" was passed over unsaid)."""
+    where there is such a file and a late policy, a note on stderr naming it (one holding "next tuesday" was passed
+    over unsaid)."""
     path = folder / TIMESTAMP_FILE
     try:
         info = path.lstat()
@@ -155,8 +156,9 @@ def nbgrader_timestamp(folder: Path, late: Late | None) -> datetime | None:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError, TableError):
-        print(f"grader: note: {clean(str(path), 300)} holds no time nbgrader wrote: the lateness of that submission is "
-              "judged without it (give its time with --submitted)", file=sys.stderr)
+        if late is not None and late.due:  # where lateness is judged at all
+            print(f"grader: note: {clean(str(path), 300)} holds no time nbgrader wrote: the lateness of that submission "
+                  "is judged without it (give its time with --submitted)", file=sys.stderr)
         return None
 
 

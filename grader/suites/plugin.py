@@ -72,7 +72,7 @@ def grader_fault(error: BaseException, exercise: str, suites: Path) -> GraderFau
     as ``StudentError``: their MemoryError is theirs). The checks verify every value of the submission before
     computing with it, and no value makes one raise (tests/grader/test_student_values.py), so anything else is a bug
     of the course's suites, said with where it was raised (``suites``: the course's suites folder) and never scored."""
-    if isinstance(error, (StudentError, CheckFailed, SubmissionProblem, AssertionError, pytest.skip.Exception)):
+    if isinstance(error, (StudentError, CheckFailed, SubmissionProblem, AssertionError)):
         return None
     if out_of_memory(error):
         return GradingOutOfMemory(f"the grading process ran out of memory while checking ({type(error).__name__})")
@@ -86,8 +86,9 @@ def grader_fault(error: BaseException, exercise: str, suites: Path) -> GraderFau
 def _raised_at(error: BaseException, suites: Path) -> str:
     """' (hidden_x.py, line 12)': the innermost line of the course's suites or the grader's checks that ``error`` went
     through, if any."""
-    ours = (str(suites.resolve()), str(Path(__file__).resolve().parent))
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename.startswith(ours)]
+    ours = (suites.resolve(), Path(__file__).resolve().parent)
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if any(Path(frame.filename).is_relative_to(folder) for folder in ours)]
     return f" ({Path(frames[-1].filename).name}, line {frames[-1].lineno})" if frames else ""
 
 
@@ -189,11 +190,22 @@ class GradingPlugin:
             raise SubmissionProblem(problem.kind, str(problem))
 
     @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item):
+        return (yield from self._faults(item))
+
+    @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item):
-        """A test that fails for a reason of the grading process's own is no failed check of the student: it ran out of
-        memory (``grader.memory``), a suite computed with a student's tensor before verifying it (``UncheckedValue``),
-        or a suite's code raised (``grader_fault``). The run stops, and ``run_suites`` raises the fault: no grade is
-        recorded."""
+        return (yield from self._faults(item))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item):
+        return (yield from self._faults(item))
+
+    def _faults(self, item):
+        """A test that fails, in any phase (a fixture's too), for a reason of the grading process's own is no failed
+        check of the student: it ran out of memory (``grader.memory``), a suite computed with a student's tensor before
+        verifying it (``UncheckedValue``), or a suite's code raised (``grader_fault``). The run stops, and
+        ``run_suites`` raises the fault: no grade is recorded."""
         try:
             return (yield)
         except Exception as error:

@@ -192,6 +192,16 @@ def test_raises_itself(student, device):
     """A check of the project's tests with a bug of its own: it looks up a key its table lacks."""
     assert {"a": 1.0}["b"] > 0
 ''',
+    "fixture_raises": '''
+
+@pytest.fixture
+def table():
+    return {"a": 1.0}["b"]
+
+
+def test_set_up_by_a_raising_fixture(student, table):
+    """A check of the project's tests whose fixture has a bug of its own."""
+''',
     "hoards": '''
 
 def test_hoards_memory(student, device):
@@ -237,11 +247,12 @@ def test_a_check_that_computes_before_verifying_is_a_grader_fault(tmp_path):
 
 @pytest.mark.slow
 @sandboxed
-def test_a_check_whose_own_code_raises_is_a_grader_fault(tmp_path):
-    """A suite whose own code raises (a KeyError of its author's) makes the grading a grader fault naming the check's
-    exercise, file and line, for the references too: it was every student's failed check, "KeyError while checking
-    your result", recorded as final (instructor walk-through 7)."""
-    course = load_course(course_with_hole(tmp_path / "course", "raises"))
+@pytest.mark.parametrize("hole", ["raises", "fixture_raises"])
+def test_a_check_whose_own_code_raises_is_a_grader_fault(tmp_path, hole):
+    """A suite whose own code raises (a KeyError of its author's, in a check or in its fixture) makes the grading a
+    grader fault naming the check's exercise, file and line, for the references too: it was every student's failed
+    check, "KeyError while checking your result", recorded as final (instructor walk-through 7, review 11)."""
+    course = load_course(course_with_hole(tmp_path / "course", hole))
     zygote = Zygote(hide=(course.root,))
     try:
         with pytest.raises(GraderFault, match=r"a check of softmax raised KeyError \(hidden_softmax\.py, line \d+\): "
