@@ -259,8 +259,9 @@ def _collect(args) -> int:
     for repository in failed:
         print(f"  {repository.student}: {repository.status}")
     for url, students in shared_repositories(repositories).items():
-        print(f"grader: note: one repository, {clean(url, 300)}, is listed for {', '.join(clean(s) for s in students)}: "
-              "each has a grade of it (a line pasted twice?)", file=sys.stderr)
+        named = ", ".join(clean(student) for student in students)
+        print(f"grader: note: one repository, {clean(url, 300)}, is listed for {named}: each has a grade of it (a line "
+              "pasted twice?)", file=sys.stderr)
     return GRADER_FAULT_STATUS if _said_grader_faults(rows) else 0
 
 

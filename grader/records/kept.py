@@ -31,8 +31,9 @@ def kept_records(course: Course, out: str | Path, roster: str | Path | None = No
 def replaced_rows(course: Course, out: str | Path, **given: str | Path | None) -> list[str]:
     """A note for each file given (``overrides``, ``extensions``, ``submitted``) that replaces the one kept in
     ``out/records/`` by an earlier run without some of its rows (compared as read: columns in any order, a reason
-    added; an extension or a time by its student and assignment, a new date being no row dropped): they no longer apply (a file of one new override dropped every earlier one without a word: our sixth
-    instructor walk-through; a file of one student's time, every other student's late penalty: the seventh).
+    added; an extension or a time by its student and assignment, a new date being no row dropped): they no longer
+    apply (a file of one new override dropped every earlier one without a word: our sixth instructor walk-through; a
+    file of one student's time, every other student's late penalty: the seventh).
     A file that does not load says nothing here: loading it says why."""
     readers = {"overrides": lambda path: [(astuple(replace(o, where="")), o.where)
                                           for o in load_overrides(path, course)],

@@ -157,8 +157,8 @@ def nbgrader_timestamp(folder: Path, late: Late | None) -> datetime | None:
         return None
     except (OSError, UnicodeDecodeError, TableError):
         if late is not None and late.due:  # where lateness is judged at all
-            print(f"grader: note: {clean(str(path), 300)} holds no time nbgrader wrote: the lateness of that submission "
-                  "is judged without it (give its time with --submitted)", file=sys.stderr)
+            print(f"grader: note: {clean(str(path), 300)} holds no time nbgrader wrote: the lateness of that "
+                  "submission is judged without it (give its time with --submitted)", file=sys.stderr)
         return None
 
 

@@ -51,7 +51,8 @@ def load_overrides(path: str | Path, course: Course) -> list[Override]:
     unknown = header.unknown(COLUMNS)
     if unknown or "student" not in header or "reason" not in header:
         raise TableError(f"{path}:1: an overrides file's columns are {', '.join(COLUMNS)} "
-                         f"(student and reason required; points or penalty)" + (f", not {unknown!r}" if unknown else ""))
+                         "(student and reason required; points or penalty)"
+                         + (f", not {unknown!r}" if unknown else ""))
     assignments = set(course.assignment_modules())
     overrides, lines = [], {}
     for row in rows:

@@ -76,7 +76,8 @@ FOREIGN = frozenset({"builtins", "ctypes", "dataclasses", "functools", "gc", "gl
 def private(name: str) -> bool:
     """A part of a module no exercise uses: a private name (``_C``, not a dunder such as ``__version__``), one of
     ``ESCAPES``, or a module outside torch that it holds (``FOREIGN``)."""
-    return name in ESCAPES or name in FOREIGN or name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+    dunder = name.startswith("__") and name.endswith("__")
+    return name in ESCAPES or name in FOREIGN or name.startswith("_") and not dunder
 
 
 def _private_uses(tree: ast.Module, bound: dict[str, str]) -> list[tuple[str, int]]:
@@ -90,8 +91,8 @@ def _private_uses(tree: ast.Module, bound: dict[str, str]) -> list[tuple[str, in
             continue
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "vars") and node.args:
             owner, attribute = node.args[0], node.args[1] if len(node.args) > 1 else None
-            chain = (["__dict__"] if node.func.id == "vars" else
-                     [attribute.value] if isinstance(attribute, ast.Constant) and isinstance(attribute.value, str) else [])
+            named = isinstance(attribute, ast.Constant) and isinstance(attribute.value, str)
+            chain = ["__dict__"] if node.func.id == "vars" else [attribute.value] if named else []
         elif isinstance(node, ast.Attribute):
             owner, chain = node.value, [node.attr]
         else:

@@ -63,7 +63,8 @@ def shaped_like(got: dict, want: dict, what: str, on: str, how: str | None = Non
             raise CheckFailed(f"{what} has no parameter named {name} ({on}); expected {', '.join(want)}.")
         g = expect_tensor(got[name], f"the parameter {name} of {what}", on)
         if tuple(g.shape) != tuple(w.shape):
-            turned = "is transposed" if tuple(g.shape) == tuple(w.shape)[::-1] else f"has {shape_fact(g.shape, w.shape)}"
+            turned = ("is transposed" if tuple(g.shape) == tuple(w.shape)[::-1] else
+                      f"has {shape_fact(g.shape, w.shape)}")
             raise CheckFailed(f"parameter {name} of {what} {turned} ({on}); expected the shape {shape(w)}."
                               + (f" Hint: {how}" if how else ""))
 
@@ -128,7 +129,8 @@ def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, 
     if mode is not None:
         steps.append((({**built, "path": [mode]}, (), None, {"handles": True}), f"{what}.{mode}()"))
     try:
-        built = run_all(constructor._session, [call for call, _ in steps], [label for _, label in steps], "construction")
+        built = run_all(constructor._session, [call for call, _ in steps], [label for _, label in steps],
+                        "construction")
     except SubmissionProblem as problem:
         if problem.kind == "parameters":  # which one, said in the reference's names (the worker's words are not shown)
             on = f"built as {what}({', '.join(map(repr, (*args, *kwargs.values())))})"
@@ -142,9 +144,10 @@ def dropout_in_training(module: RemoteObject, reference: torch.nn.Module, x: tor
                         course, generic: str) -> None:
     """In training mode, the student's ``module`` gives the ``reference``'s result when both run with keyed dropout
     (``grader.sandbox.dropout``: each entry kept or dropped as a function of its value), and a backward pass through it
-    works: dropout acts once, on the attention weights, in whatever layout and order, and out of place. Where it does not and the module is wrong in eval mode too,
-    the values checks report the mistake, and this check says so. Compared at float32's tolerance: dropout misplaced
-    moves the result by about its size, and precision is the float64 rule's to judge."""
+    works: dropout acts once, on the attention weights, in whatever layout and order, and out of place. Where it does
+    not and the module is wrong in eval mode too, the values checks report the mistake, and this check says so.
+    Compared at float32's tolerance: dropout misplaced moves the result by about its size, and precision is the
+    float64 rule's to judge."""
     got = attempt(lambda: module.run(args=(x,), dropout="keyed").value, what, on)
     plain = module_reference(reference.eval(), x)
     with torch.no_grad(), KeyedDropout():

@@ -209,7 +209,8 @@ class GradingPlugin:
         try:
             return (yield)
         except Exception as error:
-            self.fault = self.fault or grader_fault(error, self._about[item.nodeid]["exercise"], self._course.suites_dir)
+            exercise = self._about[item.nodeid]["exercise"]
+            self.fault = self.fault or grader_fault(error, exercise, self._course.suites_dir)
             if self.fault is not None:
                 item.session.shouldstop = str(self.fault)
             raise

@@ -212,8 +212,9 @@ class WorkerSession:
         return self.exercise_seconds - self.spent.get(self.exercise, 0.0) if self.exercise else float("inf")
 
     def _exercise_spent(self) -> SubmissionProblem:
-        return SubmissionProblem("timeout", f"the checks of {self.exercise} took more than its {self.exercise_seconds:.0f} s "
-                                            "of your code's time in all; its remaining checks were not run")
+        return SubmissionProblem("timeout", f"the checks of {self.exercise} took more than its "
+                                            f"{self.exercise_seconds:.0f} s of your code's time in all; its remaining "
+                                            "checks were not run")
 
     def _exchange(self, frame: bytes | None, timeout: float, doing: str) -> dict:
         """Send a frame (None: only read) and read the reply within ``timeout`` seconds in all;

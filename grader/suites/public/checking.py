@@ -248,8 +248,8 @@ def cell_source(cell: types.ModuleType, names: set[str]) -> str | None:
         functions = [value, *vars(value).values()] if isinstance(value, type) else [value]
         for function in functions:
             code = getattr(function, "__code__", None)
-            if (code is not None and getattr(function, "__module__", None) == "__main__" and code.co_filename not in files
-                    and linecache.getlines(code.co_filename)):
+            cell = code is not None and getattr(function, "__module__", None) == "__main__"
+            if cell and code.co_filename not in files and linecache.getlines(code.co_filename):
                 files.append(code.co_filename)
     return "".join(line for name in files for line in linecache.getlines(name)) if files else None
 
@@ -263,7 +263,8 @@ def run_in_notebook(module: str, namespace: dict) -> int:
     NOTEBOOK[module].__dict__.update(namespace)
     try:
         folder = Path(__file__).resolve().parent
-        status = pytest.main([str(folder / f"test_{module}.py"), "-m", module, "--rootdir", str(folder), "-W", "ignore::pytest.PytestAssertRewriteWarning",
+        status = pytest.main([str(folder / f"test_{module}.py"), "-m", module, "--rootdir", str(folder),
+                              "-W", "ignore::pytest.PytestAssertRewriteWarning",
                               "-p", "no:terminal"])  # no progress dots: the harness prints its table alone
         if status not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             print(f"the checks of {module} could not run (pytest's exit status {int(status)}): run "
