@@ -286,9 +286,13 @@ def checked(got, like: torch.Tensor, *, what: str, on: str, dtypes: tuple[torch.
         raise CheckFailed(f"{what}: {dtype_name(got.dtype)} result on {on}; expected {' or '.join(map(dtype_name, dtypes))}.")
     if got.device.type != like.device.type:
         raise CheckFailed(f"{what}: result on {got.device.type} for inputs on {like.device.type} ({on}). "
-                          f"Hint: a device is hard-coded: create tensors with device=x.device (or torch.*_like, x.new_*), "
-                          f"and register fixed tensors of a module as buffers so that they follow .to(device).")
+                          f"Hint: {DEVICE_HINT}")
     return _released(got)
+
+
+DEVICE_HINT = ("a device is hard-coded: create tensors on the device the call gives (device=x.device for an input x, "
+               "device=device where the function takes a device; or torch.*_like, x.new_*), and register fixed tensors "
+               "of a module as buffers so that they follow .to(device).")
 
 
 def _released(got: torch.Tensor) -> torch.Tensor:
@@ -363,9 +367,8 @@ def kept_on(got, device_type: str, *, what: str, on: str) -> None:
     """Every tensor of the result ``got`` is on ``device_type`` (what else is wrong with it, the values checks say)."""
     for item in got if isinstance(got, (tuple, list)) else (got,):
         if isinstance(item, torch.Tensor) and item.device.type != device_type:
-            raise CheckFailed(f"{what}: result on {item.device.type} for inputs on {device_type} ({on}). Hint: a device "
-                              f"is hard-coded: create tensors with device=x.device (or torch.*_like, x.new_*), and "
-                              f"register fixed tensors of a module as buffers so that they follow .to(device).")
+            raise CheckFailed(f"{what}: result on {item.device.type} for inputs on {device_type} ({on}). "
+                              f"Hint: {DEVICE_HINT}")
 
 
 def reported(values, count: int) -> list:
