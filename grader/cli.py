@@ -129,7 +129,8 @@ def _batch(args) -> int:
     _keep(args, course_file)
     missing = sum(row.get("status") == MISSING for row in rows)  # the roster's students without a submission
     print_class(rows, f"{len(rows) - missing} submissions" + (f", {missing} missing" if missing else "")
-                + f" -> {args.out}", args.out)
+                + f" -> {args.out} (course {course_file})", args.out)  # a class graded from another checkout takes
+    # that one's course (instructor walk-through 7)
     if unapplied:
         console.print(Text.assemble("grader: ", terminal(str(unapplied))))
     if _said_grader_faults(rows):  # their grading did not complete: the batch did not either
@@ -160,9 +161,8 @@ def _class_records(args):
     course_file, kept_course = class_course(args.out, args.course)
     course = load_course(course_file)
     records, kept = kept_records(course, args.out, args.roster, args.overrides, args.submitted, args.extensions)
-    if args.course is None:  # said: a class graded from another checkout takes that one's course (walk-through 7)
-        print(f"grader: using the course {course_file}" + (f" (the one {args.out} was graded with)" if kept_course
-                                                            else ""), file=sys.stderr)
+    if kept_course:
+        print(f"grader: using the course {course_file} (the one {args.out} was graded with)", file=sys.stderr)
     for path in kept:
         print(f"grader: using {path} (kept from an earlier run; give one with only its header line to clear it)",
               file=sys.stderr)
@@ -205,7 +205,8 @@ def _gradebook(args) -> int:
         print(f"grader: {error}", file=sys.stderr)
         return 2
     _keep(args, course_file)
-    print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv", out)
+    print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv (course "
+                f"{course_file})", out)
     return 0
 
 

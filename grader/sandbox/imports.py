@@ -63,7 +63,7 @@ def imports_of(source: str | bytes) -> list[tuple[str, int]] | None:
 
 
 # Public names of torch that turn off its torch function modes, or run code outside them, the grader's watch of the
-# calls included (red team 17, review 11); a module's own dictionary reaches the rest of it by a string.
+# calls included (red team 17, review 11); a module's own namespace reaches the rest of it by a string.
 ESCAPES = frozenset({"DisableTorchFunction", "DisableTorchFunctionSubclass", "overrides", "jit", "compile", "__dict__",
                      "__getattribute__"})
 # Modules outside torch that torch's namespaces hold (torch.sys, torch.os, torch.nn.functional.np, ...: red team 18's

@@ -182,7 +182,7 @@ IN_PLACE = "modified by an inplace operation"  # torch's words for a tensor the 
 
 def _backward_in_training(module: RemoteObject, x: torch.Tensor, shape: torch.Size, what: str, on: str) -> None:
     """A training step's backward pass goes through the module: an in-place dropout (nn.Dropout(p, inplace=True))
-    overwrites the weights the softmax's backward needs (walk-through 11: full marks, every training step crashing).
+    overwrites the weights the backward pass needs (walk-through 11: full marks, every training step crashing).
     Any other failure of the backward (a result cut from autograd) is the autograd rule's to say, not this one's."""
     try:
         module.run(args=(x,), dropout="keyed", grad_output=torch.ones(shape))

@@ -248,8 +248,8 @@ def cell_source(cell: types.ModuleType, names: set[str]) -> str | None:
         functions = [value, *vars(value).values()] if isinstance(value, type) else [value]
         for function in functions:
             code = getattr(function, "__code__", None)
-            cell = code is not None and getattr(function, "__module__", None) == "__main__"
-            if cell and code.co_filename not in files and linecache.getlines(code.co_filename):
+            in_a_cell = code is not None and getattr(function, "__module__", None) == "__main__"
+            if in_a_cell and code.co_filename not in files and linecache.getlines(code.co_filename):
                 files.append(code.co_filename)
     return "".join(line for name in files for line in linecache.getlines(name)) if files else None
 
