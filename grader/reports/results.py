@@ -48,11 +48,11 @@ RESULTS_SCHEMA = {
 }
 
 
-
 def check_key(module: str, doc: str) -> str:
     """A check's name as the results give it (and an override's exercise and check columns name it): its exercise,
     then its docstring's line."""
     return f"{module}: {clean(doc)}"
+
 
 def _node_glob(pattern: str) -> re.Pattern:
     """A glob over node ids: ``*`` and ``?`` are wildcards, everything else (brackets too) is literal."""

@@ -52,10 +52,10 @@ def imports_of(source: str | bytes) -> list[tuple[str, int]] | None:
             if node.module and not node.level:
                 named = {alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names}
                 bound.update(named)
-                found += [(path, node.lineno) for path in named.values() if private(path.rsplit(".", 1)[-1])]
+                found += [(path, node.lineno) for path in named.values() if off_limits(path.rsplit(".", 1)[-1])]
         elif "__import__" in (getattr(node, "id", None), getattr(node, "attr", None)):
             found.append(("__import__", node.lineno))
-    found += _private_uses(tree, {name: path for name, path in bound.items() if path.split(".")[0] in ALLOWED})
+    found += _off_limits_uses(tree, {name: path for name, path in bound.items() if path.split(".")[0] in ALLOWED})
     found = [(name[:MAX_IMPORT_NAME], line) for name, line in sorted(found, key=lambda item: item[1])]
     if len(found) > MAX_IMPORTS:  # the rest is not read: said, so that nothing hides behind a hundred `import math`
         return found[:MAX_IMPORTS - 1] + [(TOO_MANY, found[MAX_IMPORTS - 1][1])]
@@ -73,16 +73,16 @@ FOREIGN = frozenset({"builtins", "ctypes", "dataclasses", "functools", "gc", "gl
                      "warnings"})
 
 
-def private(name: str) -> bool:
+def off_limits(name: str) -> bool:
     """A part of a module no exercise uses: a private name (``_C``, not a dunder such as ``__version__``), one of
     ``ESCAPES``, or a module outside torch that it holds (``FOREIGN``)."""
     dunder = name.startswith("__") and name.endswith("__")
     return name in ESCAPES or name in FOREIGN or name.startswith("_") and not dunder
 
 
-def _private_uses(tree: ast.Module, bound: dict[str, str]) -> list[tuple[str, int]]:
-    """Each use of a private part of an allowed module (``private``) through a name bound to it, up to that part, with
-    its line: ``torch._C.DisableTorchFunction()`` is ``torch._C``; ``getattr(torch, "_C")`` and ``vars(torch)`` (a
+def _off_limits_uses(tree: ast.Module, bound: dict[str, str]) -> list[tuple[str, int]]:
+    """Each use of an off-limits part of an allowed module (``off_limits``) through a name bound to it, up to that
+    part, with its line: ``torch._C.DisableTorchFunction()`` is ``torch._C``; ``getattr(torch, "_C")`` and ``vars(torch)`` (a
     ``__dict__``) too, and ``getattr`` itself used as a value (``g = getattr``), which hides what it reaches."""
     found, called = [], {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     for node in ast.walk(tree):
@@ -99,8 +99,8 @@ def _private_uses(tree: ast.Module, bound: dict[str, str]) -> list[tuple[str, in
             continue
         while isinstance(owner, ast.Attribute):
             owner, chain = owner.value, [owner.attr, *chain]
-        if isinstance(owner, ast.Name) and owner.id in bound and any(private(part) for part in chain):
-            parts = chain[:next(i for i, part in enumerate(chain) if private(part)) + 1]
+        if isinstance(owner, ast.Name) and owner.id in bound and any(off_limits(part) for part in chain):
+            parts = chain[:next(i for i, part in enumerate(chain) if off_limits(part)) + 1]
             found.append((".".join([bound[owner.id], *parts]), node.lineno))
     return sorted(set(found), key=lambda item: item[1])  # torch._C.A.B is one use, though two attributes
 
@@ -113,7 +113,7 @@ def allowed_import(name: str, module: str, modules: list[str] | tuple[str, ...],
     if name.startswith("."):
         other = name[1:]
         return other in modules and module in modules and modules.index(other) < modules.index(module)
-    return name.split(".")[0] in allowed and not any(private(part) for part in name.split(".")[1:])
+    return name.split(".")[0] in allowed and not any(off_limits(part) for part in name.split(".")[1:])
 
 
 def forbidden(imports, module: str, modules, allowed=ALLOWED) -> list[tuple[str, int]]:

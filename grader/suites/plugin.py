@@ -184,8 +184,9 @@ class GradingPlugin:
         with that problem, without generating examples for calls that cannot be made."""
         seed_torch(self._course.seed)
         random.seed(self._course.seed)
-        self._session.exercise = self._about[pyfuncitem.nodeid]["exercise"]  # its calls spend that exercise's time
-        problem = self._session.broken.get(self._about[pyfuncitem.nodeid]["exercise"])
+        exercise = self._about[pyfuncitem.nodeid]["exercise"]
+        self._session.exercise = exercise  # its calls spend that exercise's time
+        problem = self._session.broken.get(exercise)
         if problem is not None:
             raise SubmissionProblem(problem.kind, str(problem))
 
