@@ -377,6 +377,12 @@ def reported(values, count: int) -> list:
     return [*(values if isinstance(values, list) else []), *[None] * count][:count]
 
 
+def leading(result, count: int) -> list:
+    """The first ``count`` entries of a call's result (a tuple or list; any other result is its one entry), None for
+    each it does not have."""
+    return reported(list(result) if isinstance(result, (tuple, list)) else [result], count)
+
+
 def unchanged(before: Sequence, result: CallResult, names: Sequence[str], *, what: str, on: str):
     """The student's call must leave its input tensors as they were."""
     for name, old, new in zip(names, before, reported(result.args_after, len(names))):

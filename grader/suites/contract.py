@@ -85,6 +85,9 @@ class Subject:
     loop_over: str = "tokens or batch elements"
     half: tuple[HalfInputs, ...] = (HalfInputs(),)
     also_unchanged_with: tuple[tuple, ...] = ()  # other ``options`` the inputs must stay unchanged with
+    autograd_with: tuple[str, tuple] | None = None  # (what, options) of the autograd check's call, where other
+    # options return more to differentiate (every leading tensor of a tuple result gets its own gradient); ``values``
+    # then checks a call with either options
 
     @property
     def is_module(self) -> bool:
@@ -105,6 +108,13 @@ class Subject:
         """The reference module built right after seeding, in eval mode."""
         C.seed(seed)
         return self.reference(*self.ctor).to(device, dtype).eval()
+
+    def differentiated(self) -> Subject:
+        """The subject as the autograd check calls it (``autograd_with``)."""
+        if self.autograd_with is None:
+            return self
+        what, options = self.autograd_with
+        return dataclasses.replace(self, what=what, options=options)
 
     def remote(self, student, exercise: str):
         return getattr(getattr(student, exercise), self.name)
@@ -334,16 +344,18 @@ def test_autograd(student, course, device, exercise, contract):
         def check(subject):
             checked = prepare(student, exercise, subject, device, torch.float32, course.seed)
             out = expected(subject, checked)
-            out = out[0] if isinstance(out, tuple) else out
-            grad_output = torch.randn(out.shape, generator=g).to(device)
+            outs = itertools.takewhile(lambda o: isinstance(o, torch.Tensor) and o.is_floating_point(),
+                                       out if isinstance(out, tuple) else (out,))
+            grad_output = [torch.randn(o.shape, generator=g).to(device) for o in outs]
             _own_gradients(student, exercise, subject, checked, grad_output, g, device)
-        judged(student, course, exercise, subject, device, check)
+        judged(student, course, exercise, subject.differentiated(), device, check)
 
 
 def _own_gradients(student, exercise, subject, checked, grad_output, g, device, step: float = 1e-3):
-    """The student's gradients (inputs and parameters) against a central difference of their own result. Each
-    gradient must be like what it is the gradient of, and each result like ``grad_output``, before any is used
-    (``C.checked``): the student's code chooses its gradients too (a hook may swap one for a tensor of any shape)."""
+    """The student's gradients (inputs and parameters) against a central difference of their own result (its leading
+    entries, one per tensor of ``grad_output``). Each gradient must be like what it is the gradient of, and each result
+    like its ``grad_output``, before any is used (``C.checked``): the student's code chooses its gradients too (a hook
+    may swap one for a tensor of any shape)."""
     on, n = subject.on(checked.args), len(subject.args)
     result = C.attempt(lambda: checked.call.run(args=checked.args, grad_output=grad_output),
                        f"{subject.what} or the backward pass through its result", on)
@@ -378,10 +390,11 @@ def _own_gradients(student, exercise, subject, checked, grad_output, g, device, 
     rest = checked.args[n:]
     calls = [(target, tuple(a + sign * step * d for a, d in zip(checked.args[:n], directions)) + rest, None, {})
              for target, sign in zip(targets, (1, -1))]
-    ends = [r.value[0] if isinstance(r.value, (tuple, list)) and r.value else r.value
-            for r in C.run_all(checked.call._session, calls, subject.what, on)]
-    ends = [C.checked(end, grad_output, what=subject.what, on=on) for end in ends]
-    change = float(((ends[0].double() - ends[1].double()) * grad_output.double()).sum()) / (2 * step)
+    results = C.run_all(checked.call._session, calls, subject.what, on)
+    ends = [[C.checked(end, want, what=subject.what, on=on) for end, want in zip(C.leading(r.value, len(grad_output)),
+                                                                                   grad_output)] for r in results]
+    change = sum(float(((plus.double() - minus.double()) * want.double()).sum())
+                 for plus, minus, want in zip(*ends, grad_output)) / (2 * step)
     # Finite first: with an infinite gradient both sides of the comparison are infinite, and inf <= inf holds.
     if not (math.isfinite(size) and abs(change - slope) <= 1e-3 * (size + abs(change)) + 1e-9):
         raise CheckFailed(f"the gradients of {subject.what} do not match how its own result changes ({on}). "

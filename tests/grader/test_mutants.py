@@ -243,8 +243,12 @@ def test_a_forgotten_return_is_said_so(grade):
 
 
 @pytest.mark.slow
-def test_a_detached_result_fails_the_gradients_rule_alone(grade):
-    """A module whose result is cut from autograd fails the gradients rule and no other: the training-mode dropout
-    check's backward pass looks for an in-place dropout only (review 11: it charged the same mistake twice)."""
-    [variant] = [v for v in of_kind("buggy") if v.id == "buggy/causal/output_detached"]
-    assert [t.name.split("::")[-1] for t in failures(grade(variant), "causal")] == ["test_autograd[causal]"]
+@pytest.mark.parametrize("name", ["buggy/causal/output_detached", "buggy/quiz/weights_returned_detached"])
+def test_a_detached_result_fails_the_gradients_rule_alone(grade, name):
+    """A result cut from autograd fails the gradients rule and no other: the training-mode dropout check's backward
+    pass looks for an in-place dropout only (review 11: it charged the same mistake twice), and every tensor a
+    function returns is differentiated (walk-through 11: the alphas of return_weights=True were not)."""
+    [variant] = [v for v in of_kind("buggy") if v.id == name]
+    failed = failures(grade(variant), variant.module)
+    assert [t.name.split("::")[-1] for t in failed] == [f"test_autograd[{variant.module}]"]
+    assert "is not connected to the inputs by autograd" in failed[0].feedback

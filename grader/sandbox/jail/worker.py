@@ -398,12 +398,12 @@ class Worker:
 
     @staticmethod
     def backward(value, grad_output, args, module) -> dict:
-        output = value if isinstance(value, torch.Tensor) else next(
-            (v for v in value if isinstance(v, torch.Tensor)), None) if isinstance(value, (tuple, list)) else None
-        if output is None or output.grad_fn is None:
-            raise StudentFailure("autograd", "the result is not connected to the inputs by autograd (no grad_fn): "
-                                 "was something detached, or turned into a Python number?")
-        output.backward(grad_output.to(output.device, output.dtype))
+        """Backpropagate ``grad_output`` (one tensor, or a list: one per leading entry of a tuple result)."""
+        grads = grad_output if isinstance(grad_output, list) else [grad_output]
+        outputs = (list(value) if isinstance(value, (tuple, list)) else [value])[:len(grads)]
+        if len(outputs) < len(grads) or not all(isinstance(o, torch.Tensor) and o.grad_fn is not None for o in outputs):
+            raise StudentFailure("autograd", "a tensor of the result is not connected to the inputs by autograd")
+        torch.autograd.backward(outputs, [g.to(o.device, o.dtype) for g, o in zip(grads, outputs)])
         reply = {"arg_grads": [a.grad if _is_float(a) else None for a in args]}
         if module is not None:
             reply["param_grads"] = {name: p.grad for name, p in module.named_parameters()}

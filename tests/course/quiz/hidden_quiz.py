@@ -19,6 +19,7 @@ def decoder_cases() -> st.SearchStrategy[S.Case]:
 
 
 WHAT = "decoder_attention(s, H)"
+WEIGHTED = "decoder_attention(s, H, return_weights=True)"
 QUIZ_V = (0.4387, 0.4855)  # published with the quiz (the docstring's example)
 QUIZ_S = (0.4685, 0.9785)  # the quiz's decoder state s and encoder states h1, h2, h3
 QUIZ_H = ((0.5539, 0.7239), (0.4111, 0.3878), (0.2376, 0.1264))
@@ -30,12 +31,27 @@ def _inputs(case, device, dtype=torch.float32):
     return s, H
 
 
-def _check(student, course, s, H, rtol=None, atol=None):
+def _check(student, course, s, H, return_weights=False, rtol=None, atol=None):
+    """decoder_attention(s, H) close to the reference's v; with ``return_weights``, the pair (v, alphas)."""
     on = C.describe(s=s, H=H)
-    got = C.attempt(lambda: student.quiz.decoder_attention(s, H), WHAT, on, known.decoder_hints(s, H))
-    C.expect_close(got, C.in_float64(ref.decoder_attention, s, H), what=WHAT, on=on, course=course, rtol=rtol,
-                   atol=atol, hints=known.decoder_hints(s, H),
-                   generic="scores H s (one per state), alphas = softmax over the n states, v = sum_i alpha_i h_i.")
+    if not return_weights:
+        got = C.attempt(lambda: student.quiz.decoder_attention(s, H), WHAT, on, known.decoder_hints(s, H))
+        C.expect_close(got, C.in_float64(ref.decoder_attention, s, H), what=WHAT, on=on, course=course, rtol=rtol,
+                       atol=atol, hints=known.decoder_hints(s, H),
+                       generic="scores H s (one per state), alphas = softmax over the n states, v = sum_i alpha_i h_i.")
+        return
+    got = C.attempt(lambda: student.quiz.decoder_attention(s, H, return_weights=True), WEIGHTED, on,
+                    known.decoder_hints(s, H))
+    got = C.expect_tensors(got, 2, WEIGHTED, on, "the pair (v, alphas)")
+    v_want, alphas_want = C.in_float64(ref.decoder_attention, s, H, return_weights=True)
+    if (tuple(v_want.shape) != tuple(alphas_want.shape)
+            and tuple(got[0].shape) == tuple(alphas_want.shape) and tuple(got[1].shape) == tuple(v_want.shape)):
+        raise C.CheckFailed(f"{WEIGHTED} returned (alphas, v) on {on}. Hint: the pair is (v, alphas), in that order.",
+                            misconception="quiz.swapped_return")
+    C.expect_close(got[1], alphas_want, what="the alphas of decoder_attention", on=on, course=course,
+                   hints=known.alphas_hints(s, H))
+    C.expect_close(got[0], v_want, what="the v of decoder_attention", on=on, course=course,
+                   hints=known.decoder_hints(s, H))
 
 
 @pytest.mark.weight(2)
@@ -96,21 +112,7 @@ def test_values(student, course, device, case):
 @given(case=decoder_cases())
 def test_return_weights(student, course, device, case):
     """With return_weights=True the result is (v, alphas), alphas of shape (..., n), summing to 1 over the states."""
-    s, H = _inputs(case, device)
-    on = C.describe(s=s, H=H)
-    got = C.attempt(lambda: student.quiz.decoder_attention(s, H, return_weights=True), WHAT + " with return_weights=True",
-                    on, known.decoder_hints(s, H))
-    got = C.expect_tensors(got, 2, "decoder_attention(s, H, return_weights=True)", on, "the pair (v, alphas)")
-    v_want, alphas_want = C.in_float64(ref.decoder_attention, s, H, return_weights=True)
-    swapped = "the pair is (v, alphas), in that order"
-    if (tuple(v_want.shape) != tuple(alphas_want.shape)
-            and tuple(got[0].shape) == tuple(alphas_want.shape) and tuple(got[1].shape) == tuple(v_want.shape)):
-        raise C.CheckFailed(f"decoder_attention(..., return_weights=True) returned (alphas, v) on {on}. Hint: {swapped}.",
-                            misconception="quiz.swapped_return")
-    C.expect_close(got[1], alphas_want, what="the alphas of decoder_attention", on=on, course=course,
-                   hints=known.alphas_hints(s, H))
-    C.expect_close(got[0], v_want, what="the v of decoder_attention", on=on, course=course,
-                   hints=known.decoder_hints(s, H))
+    _check(student, course, *_inputs(case, device), return_weights=True)
 
 
 @pytest.mark.weight(1)
@@ -135,6 +137,7 @@ def test_size_error(student, device):
 CONTRACT = Contract(subjects=(
     Subject("decoder_attention", WHAT, ("s", "H"), ((2, 3), (2, 5, 3)), ref.decoder_attention,
             values=lambda student, course, case: _check(student, course, *case.args),
+            autograd_with=(WEIGHTED, (True,)),  # gradients flow through v and the alphas
             instead="dot products, torch.softmax over the states, weighted sum.",
             sizes=(Size("n=3, batch 2", ((2, 4), (2, 3, 4))), Size("n=9, batch 2", ((2, 4), (2, 9, 4))),
                    Size("n=3, batch 6", ((6, 4), (6, 3, 4)))), loop_over="the encoder states or the batch"),

@@ -28,6 +28,8 @@ bug("quiz", "sum_over_features", "decoder_attention sums the weighted states ove
     (QV, "v = (alphas.unsqueeze(-1) * H).sum(-1)"), shows=("quiz.sum_over_features",))
 bug("quiz", "detached_alphas", "decoder_attention detaches the weights",
     (QS, "alphas = torch.softmax(scores, dim=-1).detach()"))
+bug("quiz", "weights_returned_detached", "decoder_attention returns the weights detached (gradients reach v only)",
+    ("return (v, alphas) if return_weights else v", "return (v, alphas.detach()) if return_weights else v"))
 part("quiz", "state_loop", "decoder_attention scores and sums the states in a Python loop",
      ("scores = (H * s.unsqueeze(-2)).sum(-1)  # (..., n)",
       "scores = torch.stack([(H[..., i, :] * s).sum(-1) for i in range(H.shape[-2])], dim=-1)"))
