@@ -34,7 +34,7 @@ from grader import ROOT
 from grader.authoring.stubs import BEGIN, END
 from grader.course import course
 
-sys.path[:0] = [str(ROOT / "tests" / "grader" / "corpus"), str(ROOT / "tests" / "grader")]
+sys.path[:0] = [str(ROOT / "tests" / "grading" / "corpus"), str(ROOT / "tests" / "grading")]
 from variants import VARIANTS  # noqa: E402
 
 
@@ -43,7 +43,7 @@ def synthetic_class(target: Path, count: int, seed: int = 0, hostile: bool = Tru
     references instead without ``hostile``: some take a minute each, up to their time limit)."""
     rng = random.Random(seed)
     variants = {kind: [v for v in VARIANTS if v.kind == kind] for kind in ("correct", "buggy")}
-    tricks = sorted(p for p in (ROOT / "tests" / "grader" / "hostile").glob("*/*.py") if p.stem in course().modules)
+    tricks = sorted(p for p in (ROOT / "tests" / "grading" / "hostile").glob("*/*.py") if p.stem in course().modules)
     for n in range(count):
         folder = target / f"student{n:04d}"
         folder.mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""Benchmark: a correct classmate's grading alone, and beside a CPU hog (tests/grader/hostile/cpu_hog), in `grader batch --jobs 2`.
+"""Benchmark: a correct classmate's grading alone, and beside a CPU hog (tests/grading/hostile/cpu_hog), in `grader batch --jobs 2`.
 
 Each round grades the class {ada} and then the class {ada, hog} with the grader that `python -m grader` finds (set
 PYTHONPATH to choose the checkout), and prints ada's grading time (results.json's execution_time) in both; at the end,
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-HOG = REPO / "tests" / "grader" / "hostile" / "cpu_hog" / "scores.py"
+HOG = REPO / "tests" / "grading" / "hostile" / "cpu_hog" / "scores.py"
 RELENTLESS = True  # the hog's processes spin without pausing: the most CPU it can take from the machine
 
 

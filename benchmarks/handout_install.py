@@ -11,7 +11,7 @@ checked; the script exits non-zero on the first that fails, and prints the figur
 
 pip reads this machine's configuration as a student's pip would read theirs (here: find-links /opt/wheels, where
 the CPU build of torch lies, and PyPI); an index that cannot be reached (PyTorch's, on a machine without access to
-it) costs one short time-out (``--index-timeout``), never the install. tests/grader/test_handout_install.py runs
+it) costs one short time-out (``--index-timeout``), never the install. tests/grading/test_handout_install.py runs
 the same steps.
 """
 from __future__ import annotations

@@ -3,8 +3,8 @@ then its time and memory on a synthetic class. With ``--against``, the same clas
 checkout's check (the main branch before a change), side by side.
 
 Planted copies: each correct file of the course's own corpus (examples/submissions/ada and the correct variants of
-tests/grader/corpus, other styles of each exercise) of an exercise with enough code to be evidence, copied in each
-way of tests/grader/corpus/padding.py (an unused line of numbers, unused assignments, a dead helper, ``if _DEBUG:``
+tests/grading/corpus, other styles of each exercise) of an exercise with enough code to be evidence, copied in each
+way of tests/grading/corpus/padding.py (an unused line of numbers, unused assignments, a dead helper, ``if _DEBUG:``
 blocks, a helper that runs, all at once) and by disguise.py (renamed, reordered, reformatted), alone and combined;
 one class per way, holding the originals, the copies and the examples ben and cy. Every pair of a class but the
 planted ones is honest: independent work in other styles.
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]  # this checkout: the classes are built from its corpus
-sys.path.insert(0, str(HERE / "tests" / "grader" / "corpus"))
+sys.path.insert(0, str(HERE / "tests" / "grading" / "corpus"))
 from disguise import disguise  # noqa: E402
 from padding import PADDINGS, padded  # noqa: E402
 from variants import VARIANTS  # noqa: E402

@@ -3,7 +3,7 @@
 #
 #     bash tests/run.sh [pytest options]
 #
-# The browser tests (tests/grader/test_browser.py) render pages in Debian's Chromium: it is installed when missing and
+# The browser tests (tests/grading/test_browser.py) render pages in Debian's Chromium: it is installed when missing and
 # apt-get is there (as root, or through sudo where the user has it); where it cannot be, those tests fail saying so,
 # they never skip. Then `python3 -m pytest -q`, its test files shared among one process per CPU (at most 4; pytest-xdist,
 # from the dev extra; TEST_WORKERS=N sets how many, 0 runs them in this process alone, without the plugin).

@@ -9,13 +9,13 @@ Stages, each recorded in OUT/summary.json (ok, seconds, findings) and logged, no
 - grade: `grader grade` of the references (full marks) and of the stubs (zero) on ``--device``, with the sandbox
   required (the default) and with ``--allow-unsandboxed`` (where none can be built, that one grades with resource
   limits only);
-- corpus: one `grader batch` of the references, the stubs and every variant of tests/grader/corpus on the CPU and
+- corpus: one `grader batch` of the references, the stubs and every variant of tests/grading/corpus on the CPU and
   one on ``--device``, compared test by test (the same list of tests, the same points: any difference is a finding);
-- hostile: the hostile suite (tests/grader/test_hostile.py) graded on ``--device``;
+- hostile: the hostile suite (tests/grading/test_hostile.py) graded on ``--device``;
 - batch: a synthetic class (benchmarks/batch.py's) with ``--jobs 2`` on the CPU and on ``--device``, timed side by side;
 - leftovers: after each stage, no process of the grader is left and (on a GPU) no process holds the GPU.
 
-With ``--device cpu`` it is a dry run of the same (tests/grader/test_gpu_script.py runs it with ``--quick``, a
+With ``--device cpu`` it is a dry run of the same (tests/grading/test_gpu_script.py runs it with ``--quick``, a
 few variants, a class of four and a few hostile cases), so that a lent GPU's minutes go to the GPU.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests" / "grader" / "corpus")]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests" / "grading" / "corpus")]
 
 import descendants  # noqa: E402
 from variants import VARIANTS  # noqa: E402
@@ -317,7 +317,7 @@ def corpus(options) -> dict:
 
 def hostile(options) -> dict:
     args = [sys.executable, "-m", "pytest", "-v", "--tb=short", "-rfE", "-p", "no:cacheprovider",
-            "tests/grader/test_hostile.py", "--device", options.device, "-o", "addopts="]
+            "tests/grading/test_hostile.py", "--device", options.device, "-o", "addopts="]
     if options.quick:
         args += ["-k", QUICK_HOSTILE]
     code, output, seconds = run(args, options.hostile_seconds, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})

@@ -70,7 +70,7 @@ def grader_fault(error: BaseException, exercise: str, suites: Path) -> GraderFau
     """The grader fault an exception raised in a test stands for, if it is one: any but a check's own failure
     (CheckFailed, an assert, a skip), the submission's (SubmissionProblem) and the student's own exception (re-created
     as ``StudentError``: their MemoryError is theirs). The checks verify every value of the submission before
-    computing with it, and no value makes one raise (tests/grader/test_student_values.py), so anything else is a bug
+    computing with it, and no value makes one raise (tests/grading/test_student_values.py), so anything else is a bug
     of the course's suites, said with where it was raised (``suites``: the course's suites folder) and never scored."""
     if isinstance(error, (StudentError, CheckFailed, SubmissionProblem, AssertionError)):
         return None

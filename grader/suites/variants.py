@@ -6,7 +6,7 @@ rule: a Python loop, a banned built-in, an answer typed in) and a title naming w
 whole exercise (code in the manner of a known project: nanoGPT, the Annotated Transformer, d2l, ...) is the one edit
 ``style(name)``, the file ``styles/<name>.py`` of the exercise's folder. `grader check-exercise` grades each one (``buggy``: the exercise loses points and its
 feedback names the mistakes it ``shows``; ``correct``: full marks; ``partial``: only the small share of its rules is
-lost), and so do the project's corpus tests (tests/grader/test_mutants.py) for the whole course. An edit whose text
+lost), and so do the project's corpus tests (tests/grading/test_mutants.py) for the whole course. An edit whose text
 no longer occurs exactly once in the reference is an error naming the variant.
 """
 from __future__ import annotations
