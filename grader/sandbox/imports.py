@@ -1,7 +1,8 @@
 """The syllabus's import rule: an exercise file imports only torch and math (``ALLOWED``, and their public submodules:
 no private part such as ``torch._C``, whose ``DisableTorchFunction`` hides calls from the grader's watch, even used
 through ``torch._C.<name>``), and may import an earlier exercise of its package with a relative import (``from
-.<earlier> import <name>``).
+.<earlier> import <name>``); Python's ways around an import statement or an attribute's name (``exec``,
+``__builtins__``, ``__globals__``, a module passed around as a value: ``_off_limits_uses``) break it too.
 
 Read from the source, never run: intake lists a submission's imports (``imports_of``, in its bounded child, before
 any code of the submission runs anywhere, so that nothing the student's code saw can change them) and the hidden
@@ -40,22 +41,24 @@ def imports_of(source: str | bytes) -> list[tuple[str, int]] | None:
     tree = parsed(source)
     if tree is None:
         return None
-    found, bound = [], {}  # bound: a name the file binds to an allowed module (or a name in one) -> its dotted path
+    found, bound, modules = [], {}, set()  # bound: a name bound to an allowed module (or a name in one) -> its path
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(alias.name, node.lineno) for alias in node.names]
-            bound.update((alias.asname, alias.name) if alias.asname else (alias.name.split(".")[0],) * 2
+            named = dict((alias.asname, alias.name) if alias.asname else (alias.name.split(".")[0],) * 2
                          for alias in node.names)
+            bound.update(named)
+            modules.update(named)
         elif isinstance(node, ast.ImportFrom):
             base = "." * node.level + (node.module or "")
             found += [(base, node.lineno)] if node.module else [(base + alias.name, node.lineno) for alias in node.names]
             if node.module and not node.level:
                 named = {alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names}
                 bound.update(named)
+                modules.update(name for name, path in named.items() if path.rsplit(".", 1)[-1] in SUBMODULES)
                 found += [(path, node.lineno) for path in named.values() if off_limits(path.rsplit(".", 1)[-1])]
-        elif "__import__" in (getattr(node, "id", None), getattr(node, "attr", None)):
-            found.append(("__import__", node.lineno))
-    found += _off_limits_uses(tree, {name: path for name, path in bound.items() if path.split(".")[0] in ALLOWED})
+    found += _off_limits_uses(tree, {name: path for name, path in bound.items() if path.split(".")[0] in ALLOWED},
+                              modules)
     found = [(name[:MAX_IMPORT_NAME], line) for name, line in sorted(found, key=lambda item: item[1])]
     if len(found) > MAX_IMPORTS:  # the rest is not read: said, so that nothing hides behind a hundred `import math`
         return found[:MAX_IMPORTS - 1] + [(TOO_MANY, found[MAX_IMPORTS - 1][1])]
@@ -63,46 +66,130 @@ def imports_of(source: str | bytes) -> list[tuple[str, int]] | None:
 
 
 # Public names of torch that turn off its torch function modes, or run code outside them, the grader's watch of the
-# calls included (red team 17, review 11); a module's own namespace reaches the rest of it by a string.
-ESCAPES = frozenset({"DisableTorchFunction", "DisableTorchFunctionSubclass", "overrides", "jit", "compile", "__dict__",
-                     "__getattribute__"})
+# calls included (red team 17, review 11).
+ESCAPES = frozenset({"DisableTorchFunction", "DisableTorchFunctionSubclass", "overrides", "jit", "compile"})
 # Modules outside torch that torch's namespaces hold (torch.sys, torch.os, torch.nn.functional.np, ...: red team 18's
-# torch.sys.modules["torch._C"]): reached through torch, they are imports the rule refuses, like their own.
+# torch.sys.modules["torch._C"]), and torch itself held by its submodules (torch.nn.functional.torch): reached as an
+# attribute, they are imports the rule refuses, like their own.
 FOREIGN = frozenset({"builtins", "ctypes", "dataclasses", "functools", "gc", "glob", "importlib", "inspect", "marshal",
                      "np", "numpy", "os", "pickle", "platform", "subprocess", "sys", "textwrap", "threading",
-                     "warnings"})
+                     "warnings", "operator", "typing", "types", "string", "traceback", "weakref", "copyreg", "runpy",
+                     "pdb", "dis", "ast", "multiprocessing", "signal", "socket", "tempfile", "shutil", "pathlib",
+                     "logging", "atexit", "site", "linecache", *ALLOWED})
+# Python's own ways around an import statement, or to the namespaces of the code that calls the student's (red team
+# 19: exec("import os"), __builtins__["__import__"], a function's __globals__, a generator's frame): refused wherever
+# they appear. The dunders an exercise may read are DUNDERS; any other (__globals__, __dict__, __subclasses__) is not.
+REFLECTIVE = frozenset({"exec", "eval", "compile", "__import__", "__builtins__", "globals", "locals", "vars",
+                        "breakpoint", "__loader__", "__spec__"})
+GETTERS = frozenset({"getattr", "setattr", "delattr", "hasattr"})  # an attribute by a string: written out, or refused
+DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__", "__class__", "__module__", "__version__",
+                     "__call__"})
+FRAMES = frozenset({"gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "f_globals", "f_locals",
+                    "f_builtins", "f_back", "f_code", "tb_frame", "tb_next", "co_code", "co_consts"})
+# torch's submodules, as a name bound by ``from torch import nn`` holds them: like a module imported, never a value.
+SUBMODULES = frozenset({"nn", "functional", "init", "linalg", "fft", "special", "autograd", "utils", "cuda",
+                        "backends", "ops", "classes", "nested", "sparse", "masked"})
 
 
 def off_limits(name: str) -> bool:
-    """A part of a module no exercise uses: a private name (``_C``, not a dunder such as ``__version__``), one of
-    ``ESCAPES``, or a module outside torch that it holds (``FOREIGN``)."""
-    dunder = name.startswith("__") and name.endswith("__")
-    return name in ESCAPES or name in FOREIGN or name.startswith("_") and not dunder
+    """A part of a module no exercise uses: a private name (``_C``), a dunder other than DUNDERS (``__globals__``), one
+    of ``ESCAPES``, a module it holds (``FOREIGN``) or a frame's part (``FRAMES``)."""
+    if name.startswith("__") and name.endswith("__"):
+        return name not in DUNDERS
+    return name in ESCAPES or name in FOREIGN or name in FRAMES or name.startswith("_")
 
 
-def _off_limits_uses(tree: ast.Module, bound: dict[str, str]) -> list[tuple[str, int]]:
-    """Each use of an off-limits part of an allowed module (``off_limits``) through a name bound to it, up to that
-    part, with its line: ``torch._C.DisableTorchFunction()`` is ``torch._C``; ``getattr(torch, "_C")`` and ``vars(torch)`` (a
-    ``__dict__``) too, and ``getattr`` itself used as a value (``g = getattr``), which hides what it reaches."""
-    found, called = [], {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+def _off_limits_uses(tree: ast.Module, bound: dict[str, str], modules: set[str]) -> list[tuple[str, int]]:
+    """Each use of an off-limits part (``off_limits``), with its line, up to that part: through a name bound to an
+    allowed module (or an alias of one, ``nn = torch.nn``), ``torch._C.DisableTorchFunction()`` is ``torch._C``,
+    ``getattr(torch, "_C")`` too; on anything else (``type(x).__mro__``, ``f.__globals__``) it is said as written,
+    but for the file's own private names (``self._mask``). Also: ``REFLECTIVE`` names, a ``GETTERS`` function used as
+    a value or with a computed name, and a module (``modules``) used as a value, which the rule could not follow."""
+    defined, looped = _private_names_defined(tree), _looped_names(tree)
+
+    def own(part: str) -> bool:  # not through an allowed module: the file's own private names, a tensor's .numpy()
+        return part in defined and part.startswith("_") or part == "numpy"
+
+    for _ in range(2):  # an alias of an alias
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                path = _path(node.value, bound)
+                if path is not None:
+                    bound[node.targets[0].id] = path
+    bases = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)} | {
+        id(node.args[0]) for node in ast.walk(tree) if isinstance(node, ast.Call) and node.args
+        and getattr(node.func, "id", None) in GETTERS | {"vars"}}  # judged as the attribute, or as vars
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == "getattr" and id(node) not in called:
-            found.append(("getattr", node.lineno))
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id in REFLECTIVE:
+                found.append((node.id, node.lineno))
+            elif node.id in GETTERS and id(node) not in called or node.id in modules and id(node) not in bases:
+                found.append((f"{node.id} as a value", node.lineno))
             continue
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "vars") and node.args:
-            owner, attribute = node.args[0], node.args[1] if len(node.args) > 1 else None
-            named = isinstance(attribute, ast.Constant) and isinstance(attribute.value, str)
-            chain = ["__dict__"] if node.func.id == "vars" else [attribute.value] if named else []
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in GETTERS:
+            owner, attribute = node.args[0] if node.args else None, node.args[1] if len(node.args) > 1 else None
+            if isinstance(attribute, ast.Constant) and isinstance(attribute.value, str):
+                names = [attribute.value]
+            elif isinstance(attribute, ast.Name) and attribute.id in looped:
+                names = sorted(looped[attribute.id])  # for name in ("W_query", "W_key"): getattr(module, name)
+            elif getattr(owner, "id", None) == "self":  # the module's own parts by a name it builds: f"head_{i}"
+                continue
+            else:
+                found.append((f"{node.func.id} with a computed name", node.lineno))
+                continue
+            chains = [[name] for name in names]
         elif isinstance(node, ast.Attribute):
-            owner, chain = node.value, [node.attr]
+            owner, chains = node.value, [[node.attr]]
         else:
             continue
         while isinstance(owner, ast.Attribute):
-            owner, chain = owner.value, [owner.attr, *chain]
-        if isinstance(owner, ast.Name) and owner.id in bound and any(off_limits(part) for part in chain):
-            parts = chain[:next(i for i, part in enumerate(chain) if off_limits(part)) + 1]
-            found.append((".".join([bound[owner.id], *parts]), node.lineno))
-    return sorted(set(found), key=lambda item: item[1])  # torch._C.A.B is one use, though two attributes
+            owner, chains = owner.value, [[owner.attr, *chain] for chain in chains]
+        strict = isinstance(owner, ast.Name) and owner.id in bound
+        for chain in chains:
+            bad = next((i for i, part in enumerate(chain) if off_limits(part) and (strict or not own(part))), None)
+            if bad is not None:
+                root = bound[owner.id] if strict else owner.id if isinstance(owner, ast.Name) else ""
+                found.append((".".join([root, *chain[:bad + 1]]), node.lineno))
+    return sorted(set(found), key=lambda item: (item[1], item[0]))  # torch._C.A.B is one use, though two attributes
+
+
+def _path(node: ast.expr, bound: dict[str, str]) -> str | None:
+    """The dotted path of ``node`` where it is a name bound to an allowed module or an attribute chain of one."""
+    chain = []
+    while isinstance(node, ast.Attribute):
+        node, chain = node.value, [node.attr, *chain]
+    return ".".join([bound[node.id], *chain]) if isinstance(node, ast.Name) and node.id in bound else None
+
+
+def _looped_names(tree: ast.Module) -> dict[str, set[str]]:
+    """The strings a loop's name takes, where a ``for`` (or a comprehension) runs over a tuple or list of them."""
+    names: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) \
+                and isinstance(node.iter, (ast.Tuple, ast.List)):
+            values = [item.value for item in node.iter.elts if isinstance(item, ast.Constant)]
+            if values and len(values) == len(node.iter.elts) and all(isinstance(v, str) for v in values):
+                names.setdefault(node.target.id, set()).update(values)
+    return names
+
+
+def _private_names_defined(tree: ast.Module) -> set[str]:
+    """The private names the file defines itself: its functions, classes and methods, the names and attributes it
+    assigns (``self._mask = ...``), and buffers or parameters it registers by name."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("register_buffer", "register_parameter",
+                                                                                "add_module"):
+            names.update(a.value for a in node.args[:1] if isinstance(a, ast.Constant) and isinstance(a.value, str))
+    return {name for name in names if name.startswith("_") and not name.endswith("__")}
 
 
 def allowed_import(name: str, module: str, modules: list[str] | tuple[str, ...], allowed=ALLOWED) -> bool:
@@ -125,7 +212,8 @@ def forbidden(imports, module: str, modules, allowed=ALLOWED) -> list[tuple[str,
         if name == TOO_MANY:
             bad.append((f"more than {MAX_IMPORTS - 1} modules, past which nothing is read", int(line)))
         elif not allowed_import(name, module, modules, allowed):
-            plain = len(name) <= MAX_NAME and all(part.isidentifier() for part in name.lstrip(".").split("."))
+            plain = len(name) <= MAX_NAME and all(part.isidentifier()
+                                                  for part in name.lstrip(".").replace(" ", ".").split("."))
             bad.append((name if plain else "a module", int(line)))
     return bad
 
@@ -135,7 +223,8 @@ def rule(allowed=ALLOWED) -> str:
     return (f"an exercise file imports only {' and '.join(allowed)} (none of their private parts, such as torch._C, "
             f"nor what hides your calls from the checks: torch.DisableTorchFunction, torch.overrides, torch.jit, "
             f"torch.compile), and earlier exercises of the course with a relative import (from .<earlier exercise> "
-            f"import <name>)")
+            f"import <name>); it uses none of Python's ways around an import or an attribute's name (exec, eval, "
+            f"__builtins__, dunders such as __globals__, a module used as a value, getattr of a name it computes)")
 
 
 def imports_of_files(files: dict[str, bytes]) -> dict[str, list[tuple[str, int]]]:

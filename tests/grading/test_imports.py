@@ -46,14 +46,15 @@ def test_imports_past_what_is_read_break_the_rule():
 
 def test_a_private_part_of_torch_breaks_the_rule_however_it_is_reached():
     """torch._C (whose DisableTorchFunction hides calls from the grader's watch: red team 17), reached by an import, an
-    attribute of a name bound to torch or getattr, breaks the rule at its line; dunders and the student's own private
-    attributes do not."""
+    attribute of a name bound to torch or getattr, breaks the rule at its line, and so does any private name the file
+    does not define (x._version); dunders such as __version__ and the file's own private attributes do not."""
     source = ("import torch\nimport torch.nn.functional as F\nfrom torch import nn, _C\nfrom torch._C import X\n"
               "def dot(a, b):\n    with torch._C.DisableTorchFunction():\n        return torch.dot(a, b)\n"
               "g = getattr(torch, '_C')\nh = F._canonical_mask\nv = torch.__version__\nw = nn.Module.__init__\n"
-              "class A(nn.Module):\n    def f(self, x):\n        return self._mask, x._version\n")
+              "class A(nn.Module):\n    def f(self, x):\n        self._mask = x\n        return self._mask, x._version\n")
     assert forbidden(imports_of(source), "scores", MODULES) == [
-        ("torch._C", 3), ("torch._C", 4), ("torch._C", 6), ("torch._C", 8), ("torch.nn.functional._canonical_mask", 9)]
+        ("torch._C", 3), ("torch._C", 4), ("torch._C", 6), ("torch._C", 8), ("torch.nn.functional._canonical_mask", 9),
+        ("x._version", 15)]
 
 
 def test_what_hides_calls_from_the_checks_breaks_the_rule_by_its_public_names_too():
@@ -67,7 +68,7 @@ def test_what_hides_calls_from_the_checks_breaks_the_rule_by_its_public_names_to
               "ok = getattr(torch, 'softmax'), torch.__version__\n")
     assert forbidden(imports_of(source), "scores", MODULES) == [
         ("torch.jit", 2), ("torch.DisableTorchFunction", 3), ("torch.DisableTorchFunction", 4), ("torch.__dict__", 6),
-        ("torch.__dict__", 7), ("torch.__getattribute__", 8), ("getattr", 9), ("torch.compile", 10)]
+        ("vars", 7), ("torch.__getattribute__", 8), ("getattr as a value", 9), ("torch.compile", 10)]
 
 
 def test_a_module_outside_torch_reached_through_torch_breaks_the_rule():
@@ -78,3 +79,33 @@ def test_a_module_outside_torch_reached_through_torch_breaks_the_rule():
               "z = torch.trace(torch.eye(2)), torch.select\nfrom torch import os\n")
     assert forbidden(imports_of(source), "scores", MODULES) == [("torch.sys", 3), ("torch.nn.functional.np", 4),
                                                                 ("torch.os", 6)]
+
+
+def test_pythons_own_ways_around_the_rule_break_it_wherever_they_are():
+    """exec, eval, __builtins__, globals, a module passed around as a value or aliased, a function's __globals__, a
+    class's __subclasses__, a generator's frame and getattr with a name the rule cannot read break the rule at their
+    line (red team 19: each reached the grader's watch past it, and exec("import os") passed as no import)."""
+    source = ("import torch\nimport torch.nn.functional as F\nexec('import os')\nf = eval('__import__')\n"
+              "b = __builtins__['__imp' + 'ort__']\nt = torch\nu = t.utils\nv = u._python_dispatch\n"
+              "g = torch.nn.Module.__init__.__globals__['torch']\nk = type(g).__mro__[-1].__subclasses__()\n"
+              "frame = (i for i in ()).gi_frame.f_back\nh = getattr(F, 'sof' + 'tmax')\nglobals()\n"
+              "m = F.torch\ndef run(module):\n    return module.sys\n")
+    assert forbidden(imports_of(source), "scores", MODULES) == [
+        ("exec", 3), ("eval", 4), ("__builtins__", 5), ("torch as a value", 6), ("torch.utils._python_dispatch", 8),
+        ("torch.nn.Module.__init__.__globals__", 9), (".__mro__", 10), (".__subclasses__", 10), (".gi_frame", 11),
+        ("getattr with a computed name", 12), ("globals", 13), ("torch.nn.functional.torch", 14), ("module.sys", 16)]
+
+
+def test_correct_styles_of_other_projects_break_no_rule():
+    """The forms correct code takes break no rule: getattr over a tuple of names or on self by a built name, the
+    file's own private methods and buffers, self.__class__.__name__, super().__init__(), a tensor's .numpy(), getattr
+    and hasattr of public names (nanoGPT's hasattr(F, 'scaled_dot_product_attention'))."""
+    source = ("import torch\nfrom torch import nn\nimport torch.nn.functional as F\n"
+              "class A(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+              "        self.register_buffer('_tril', torch.ones(n, n).tril())\n"
+              "        self.flash = hasattr(F, 'scaled_dot_product_attention')\n"
+              "        for i in range(2):\n            setattr(self, f'head_{i}', nn.Linear(n, n))\n"
+              "    def _split(self, x):\n        return x, getattr(self, f'head_{0}'), self.__class__.__name__\n"
+              "    def forward(self, x):\n        return self._split(x), self._tril, x.detach().numpy()\n"
+              "def copy(src, dst):\n    for name in ('W_query', 'W_key'):\n        setattr(dst, name, getattr(src, name))\n")
+    assert forbidden(imports_of(source), "qkv", ("scores", "qkv")) == []
