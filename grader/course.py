@@ -363,30 +363,54 @@ class Course(Strict):
 UNKNOWN_KEY = ("extra_forbidden", "unexpected_keyword_argument")  # pydantic's error types of a key no model has
 
 
-def _describe(error: ValidationError, path: Path, text: str) -> str:
-    """One line in the instructor's words: course.yaml, the line and key path of the first problem (an unknown key
-    first: a typo also makes the key it misspells missing), what is wrong and what to write instead."""
+MAX_PROBLEMS = 10  # problems of course.yaml said, a line each, before "and N more"
+
+
+def _describe(error: ValidationError, path: Path, text: str, data: dict) -> str:
+    """Every problem of course.yaml in the instructor's words, a line each: the line and key path, what is wrong and
+    what to write instead. An unknown key comes first, and the key it misspells is not also said to be missing."""
     problems = sorted(error.errors(), key=lambda problem: problem["type"] not in UNKNOWN_KEY)
-    first = problems[0]
-    loc = first["loc"]
-    where = ".".join(str(part) for part in loc) or "(top level)"
-    line = _line(text, loc)
-    place = f"{path}: line {line}: {where}" if line else f"{path}: {where}"
-    allowed = _keys_at(loc[:-1])
-    close = difflib.get_close_matches(str(loc[-1]), allowed, n=1) if first["type"] in UNKNOWN_KEY else []
-    explained = [p for p in problems if close and p["type"] == "missing" and p["loc"] == (*loc[:-1], close[0])]
-    more = len(problems) - 1 - len(explained)
-    if first["type"] in UNKNOWN_KEY:
-        what = f"unknown key{f' (did you mean {close[0]}?)' if close else ''}; the keys here are {', '.join(allowed)}"
-    elif first["type"] == "missing":
-        what = f"missing: add it (the keys here are {', '.join(allowed)})" if allowed else "missing: add it"
-    elif first["type"] == "timezone_aware":  # pydantic said "Input should have timezone info"
-        what = "a time without its UTC offset: write it with one, as 2026-12-01T23:59:00+01:00"
-    elif first["type"].startswith(("datetime_", "date_")):  # "invalid character in year" and its kind
-        what = "not a date and time: write it as ISO 8601 with its UTC offset, as 2026-12-01T23:59:00+01:00"
-    else:
-        what = str(first["msg"]).removeprefix("Value error, ")
-    return f"{place}: {what}" + (f" ({more} more problem{'s' * (more > 1)} after this one)" if more else "")
+    said, meant = [], set()
+    for problem in problems:
+        loc = problem["loc"]
+        if problem["type"] == "missing" and loc in meant:
+            continue
+        allowed = _keys_at(loc[:-1])
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1) if problem["type"] in UNKNOWN_KEY else []
+        meant.update((*loc[:-1], key) for key in close)
+        line = _line(text, loc)
+        place = f"{path}: line {line}: {_where(loc, data)}" if line else f"{path}: {_where(loc, data)}"
+        said.append(f"{place}: {_what(problem, allowed, close)}")
+    more = len(said) - MAX_PROBLEMS
+    return "\n".join(said[:MAX_PROBLEMS] + ([f"{path}: and {more} more problem{'s' * (more > 1)}"] if more > 0 else []))
+
+
+def _what(problem: dict, allowed: list[str], close: list[str]) -> str:
+    """What is wrong with one value of course.yaml, and what to write instead."""
+    if problem["type"] in UNKNOWN_KEY:
+        return f"unknown key{f' (did you mean {close[0]}?)' if close else ''}; the keys here are {', '.join(allowed)}"
+    if problem["type"] == "missing":
+        return f"missing: add it (the keys here are {', '.join(allowed)})" if allowed else "missing: add it"
+    if problem["type"] == "timezone_aware":  # pydantic said "Input should have timezone info"
+        return "a time without its UTC offset: write it with one, as 2026-12-01T23:59:00+01:00"
+    if problem["type"].startswith(("datetime_", "date_")):  # "invalid character in year" and its kind
+        return "not a date and time: write it as ISO 8601 with its UTC offset, as 2026-12-01T23:59:00+01:00"
+    return str(problem["msg"]).removeprefix("Value error, ")
+
+
+def _where(loc: tuple, data) -> str:
+    """A key path of pydantic's as course.yaml reads: an entry of a list by its module or name where it has one
+    (``exercises[<module>].pionts``), else by its place counted from 1 (``exercises[7]``)."""
+    where, node = "", data
+    for part in loc:
+        if isinstance(part, int):
+            item = node[part] if isinstance(node, list) and part < len(node) else None
+            label = next((item[key] for key in ("module", "name") if isinstance(item, dict)
+                          and isinstance(item.get(key), str)), None)
+            where, node = f"{where}[{label[:40] if label else part + 1}]", item
+        else:
+            where, node = f"{where}.{part}" if where else str(part), node.get(part) if isinstance(node, dict) else None
+    return where or "(top level)"
 
 
 def _keys_at(loc: tuple) -> list[str]:
@@ -432,7 +456,7 @@ def _line(text: str, loc: tuple) -> int | None:
 
 
 def load_course(path: str | Path = COURSE_FILE) -> Course:
-    """Read and validate course.yaml; raise CourseError with a one-line message naming the bad key."""
+    """Read and validate course.yaml; raise CourseError naming each bad key, a line each."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -448,7 +472,7 @@ def load_course(path: str | Path = COURSE_FILE) -> Course:
     try:
         loaded = Course.model_validate(data)
     except ValidationError as error:
-        raise CourseError(_describe(error, path, text)) from None
+        raise CourseError(_describe(error, path, text, data)) from None
     loaded._root, loaded._file = course_root(path), path
     loaded.check_files(path)
     return loaded

@@ -33,12 +33,11 @@ def write(tmp_path: Path, data) -> Path:
 
 
 def course_error(path: Path) -> str:
-    """The message of the CourseError that loading ``path`` raises; it must be a single line."""
+    """The message of the CourseError that loading ``path`` raises: a line per problem, each naming the file."""
     with pytest.raises(CourseError) as info:
         load_course(path)
     message = str(info.value)
-    assert "\n" not in message.strip(), f"CourseError message spans several lines:\n{message}"
-    assert str(path) in message, message
+    assert all(str(path) in line for line in message.strip().splitlines()), message
     return message
 
 
@@ -96,7 +95,8 @@ def test_a_misspelt_key_is_named_with_its_line_and_the_keys_allowed(tmp_path, co
     path = write(tmp_path, course_data)
     message = course_error(path)
     number = next(n for n, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if f"{typo}:" in text)
-    where = ".".join(map(str, (*place, typo)))
+    where = ".".join(f"[{course_data[place[0]][part]['module']}]" if isinstance(part, int) else part
+                     for part in (*place, typo)).replace(".[", "[")
     assert f"{path}: line {number}: {where}: unknown key (did you mean {meant}?); the keys here are {keys}" in message
     assert "more problem" not in message and "Field required" not in message and "Extra inputs" not in message
 
@@ -112,12 +112,20 @@ def test_a_misspelt_exercise_module_is_named_as_such(tmp_path, course_data):
     assert message.endswith(f"; is {misspelt!r} misspelled?"), message
 
 
-def test_each_problem_of_a_course_yaml_is_counted(tmp_path, course_data):
-    """A typo named, the problems left are counted (never the key it misspells, which only the typo makes missing)."""
+def test_every_problem_of_a_course_yaml_is_said_at_once(tmp_path, course_data):
+    """Every problem is said, a line each, in one run (walk-through 7: four typos took four runs), never the key a typo
+    misspells (which only the typo makes missing); a list's entry is named by its module, else counted from 1."""
     course_data["sed"] = course_data.pop("seed")
     del course_data["title"]
-    message = course_error(write(tmp_path, course_data))
-    assert ": sed: unknown key (did you mean seed?)" in message and message.endswith("(1 more problem after this one)")
+    course_data["exercises"][6]["pionts"] = course_data["exercises"][6].pop("points")
+    module = course_data["exercises"][6]["module"]
+    lines = course_error(path := write(tmp_path, course_data)).splitlines()
+    assert len(lines) == 3 and all(line.startswith(f"{path}: ") for line in lines), lines
+    assert sum(": sed: unknown key (did you mean seed?)" in line for line in lines[:2]) == 1
+    assert sum(f": exercises[{module}].pionts: unknown key (did you mean points?)" in line for line in lines[:2]) == 1
+    assert lines[2].startswith(f"{path}: title: missing: add it (the keys here are title, total_points, seed, ")
+    del course_data["exercises"][6]["module"]
+    assert ": exercises[7].pionts: unknown key" in course_error(write(tmp_path, course_data))
 
 
 def test_a_missing_key_lists_the_keys(tmp_path, course_data):
@@ -144,10 +152,10 @@ def test_a_limit_that_is_not_positive(tmp_path, course_data):
 
 
 def test_points_of_wrong_type(tmp_path, course_data):
-    """points: "ten" gives a one-line CourseError naming exercises.<i>.points."""
+    """points: "ten" gives a one-line CourseError naming exercises[<module>].points."""
     course_data["exercises"][1]["points"] = "ten"
     message = course_error(write(tmp_path, course_data))
-    assert "exercises.1.points" in message
+    assert f"exercises[{course_data['exercises'][1]['module']}].points" in message and len(message.splitlines()) == 1
 
 
 def test_points_do_not_add_up(tmp_path, course_data):
@@ -234,7 +242,7 @@ def test_a_module_that_cannot_be_an_exercise(tmp_path, course_data, module, why)
     course_data["exercises"][0]["module"] = module
     course_data["banned"] = {}
     message = course_error(write(tmp_path, course_data))
-    assert "exercises.0.module" in message and why in message
+    assert f"exercises[{module or 1}].module" in message and why in message
 
 
 def test_assignments(tmp_path, course_data):
