@@ -454,6 +454,10 @@ def main(argv: list[str] | None = None) -> int:
     except MissingExtra as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: what is written stays (a batch resumes where it stopped), said in a line
+        print(f"grader: interrupted: what was written is kept; run `grader {args.command}` again to go on",
+              file=sys.stderr)
+        return 130
 
 
 # The commands that grade one submission: once their work is written and their zygote and staged copy are gone,

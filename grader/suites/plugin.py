@@ -74,6 +74,8 @@ def grader_fault(error: BaseException, exercise: str, suites: Path) -> GraderFau
     of the course's suites, said with where it was raised (``suites``: the course's suites folder) and never scored."""
     if isinstance(error, (StudentError, CheckFailed, SubmissionProblem, AssertionError)):
         return None
+    if isinstance(error, GraderFault):  # the sandbox's, said where it happened
+        return error
     if out_of_memory(error):
         return GradingOutOfMemory(f"the grading process ran out of memory while checking ({type(error).__name__})")
     if isinstance(error, UncheckedValue):

@@ -30,6 +30,20 @@ def test_a_file_missing_while_grading_is_a_grader_fault_not_a_write_error(tmp_pa
     assert not out.exists()
 
 
+def test_ctrl_c_is_one_line_saying_what_is_kept(tmp_path, monkeypatch, capsys):
+    """Ctrl-C stops a command with one line saying that what was written is kept and how to go on (exit status 130),
+    not a traceback of thirty lines (walk-through 8)."""
+    import grader.grade
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(grader.grade, "grade_submission", interrupted)
+    assert cli.main(["grade", str(ROOT / "solutions"), "--out", str(tmp_path / "r.json")]) == 130
+    assert capsys.readouterr().err == ("grader: interrupted: what was written is kept; run `grader grade` again to go "
+                                       "on\n")
+
+
 def test_results_that_cannot_be_written_say_so(tmp_path, monkeypatch, capsys):
     """A results.json that cannot be written (``--out`` names a folder) is reported as that: no score is given."""
     import grader.grade

@@ -14,9 +14,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -352,6 +354,23 @@ def test_a_worker_whose_cuda_cannot_start_is_a_grader_fault(monkeypatch, private
         assert re.search(r"uid \d+ has \d+ tasks? on this machine, \d+ of them zombies", session.fault), session.fault
     finally:
         zygote.close()
+
+
+def test_a_sandbox_stopped_from_outside_is_a_grader_fault(zygote, tmp_path, course):
+    """A worker's supervisor killed by a signal the student's code cannot send (its own signals are the supervisor's
+    exit status), sent to the grading's process group from outside, is a grader fault: graded again, never the
+    student's failed check (walk-through 8: a dropped session's SIGHUP cost a student a check, recorded as final)."""
+    folder = tmp_path / "napping"
+    shutil.copytree(SOLUTIONS, folder, ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
+    with (folder / "scores.py").open("a", encoding="utf-8") as file:
+        file.write("\n\ndef nap(seconds):\n    import time\n    time.sleep(seconds)\n    return seconds\n")
+    os.chmod(tmp_path, 0o755)
+    session = WorkerSession(zygote, str(folder), course.grading.limits)
+    session.run({"module": "scores", "path": ["nap"]}, (0.0,))
+    threading.Timer(0.5, os.kill, (session.pid, signal.SIGUSR1)).start()
+    with pytest.raises(GraderFault, match="stopped by SIGUSR1 from outside the grading"):
+        session.run({"module": "scores", "path": ["nap"]}, (5.0,))
+    assert session.fault
 
 
 PLACED = """

@@ -597,6 +597,30 @@ def test_sigterm_ends_the_sandbox_and_leaves_nothing_for_init_to_reap(spawn):
             os.close(w)
 
 
+def test_a_terminals_signals_leave_the_sandbox_running(spawn):
+    """SIGINT, SIGHUP and SIGQUIT sent to the grading's process group (Ctrl-C on a script that put the batch in the
+    background, a `nohup` batch whose SSH session dropped) leave the supervisor and its check running: only the
+    grading process acts on them (walk-through 8: the supervisor died, and the check was charged to the student)."""
+    r, w = os.pipe()
+
+    def body():
+        os.write(w, b"1")
+        time.sleep(1.5)
+        return {"slept": True}
+
+    try:
+        child = spawn(body, keep=(w,))
+        assert select.select([r], [], [], 30)[0] and os.read(r, 1) == b"1"
+        time.sleep(0.2)
+        for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+            os.kill(child.pid, sig)
+        assert child.result().get("slept") is True
+        assert child.wait() == 0
+    finally:
+        os.close(r)
+        os.close(w)
+
+
 def test_parent_death_signal_cannot_be_cleared(spawn):
     """Student code cannot unset its parent-death signal, so killing the supervisor still kills it."""
     r, w = os.pipe()

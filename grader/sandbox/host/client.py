@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import os
 import secrets
+import signal
 import socket
 import threading
 import time
@@ -242,6 +243,13 @@ class WorkerSession:
                                                "(an endless loop, or far too slow?)") from None
         except (EOFError, OSError):
             status = self.stop(grace=EXIT_GRACE_SECONDS)
+            if status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) != signal.SIGKILL \
+                    and not self.isolation.startswith("rlimits only"):
+                # A sandbox's supervisor died of a signal its student's code cannot send (their own signals are its
+                # exit status): a terminal's or a session's, sent to the grading's process group (walk-through 8).
+                self.fault = (f"a worker's sandbox was stopped by {signal.Signals(os.WTERMSIG(status)).name} from "
+                              f"outside the grading {doing}")
+                raise GraderFault(self.fault) from None
             what = describe_status(status) if status is not None else "stopped"
             raise SubmissionProblem("crash", f"the worker running your code {what} {doing}") from None
         except wire.WireError:

@@ -358,8 +358,11 @@ def _supervise(child: int, alive_w: int, cpu_seconds: float) -> None:
     """
     code = 70
     try:
-        for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE,
-                    signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM):
+        # A terminal's or a session's signals (Ctrl-C, a dropped SSH session) reach the process group it shares with
+        # the grading process, theirs to act on: it ends with its zygote or on SIGTERM, never mid-check (walk-through 8).
+        for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+            _set_handler(sig, signal.SIG_IGN)
+        for sig in (signal.SIGPIPE, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM):
             _set_handler(sig, signal.SIG_DFL)
         _close_fds({alive_w})  # hold nothing of the worker's (its socket included)
         # SIGTERM (blocked since before the fork) and SIGCHLD stay blocked and are taken from the queue: neither is
