@@ -15,7 +15,7 @@ import pytest
 
 from grader import ROOT
 from grader.course import course
-from tests.grader.courses import late_course
+from tests.grading.courses import late_course
 
 pytestmark = pytest.mark.slow
 SOLUTIONS = ROOT / "solutions"

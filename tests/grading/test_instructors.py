@@ -21,7 +21,7 @@ from grader import ROOT
 from grader.course import course
 from grader.points import DEFERRED
 from grader.reports.advice import NOT_IMPLEMENTED
-from tests.grader.courses import late_course
+from tests.grading.courses import late_course
 
 sys.path.insert(0, str(Path(__file__).parent / "corpus"))
 from klass import GRADED, MISSING, NOT_ON_ROSTER, NOTEBOOK, STUBS, UNGRADABLE  # noqa: E402

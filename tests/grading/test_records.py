@@ -31,7 +31,7 @@ from grader.records.publish import publish
 from grader.records.roster import Student, load_roster
 from grader.records.table import TableError, parse_time
 from grader.reports.feedback import write_feedback
-from tests.grader.courses import course_variant
+from tests.grading.courses import course_variant
 
 COURSE = load_course(COURSE_FILE).covering(["scores", "softmax"])  # 20 points, as the records below
 UTC = timezone.utc
