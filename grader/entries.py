@@ -15,6 +15,7 @@ from grader.course import Course
 from grader.intake import IntakeError, IntakeFault
 from grader.intake.notebooks import assignment_notebook
 from grader.intake.submission import Read, read_submission
+from grader.records.kept import KEPT, KEPT_COURSE
 from grader.text import MAX_NAME, clean, student_id
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
@@ -176,11 +177,15 @@ def hold_out(out: Path) -> Iterator[None]:
 
 def check_class(source: Path, out: Path, entries: list[Entry], course: Course) -> None:
     """A class to grade (BatchError, one line, before any work): ``out`` is not inside its folder (its reports would be
-    graded as a student's), it is no student's submission or checkout (its folders graded as students), and it holds
-    at least one submission."""
+    graded as a student's), it is no batch's output (walk-through 8: its folders were graded as four students) and no
+    student's submission or checkout (its folders graded as students), and it holds at least one submission."""
     if source.is_dir() and out.resolve().is_relative_to(source.resolve()):
         raise BatchError(f"--out {out} is inside the class's folder {source}: the reports would be graded as a "
                          "student's submission on the next run; write them outside it")
+    if source.is_dir() and (source / KEPT / KEPT_COURSE).is_file():
+        raise BatchError(f"{source} is a batch's output folder (it holds {KEPT}/{KEPT_COURSE}), not a class's: give the "
+                         "class's folder of submissions, or run `grader gradebook` on this one to write its reports "
+                         "again")
     if source.is_dir() and any((folder / f"{module}.py").is_file() for module in course.modules
                                for folder in (source, source / "exercises")):
         raise BatchError(f"{source} holds exercise files, as one student's submission (or checkout) does, not a "

@@ -33,10 +33,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import stub_message
 import tomllib
 
 from grader import ROOT
+from grader.authoring.readme import banned_list, due_paragraph, exercises_table, first_stub, handout_title, points_list
 from grader.authoring.stubs import (
     BEGIN,
     END,
@@ -45,7 +45,7 @@ from grader.authoring.stubs import (
     solution_blocks,
     strip_solutions,
 )
-from grader.course import COURSE_FILE, WHOLE_COURSE, Course, load_course
+from grader.course import COURSE_FILE, Course, load_course
 from grader.suites import PUBLIC
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -60,7 +60,6 @@ PYTHON = "3.11"
 PUBLIC_MACHINERY = {"conftest.py": "harness.py", "checking.py": "checking.py", "diagnosis.py": "diagnosis.py",
                     "import_rule.py": "import_rule.py", "stub_message.py": "stub_message.py",
                     "wording.py": "wording.py"}
-STUB_TARGET = re.compile(r'raise NotImplementedError\("' + stub_message.PATTERN.pattern)
 
 HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[^\n]*\n.*?^[ \t]*### END HIDDEN TESTS[^\n]*(\n|\Z)", re.S | re.M)
 # What is graded, in the words of the README (the notebooks' "how to work" text says the same, tests/course/notebook.md).
@@ -117,55 +116,10 @@ def pinned(name: str) -> str:
     raise ReleaseError(f"pyproject.toml pins no version of {name}")
 
 
-def exercises_table(course: Course) -> str:
-    """The exercises in order, their files and points, as a Markdown table."""
-    rows = ["| # | file | what you build | points |", "|---:|---|---|---:|"]
-    rows += [f"| {n} | `exercises/{e.module}.py` | {e.title} | {e.points} |" for n, e in enumerate(course.exercises, 1)]
-    return "\n".join(rows)
-
-
-def points_list(course: Course) -> str:
-    lines = [f"- {e.title} (`{e.module}`): {e.points} points" for e in course.exercises]
-    return "\n".join([*lines, f"- **total: {course.total_points} points**"])
-
-
-def handout_title(course: Course) -> str:
-    """The course's title, and the assignment's where the handout is one assignment's."""
-    name = course.assignment_name
-    if name is None:
-        return course.title
-    titles = {a.name: a.title for a in course.whole.assignments} | {
-        course.notebook_name(e.module): e.title for e in course.whole.exercises}
-    return f"{course.title}: {titles.get(name, name)}"
-
-
-def due_paragraph(course: Course) -> str:
-    """When the work is due and what a late hand-in costs (course.yaml's ``late``), or "" where no due date applies."""
-    late = course.whole.late
-    due = late.due.get(course.assignment_name or WHOLE_COURSE) if late else None  # as a batch of the handout applies it
-    if due is None:
-        return ""
-    grace = f" (nothing within {late.grace_minutes:g} minutes of it)" if late.grace_minutes else ""
-    cap = f", at most {late.cap_percent:g}%" if late.cap_percent < 100 else ""
-    return (f"**Due {due.isoformat(sep=' ', timespec='minutes')}.** Work handed in later loses {late.percent:g}% of "
-            f"the points possible per started {late.per} past it{cap}{grace}.\n\n")
-
-
-def banned_list(course: Course) -> str:
-    """course.yaml's banned built-ins of the course's exercises, one Markdown line per function or class."""
-    return "\n".join(f"  - in `{target}`: {', '.join(f'`{name}`' for name in names)}"
-                     for target, names in course.banned.items()) or "  - (none in this course)"
-
-
 def assignment_option(course: Course) -> str:
     """The grader's command-line option that grades what ``course`` holds: ``--assignment NAME``, or nothing for the
     whole course (the templates append it to ``grader grade`` and ``grader ci``)."""
     return f" --assignment {course.assignment_name}" if course.assignment_name else ""
-
-
-def first_stub(exercises: dict[str, str]) -> str:
-    """The first stub of the first exercise (``<module>.<function>``): the README's example of a stub's failure."""
-    return next(match["target"] for text in exercises.values() for match in STUB_TARGET.finditer(text))
 
 
 # ----------------------------------------------------------------- notebooks
@@ -436,7 +390,13 @@ def handout_files(course: Course, *, grader_repository: str | None, grader_ref: 
     files["pyproject.toml"] = render("handout/pyproject.toml", values)
     files[".gitignore"] = render("handout/gitignore", values)
     if grader_repository:
+        values["COURSE_PATH"], outside = workflow_course_path(course)
         files[WORKFLOW] = render("handout/classroom.yml", values)
+        if outside:
+            notes.append(f"the workflow grades every push with {grader_repository}'s course.yaml, at its root: this "
+                         f"course ({course.file}) lies outside the grader's repository ({ROOT}), so commit it there "
+                         f"(course.yaml, solutions/, tests/course/) before students push, or students are graded on "
+                         f"another course")
     else:
         notes.append("no GitHub Actions workflow in the handout: its README tells students to upload to Gradescope "
                      "(give --grader-repository for a workflow that grades every push)")
@@ -445,6 +405,19 @@ def handout_files(course: Course, *, grader_repository: str | None, grader_ref: 
                      "(it grades what it is given): set the same policy in the Gradescope assignment's settings, "
                      "or grade the class with `grader batch --submitted` from Gradescope's export of the times")
     return files, notes
+
+
+def workflow_course_path(course: Course) -> tuple[str, bool]:
+    """The path of ``course``'s course.yaml in the grader's repository, which the handout's workflow clones, and
+    whether the course lies outside it (then the workflow reads the repository's own course.yaml: a note says so)."""
+    path = course.file.resolve()
+    if not path.is_relative_to(ROOT.resolve()):
+        return "course.yaml", True
+    relative = path.relative_to(ROOT.resolve()).as_posix()
+    if not re.fullmatch(r"[\w./-]+", relative):  # written into the workflow's shell script
+        raise ReleaseError(f"the course's path in the grader's repository, {relative!r}, holds characters a workflow "
+                           f"cannot quote: name its folders with letters, digits, '.', '_' and '-'")
+    return relative, False
 
 
 def build_handout(outdir: str | os.PathLike, *, grader_repository: str | None,

@@ -244,6 +244,13 @@ def test_a_class_without_submissions_or_with_its_reports_inside_is_refused_befor
     with pytest.raises(BatchError, match="is inside the class's folder"):
         run_batch(tmp_path, tmp_path / "grades", course_file=COURSE_FILE)
     assert not (tmp_path / "out").exists() and not (tmp_path / "grades").exists()
+    graded = tmp_path / "graded"  # a batch's output given as the class: its folders were four students (walk-through 8)
+    (graded / "records").mkdir(parents=True)
+    (graded / "records" / "course.txt").write_text("../course.yaml\n")
+    (graded / "results").mkdir()
+    with pytest.raises(BatchError, match=r"graded is a batch's output folder \(it holds records/course.txt\)"):
+        run_batch(graded, tmp_path / "again", course_file=COURSE_FILE)
+    assert not (tmp_path / "again").exists()
 
 
 def test_a_second_batch_into_a_folder_being_written_is_refused(tmp_path):

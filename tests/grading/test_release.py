@@ -34,10 +34,11 @@ from grader.authoring.release import (
     secret_lines,
     secret_values,
     solutions_in_public,
+    workflow_course_path,
 )
 from grader.authoring.stubs import render_exercises
 from grader.cli import GRADER_FAULT_STATUS
-from grader.course import COURSE_FILE, CourseError, course
+from grader.course import COURSE_FILE, CourseError, course, load_course
 from grader.reports.results import GRADESCOPE_SCHEMA
 from grader.sandbox.host.problems import GraderFault
 
@@ -515,6 +516,31 @@ def test_run_autograder_grades_a_notebook_uploaded_alone(tmp_path):
     qkv = course().exercise("qkv").points
     assert results["score"] == results["exercises"]["qkv"]["score"] == qkv, results["output"][:2000]
     assert "qkv: graded the solution cell of 04_qkv.ipynb" in results["output"]
+
+
+def test_run_autograder_grades_with_the_zips_course(tmp_path):
+    """run_autograder grades with the course.yaml of its zip, not with the course of whichever grader is installed:
+    the documented local trial graded another course (walk-through 8: 80/100 on the grader's own exercises)."""
+    calls = tmp_path / "calls"
+    run, root = run_autograder(tmp_path, f'#!/bin/sh\nprintf "%s\\n" "$@" > "{calls}"\nexit 2\n')
+    assert run.returncode == 0, run.stderr
+    arguments = calls.read_text().splitlines()
+    assert arguments[arguments.index("--course") + 1] == str(root / "source" / "course.yaml")
+
+
+def test_the_workflow_grades_with_the_released_course(tmp_path):
+    """The handout's workflow passes the released course's place in the grader's repository; a course outside that
+    repository is said in a note, since the workflow then grades with the repository's own course.yaml
+    (walk-through 8: every push was graded on another course, without a word)."""
+    built = build_handout(tmp_path / "handout", grader_repository=REPOSITORY)
+    assert '--course "${RUNNER_TEMP}/grader/course.yaml"' in (built.root / WORKFLOW).read_text(encoding="utf-8")
+    assert not any("lies outside the grader's repository" in note for note in built.notes)
+    elsewhere = course_variant(tmp_path / "course", COURSE_FILE.read_text(encoding="utf-8"))
+    outside = build_handout(tmp_path / "outside", course_file=elsewhere, grader_repository=REPOSITORY)
+    assert any(f"({elsewhere}) lies outside the grader's repository" in note for note in outside.notes), outside.notes
+    inside = load_course()
+    inside._file = ROOT / "courses" / "spring" / "course.yaml"
+    assert workflow_course_path(inside) == ("courses/spring/course.yaml", False)
 
 
 def test_run_autograder_never_records_a_grader_fault_as_a_score(tmp_path):
