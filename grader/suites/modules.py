@@ -4,6 +4,7 @@ peeking at later tokens. Built on the value checks of ``checks``.
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 
 import torch
@@ -121,7 +122,7 @@ def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, 
     if dtype is not None:
         params = {k: v.to(dtype) for k, v in params.items()}
     built = {"earlier": 0, "type": what}
-    steps = [((constructor._target, args, kwargs, {"handles": True, "seed": TWIN_SEED}), what)]
+    steps = [((constructor._target, args, kwargs, {"handles": True, "seed": TWIN_SEED}), called_as(reference, what, args))]
     if dtype is not None or (device is not None and torch.device(device).type != "cpu"):  # modules start on the CPU
         moved = {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
         steps.append((({**built, "path": ["to"]}, (), moved, {"handles": True}), f"{what}.to(...)"))
@@ -138,6 +139,14 @@ def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, 
             shaped_like(own.params(), params, what, on)
         raise
     return expect_object(built[0].value, what, "construction")
+
+
+def called_as(reference: torch.nn.Module, what: str, args: tuple) -> str:
+    """How a construction is named where it fails: with the reference's parameter names in the order ``args`` give
+    them, since a module's arguments are given by position (walk-through 13: two of them swapped said only "your code
+    raised ValueError")."""
+    names = list(inspect.signature(type(reference).__init__).parameters)[1:len(args) + 1]
+    return f"{what}({', '.join(names)}) (its arguments given by position)"
 
 
 def dropout_in_training(module: RemoteObject, reference: torch.nn.Module, x: torch.Tensor, *, what: str, on: str,

@@ -10,10 +10,11 @@ MASK_DTYPE = "a mask's (torch.bool: dtype=torch.bool, or a comparison)"
 
 
 def make(impl, seed=0, **kwargs):
-    """A seeded CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.0) in eval mode."""
-    arguments = dict(d_in=3, d_out=2, context_length=6, dropout=0.0) | kwargs
+    """A seeded CausalAttention(d_in=3, d_out=2, context_length=6, dropout=0.0) in eval mode, its arguments given by
+    position in the contract's order, as the grader gives them."""
+    arguments = dict(d_in=3, d_out=2, context_length=6, dropout=0.0, qkv_bias=False) | kwargs
     torch.manual_seed(seed)
-    return impl.causal.CausalAttention(**arguments).eval()
+    return impl.causal.CausalAttention(*arguments.values()).eval()
 
 
 def test_causal_mask_3(impl, expect_close):

@@ -163,6 +163,21 @@ def test_lookup_missing_key(student):
                     "check `key not in table` and raise KeyError(key)", need_message=False)
 
 
+@pytest.mark.rule
+@pytest.mark.weight(1)
+def test_lookup_attends_at_every_temperature(student, course):
+    """lookup makes attention's tensor operations at a low temperature as at 1: no shortcut to the stored value."""
+    table = {"fig": [1.0, -2.0], "apple": [3.0, 0.5], "kiwi": [-5.0, 6.0]}
+    what = "lookup(table, key, temperature)"
+    low, one = (C.attempt(lambda: student.dictionary.lookup.run(args=(table, "apple", t)), what, f"{on} of 3 keys")
+                for t, on in ((0.01, "a temperature below 1"), (1.0, "temperature 1")))
+    if low.ops is not None and one.ops is not None and low.ops < one.ops:
+        # The counts are the worker's, so the student's code could set them: fixed words, never the numbers.
+        raise C.CheckFailed(f"{what} makes fewer tensor operations at temperature 0.01 than at 1: at a low temperature "
+                            "it returns the stored value without attention. Hint: compute attention(q, K, V, "
+                            "temperature) at every temperature; a low one gives the stored value by itself.")
+
+
 # ---------------------------------------------------------------- dtype, device, autograd, in-place, loops, built-ins
 
 

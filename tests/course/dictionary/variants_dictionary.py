@@ -63,3 +63,7 @@ bug("dictionary", "softmax_over_queries", "attention normalizes over the queries
     shows=("dictionary.softmax_over_queries",))
 bug("dictionary", "temperature_ignored", "attention ignores the temperature",
     (DW, "weights = torch.softmax(Q @ K.transpose(-2, -1), dim=-1)"), shows=("dictionary.temperature_ignored",))
+part("dictionary", "low_temperature_shortcut", "lookup returns the stored value without attention at a low temperature",
+     ("    return attention(q, K, V, temperature).squeeze(0)  # (dv,)",
+      "    if temperature < 0.1:\n        return V[keys.index(key)]\n"
+      "    return attention(q, K, V, temperature).squeeze(0)  # (dv,)"))

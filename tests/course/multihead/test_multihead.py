@@ -9,10 +9,11 @@ pytestmark = pytest.mark.multihead
 
 
 def make(impl, seed=0, **kwargs):
-    """A seeded MultiHeadAttention(d_in=3, d_out=4, context_length=6, dropout=0.0, num_heads=2) in eval mode."""
-    arguments = dict(d_in=3, d_out=4, context_length=6, dropout=0.0, num_heads=2) | kwargs
+    """A seeded MultiHeadAttention(d_in=3, d_out=4, context_length=6, dropout=0.0, num_heads=2) in eval mode, its
+    arguments given by position in the contract's order, as the grader gives them."""
+    arguments = dict(d_in=3, d_out=4, context_length=6, dropout=0.0, num_heads=2, qkv_bias=False) | kwargs
     torch.manual_seed(seed)
-    return impl.multihead.MultiHeadAttention(**arguments).eval()
+    return impl.multihead.MultiHeadAttention(*arguments.values()).eval()
 
 
 def reference(module, x, num_heads):
@@ -38,7 +39,7 @@ def test_multihead_output_shape(impl, journey):
 def test_multihead_rejects_indivisible_d_out(impl):
     """d_out not divisible by num_heads raises ValueError."""
     with pytest.raises(ValueError):
-        impl.multihead.MultiHeadAttention(d_in=3, d_out=5, context_length=6, dropout=0.0, num_heads=2)
+        impl.multihead.MultiHeadAttention(3, 5, 6, 0.0, 2)
 
 
 def test_multihead_layers(impl):
