@@ -97,20 +97,28 @@ def render_exercises(course: Course | None = None) -> dict[str, str]:
 
 
 def stale_files(target: Path | None = None, course: Course | None = None) -> list[str]:
-    """Files of ``target`` (default: the course's exercises/) that differ from what the generator would write."""
+    """Files of ``target`` (default: the course's exercises/) that differ from what the generator would write, and the
+    stubs it wrote for an exercise the course no longer has (walk-through 8: a dropped exercise's stub stayed)."""
     course = course or project_course()
     target = Path(target or course.exercises_dir)
-    return [name for name, text in render_exercises(course).items()
-            if not (target / name).is_file() or (target / name).read_text(encoding="utf-8") != text]
+    files = render_exercises(course)
+    dropped = [path.name for path in sorted(target.glob("*.py")) if path.name not in files
+               and path.read_text(encoding="utf-8", errors="replace").startswith(HEADER)]
+    return [name for name, text in files.items()
+            if not (target / name).is_file() or (target / name).read_text(encoding="utf-8") != text] + dropped
 
 
 def write_exercises(target: Path | None = None, course: Course | None = None) -> list[str]:
-    """Regenerate ``target`` (default: the course's exercises/) from solutions/; return the files that changed."""
+    """Regenerate ``target`` (default: the course's exercises/) from solutions/, removing the stubs of exercises the
+    course no longer has; return the files that changed."""
     course = course or project_course()
     target = Path(target or course.exercises_dir)
     changed = stale_files(target, course)
     target.mkdir(parents=True, exist_ok=True)
     files = render_exercises(course)
     for name in changed:
-        (target / name).write_text(files[name], encoding="utf-8")
+        if name in files:
+            (target / name).write_text(files[name], encoding="utf-8")
+        else:
+            (target / name).unlink()
     return changed

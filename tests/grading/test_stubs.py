@@ -168,6 +168,11 @@ def test_stale_copy_is_detected(tmp_path):
     assert sorted(stale_files(target)) == ["quiz.py", "softmax.py"]
     assert sorted(write_exercises(target)) == ["quiz.py", "softmax.py"]
     assert stale_files(target) == []
+    dropped, own = target / "dropped.py", target / "helpers.py"  # a stub of an exercise no longer in the course
+    dropped.write_text(stubs.HEADER + "def f():\n    pass\n", encoding="utf-8")
+    own.write_text("# the instructor's own file\n", encoding="utf-8")
+    assert stale_files(target) == ["dropped.py"]
+    assert write_exercises(target) == ["dropped.py"] and not dropped.exists() and own.exists()
 
 
 def test_stubs_check_command():
