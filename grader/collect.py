@@ -75,8 +75,12 @@ def read_roster(path: str | os.PathLike) -> list[Repository]:
     path = Path(path)
     if not path.is_file():
         raise CollectError(f"{path} is not a file of clone URLs")
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Notepad's, Excel's) is no part of line 1
+    except UnicodeDecodeError as error:
+        raise CollectError(f"{path} is not UTF-8 text (byte {error.start}): save it as UTF-8") from None
     repositories, seen = [], {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         words = line.split("#", 1)[0].split() if not line.lstrip().startswith("#") else []
         if not words:
             continue

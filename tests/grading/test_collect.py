@@ -113,6 +113,11 @@ def test_roster_lines_and_errors(tmp_path):
         roster.write_text(f"ann file:///srv/ann.git\n{url}\n")  # a name the batch would name otherwise, or a path
         with pytest.raises(CollectError, match=r"roster.txt:2: .* cannot name a student's folder .*'STUDENT URL'"):
             read_roster(roster)
+    roster.write_bytes("\ufeff# week 1\r\nhttps://github.com/org/week1-ada.git\r\n".encode())  # Notepad's, Excel's
+    assert [r.student for r in read_roster(roster)] == ["week1-ada"]  # walk-through 8: the comment was a bad URL
+    roster.write_bytes(b"ann file:///srv/ann.git\n\xff\n")
+    with pytest.raises(CollectError, match="is not UTF-8 text"):
+        read_roster(roster)
     with pytest.raises(CollectError, match="time zone"):
         parse_deadline("2026-12-01T23:59:00")
     with pytest.raises(CollectError, match="ISO 8601"):
