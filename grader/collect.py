@@ -67,6 +67,7 @@ class Repository:
     commit: str = ""
     commit_time: str = ""
     status: str = ""
+    later: int = 0  # commits past the deadline, not taken
 
 
 def read_roster(path: str | os.PathLike) -> list[Repository]:
@@ -189,6 +190,7 @@ def fetch(repository: Repository, deadline: datetime, folder: Path, course: Cour
         if not found:
             raise CollectError(f"no commit at or before the deadline {deadline.isoformat()}")
         commit, committed = read_commit(found)
+        later = git("rev-list", "--count", "--first-parent", f"--since={deadline.isoformat()}", "HEAD", cwd=bare)
         blobs = taken_blobs(bare, commit, course.grading.intake, course.modules, seconds)
         staged = scratch / "files"
         write_blobs(bare, blobs, staged, seconds)
@@ -199,6 +201,7 @@ def fetch(repository: Repository, deadline: datetime, folder: Path, course: Cour
         shutil.rmtree(scratch, ignore_errors=True)
     repository.commit = commit
     repository.commit_time = committed.isoformat()
+    repository.later = int(later) if later.isdigit() else 0
 
 
 def read_commit(line: str) -> tuple[str, datetime]:
@@ -328,7 +331,8 @@ def _collect_locked(repositories: list[Repository], when: datetime, out: Path, c
     for repository in repositories:
         try:
             fetch(repository, when, submissions / repository.student, course, seconds, megabytes)
-            repository.status = "collected"
+            repository.status = "collected" + (f"; {repository.later} later commit{'s' * (repository.later > 1)} "
+                                               "past the deadline not taken" if repository.later else "")
         except (CollectError, OSError) as error:
             shutil.rmtree(submissions / repository.student, ignore_errors=True)  # never grade an older copy
             repository.status = f"{NOT_COLLECTED}: {clean(str(error), 300)}"

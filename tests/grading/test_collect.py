@@ -138,18 +138,20 @@ def test_collected_csv_reads_back_as_the_times_whatever_the_ids(tmp_path):
 
 
 def test_the_last_commit_before_the_deadline_is_taken(tmp_path):
-    """The files are those of the last commit at or before the deadline; a later commit is ignored."""
+    """The files are those of the last commit at or before the deadline; a later commit is not taken, and the status
+    says so (walk-through 8: late work was ignored without a word, and the late policy could never apply)."""
     url = repository(tmp_path, "ada", [({"exercises/scores.py": "first\n"}, BEFORE),
                                        ({"exercises/scores.py": "late\n"}, AFTER)])
     roster = tmp_path / "roster.txt"
     roster.write_text(f"ada {url}\n")
     [ada] = collect(roster, tmp_path / "out", deadline=DEADLINE, course_file=ROOT / "course.yaml", grade=False).repositories
-    assert ada.status == "collected" and ada.commit_time == "2026-12-01T12:00:00+00:00"
+    status = "collected; 1 later commit past the deadline not taken"
+    assert ada.status == status and ada.commit_time == "2026-12-01T12:00:00+00:00"
     assert (tmp_path / "out" / "submissions" / "ada" / "exercises" / "scores.py").read_text() == "first\n"
     assert not (tmp_path / "out" / "submissions" / "ada" / ".git").exists()
     [row] = csv.DictReader((tmp_path / "out" / "collected.csv").open())
     assert row == {"student": "ada", "url": url, "commit": ada.commit, "commit_time": ada.commit_time,
-                   "status": "collected"}
+                   "status": status}
 
 
 def test_nothing_of_the_repository_runs_or_leaves_its_folder(tmp_path, monkeypatch):
@@ -203,7 +205,7 @@ def test_a_failing_clone_is_recorded_and_the_others_go_on(tmp_path):
                              text=True, timeout=600)
     assert process.returncode == 0, process.stderr[-3000:]
     rows = {row["student"]: row for row in csv.DictReader((out / "collected.csv").open())}
-    assert rows["ada"]["status"] == "collected"
+    assert rows["ada"]["status"] == "collected; 1 later commit past the deadline not taken"  # walk-through 8: unsaid
     assert rows["ben"]["status"].startswith("not collected: git clone failed: fatal: ") and not rows["ben"]["commit"]
     assert rows["cy"]["status"] == f"not collected: no commit at or before the deadline {DEADLINE}"
     assert rows["dan"]["status"] == "not collected: git clone: the repository is larger than 1 MB"
