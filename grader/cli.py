@@ -37,7 +37,7 @@ def _grade(args) -> int:
         from rich.text import Text
 
         from grader.course import CourseError, load_course
-        from grader.text import terminal
+        from grader.text import terminal, terminal_lines
 
         console = Console(stderr=True, soft_wrap=True)
         try:
@@ -45,7 +45,7 @@ def _grade(args) -> int:
             if args.assignment:
                 course = course.assignment(args.assignment)
         except CourseError as error:  # the grader's setup, never the submission: no score is final
-            console.print(Text.assemble("grader: ", terminal(str(error))))
+            console.print(Text.assemble("grader: ", terminal_lines(error)))
             return GRADER_FAULT_STATUS
         from grader.grade import DeviceError, grade_submission, resolve_device
         from grader.intake import IntakeError, IntakeFault
@@ -66,7 +66,7 @@ def _grade(args) -> int:
             console.print(Text.assemble("grader: cannot grade ", terminal(args.submission), ": ", terminal(str(error))))
             return 2
         except CourseError as error:  # found in the suites: the course's to fix, never the submission's score
-            console.print(Text.assemble("grader: ", terminal(str(error))))
+            console.print(Text.assemble("grader: ", terminal_lines(error)))
             return GRADER_FAULT_STATUS
         except (GraderFault, IntakeFault, OSError) as error:  # the grader's own failure (a file of the course or the
             # system it could not use), never the submission's score: grade it again

@@ -363,7 +363,7 @@ class Course(Strict):
 UNKNOWN_KEY = ("extra_forbidden", "unexpected_keyword_argument")  # pydantic's error types of a key no model has
 
 
-MAX_PROBLEMS = 10  # problems of course.yaml said, a line each, before "and N more"
+MAX_PROBLEMS = 9  # problems of course.yaml said, a line each, before "and N more" (text.MAX_LINES lines in all)
 
 
 def _describe(error: ValidationError, path: Path, text: str, data: dict) -> str:

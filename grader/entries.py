@@ -19,6 +19,7 @@ from grader.records.kept import KEPT, KEPT_COURSE
 from grader.text import MAX_NAME, clean, student_id
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
+LOCK = ".lock"  # OUT/.lock: held while a batch (or a collect) writes OUT
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,13 @@ class BatchError(ValueError):
 
 
 def submission_name(path: Path) -> str:
-    """The student a submission at ``path`` is of: its name less a .zip or .ipynb suffix, as ``text.student_id``
-    makes an id of it (``discover`` leaves out names that start with a dot)."""
-    return student_id(path.name.removesuffix(path.suffix) if path.suffix.lower() in SUBMISSION_SUFFIXES else path.name)
+    """The student a submission at ``path`` is of: its name less a .zip or .ipynb suffix (``_stem``), as
+    ``text.student_id`` makes an id of it (``discover`` leaves out names that start with a dot)."""
+    return student_id(_stem(path))
+
+
+def _stem(path: Path) -> str:
+    return path.name.removesuffix(path.suffix) if path.suffix.lower() in SUBMISSION_SUFFIXES else path.name
 
 
 def discover(source: str | os.PathLike, course: Course, assignment: str | None = None) -> list[Entry]:
@@ -62,6 +67,10 @@ def discover(source: str | os.PathLike, course: Course, assignment: str | None =
     if source.is_file():
         lines = [line.strip() for line in source.read_text(encoding="utf-8").splitlines()]
         paths = [source.parent / line for line in lines if line and not line.startswith("#")]
+        missing = next((n for n, line in enumerate(lines, 1) if line and not line.startswith("#")
+                        and not os.path.lexists(source.parent / line)), None)
+        if missing is not None:  # the instructor's typo, not a student's row (walk-through 7)
+            raise BatchError(f"{source}:{missing}: {clean(lines[missing - 1], MAX_NAME)} does not exist")
     elif source.is_dir():
         paths = sorted(p for p in source.iterdir() if not p.name.startswith(".")
                        and (p.is_dir() or p.suffix.lower() in SUBMISSION_SUFFIXES))
@@ -93,11 +102,14 @@ def discover(source: str | os.PathLike, course: Course, assignment: str | None =
 
 def _several(entries: list[Entry], base: Path) -> Entry:
     """The one entry of a student who handed in several submissions (``bob/`` and ``bob.zip``): not graded, and
-    saying which (their paths relative to ``base``, a folder with a trailing ``/``)."""
+    saying which (their paths relative to ``base``, a folder with a trailing ``/``), and how their names differ where
+    they do beyond a suffix (red team 19: a folder named after a classmate's id; 'zoë' composed and decomposed)."""
     shown = [clean(os.path.relpath(e.path, base), MAX_NAME) + ("/" if e.path.is_dir() else "") for e in entries]
     count = "two" if len(entries) == 2 else str(len(entries))
-    problem = (f"could not be graded: {count} submissions for {entries[0].key}: {', '.join(shown[:-1])} and {shown[-1]};"
-               " keep one")
+    stems = sorted({_stem(e.path) for e in entries})
+    differ = f" (their names differ: {', '.join(clean(ascii(stem), MAX_NAME) for stem in stems)})" if len(stems) > 1 else ""
+    problem = (f"could not be graded: {count} submissions for {entries[0].key}: {', '.join(shown[:-1])} and {shown[-1]}"
+               f"{differ}; keep one")
     return replace(entries[0], problem=problem)
 
 
@@ -159,7 +171,7 @@ def entry_course(course: Course, entry: Entry) -> Course:
 def hold_out(out: Path) -> Iterator[None]:
     """While the block runs, the lock on ``out`` (``flock`` on ``out/.lock``): one batch writes a class's folder at a
     time (BatchError when another holds it; two at once broke each other's staging), freed whatever way it ends."""
-    path = out / ".lock"
+    path = out / LOCK
     try:  # never through a link, never blocked by a FIFO: a regular file, or a one-line refusal (red team 18)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as error:
@@ -182,10 +194,10 @@ def check_class(source: Path, out: Path, entries: list[Entry], course: Course) -
     if source.is_dir() and out.resolve().is_relative_to(source.resolve()):
         raise BatchError(f"--out {out} is inside the class's folder {source}: the reports would be graded as a "
                          "student's submission on the next run; write them outside it")
-    if source.is_dir() and (source / KEPT / KEPT_COURSE).is_file():
-        raise BatchError(f"{source} is a batch's output folder (it holds {KEPT}/{KEPT_COURSE}), not a class's: give the "
-                         "class's folder of submissions, or run `grader gradebook` on this one to write its reports "
-                         "again")
+    kept = next((name for name in (LOCK, f"{KEPT}/{KEPT_COURSE}") if (source / name).is_file()), None)
+    if source.is_dir() and kept:  # its lock is there from a batch's start (review 12), its course once it ended
+        raise BatchError(f"{source} is a batch's output folder (it holds {kept}), not a class's: give the class's "
+                         "folder of submissions, or run `grader gradebook` on this one to write its reports again")
     if source.is_dir() and any((folder / f"{module}.py").is_file() for module in course.modules
                                for folder in (source, source / "exercises")):
         raise BatchError(f"{source} holds exercise files, as one student's submission (or checkout) does, not a "

@@ -103,6 +103,14 @@ def terminal(value, limit: int = MAX_MESSAGE, style: str = ""):
     return Text(clean(value, limit), style=style)
 
 
+def terminal_lines(value, limit: int = MAX_MESSAGE):
+    """``terminal`` for each line of ``value`` (at most ``MAX_LINES``), the lines kept: a course.yaml's problems, one
+    a line."""
+    from rich.text import Text
+
+    return Text("\n").join(terminal(line, limit) for line in str(value).splitlines()[:MAX_LINES])
+
+
 def workflow_data(value, limit: int = MAX_MESSAGE, lines: bool = False) -> str:
     """Cleaned text as the message of a GitHub workflow command (``::error ...::message``), escaped as the toolkit does.
 
@@ -120,17 +128,13 @@ def workflow_property(value, limit: int = MAX_NAME) -> str:
     return workflow_data(value, limit).replace(":", "%3A").replace(",", "%2C")
 
 
-HASHED_ID = re.compile(r"~[0-9a-f]{12}\Z")  # how an id made of a name and its hash ends
-
-
 def student_id(name: str) -> str:
     """The student id of a file or folder name: the name itself where it is ``clean`` (one line of printable Unicode,
     at most ``MAX_NAME`` characters) and short enough for a file name; else its cleaned beginning and a hash of the
-    whole name (``Ann…~3fa2b1c4d5e6``), so that different names stay different ids. A clean name that ends like such
-    an id is hashed too: no one takes a classmate's id by naming a folder with it (red team 19). A name is read in
-    Unicode's composed form (NFC): macOS writes file names decomposed, 'zoë' as 'zoe' and a combining diaeresis, which
-    looks the same as a roster's 'zoë' (walk-through 8)."""
+    whole name (``Ann…~3fa2b1c4d5e6``), so that different names stay different ids; an id is its own id. A name is
+    read in Unicode's composed form (NFC): macOS writes file names decomposed, 'zoë' as 'zoe' and a combining
+    diaeresis, which looks the same as a roster's 'zoë' (walk-through 8)."""
     name = unicodedata.normalize("NFC", name)
-    if clean(name, MAX_NAME) == name and len(name.encode("utf-8")) <= MAX_ID_BYTES and not HASHED_ID.search(name):
+    if clean(name, MAX_NAME) == name and len(name.encode("utf-8")) <= MAX_ID_BYTES:
         return name
     return f"{clean(name, 40)}~{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"

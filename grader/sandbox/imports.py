@@ -103,13 +103,12 @@ def _off_limits_uses(tree: ast.Module, bound: dict[str, str], modules: set[str])
     """Each use of an off-limits part (``off_limits``), with its line, up to that part: through a name bound to an
     allowed module (or an alias of one, ``nn = torch.nn``), ``torch._C.DisableTorchFunction()`` is ``torch._C``,
     ``getattr(torch, "_C")`` too; on anything else (``type(x).__mro__``, ``f.__globals__``) it is said as written,
-    but for the file's own private names (``self._mask``). Also: ``REFLECTIVE`` names, a ``GETTERS`` function used as
-    a value or with a computed name, and a module (``modules``) used as a value, which the rule could not follow."""
-    defined, looped = _private_names_defined(tree), _looped_names(tree)
-
-    def own(part: str) -> bool:  # not through an allowed module: the file's own private names, a tensor's .numpy()
-        return part in defined and part.startswith("_") or part == "numpy"
-
+    but for the private names of ``self`` and of an earlier exercise (``self._mask``). Also: ``REFLECTIVE`` names, a
+    ``GETTERS`` function used as a value or with a name it computes (a loop's over a tuple of strings is read), and a
+    module (``modules``) used as a value, which the rule could not follow."""
+    looped = _looped_names(tree)
+    own_roots = {"self"} | {alias.asname or alias.name for node in ast.walk(tree)
+                            if isinstance(node, ast.ImportFrom) and node.level for alias in node.names}
     for _ in range(2):  # an alias of an alias
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -132,10 +131,8 @@ def _off_limits_uses(tree: ast.Module, bound: dict[str, str], modules: set[str])
             owner, attribute = node.args[0] if node.args else None, node.args[1] if len(node.args) > 1 else None
             if isinstance(attribute, ast.Constant) and isinstance(attribute.value, str):
                 names = [attribute.value]
-            elif isinstance(attribute, ast.Name) and attribute.id in looped:
-                names = sorted(looped[attribute.id])  # for name in ("W_query", "W_key"): getattr(module, name)
-            elif getattr(owner, "id", None) == "self":  # the module's own parts by a name it builds: f"head_{i}"
-                continue
+            elif id(attribute) in looped:
+                names = sorted(looped[id(attribute)])  # for name in ("W_query", "W_key"): getattr(module, name)
             else:
                 found.append((f"{node.func.id} with a computed name", node.lineno))
                 continue
@@ -147,8 +144,11 @@ def _off_limits_uses(tree: ast.Module, bound: dict[str, str], modules: set[str])
         while isinstance(owner, ast.Attribute):
             owner, chains = owner.value, [[owner.attr, *chain] for chain in chains]
         strict = isinstance(owner, ast.Name) and owner.id in bound
+        own = not strict and isinstance(owner, ast.Name) and owner.id in own_roots
         for chain in chains:
-            bad = next((i for i, part in enumerate(chain) if off_limits(part) and (strict or not own(part))), None)
+            bad = next((i for i, part in enumerate(chain) if off_limits(part) and not (
+                part == "numpy" and not strict  # a tensor's .numpy()
+                or own and part.startswith("_") and not part.endswith("__"))), None)
             if bad is not None:
                 root = bound[owner.id] if strict else owner.id if isinstance(owner, ast.Name) else ""
                 found.append((".".join([root, *chain[:bad + 1]]), node.lineno))
@@ -163,33 +163,33 @@ def _path(node: ast.expr, bound: dict[str, str]) -> str | None:
     return ".".join([bound[node.id], *chain]) if isinstance(node, ast.Name) and node.id in bound else None
 
 
-def _looped_names(tree: ast.Module) -> dict[str, set[str]]:
-    """The strings a loop's name takes, where a ``for`` (or a comprehension) runs over a tuple or list of them."""
-    names: dict[str, set[str]] = {}
+def _looped_names(tree: ast.Module) -> dict[int, set[str]]:
+    """The strings a name read inside a loop (a ``for``, or a comprehension) over a tuple or list of them can hold, by
+    the read's node: a name the file assigns nowhere but as such a loop's target (review 12: a loop anywhere made the
+    name readable everywhere)."""
+    loops = {}
     for node in ast.walk(tree):
-        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) \
-                and isinstance(node.iter, (ast.Tuple, ast.List)):
-            values = [item.value for item in node.iter.elts if isinstance(item, ast.Constant)]
-            if values and len(values) == len(node.iter.elts) and all(isinstance(v, str) for v in values):
-                names.setdefault(node.target.id, set()).update(values)
-    return names
-
-
-def _private_names_defined(tree: ast.Module) -> set[str]:
-    """The private names the file defines itself: its functions, classes and methods, the names and attributes it
-    assigns (``self._mask = ...``), and buffers or parameters it registers by name."""
-    names = set()
+        if isinstance(node, ast.For):
+            target, iterable, inside = node.target, node.iter, node.body
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and len(node.generators) == 1:
+            target, iterable = node.generators[0].target, node.generators[0].iter
+            inside = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        else:
+            continue
+        items = iterable.elts if isinstance(iterable, (ast.Tuple, ast.List)) else []
+        if isinstance(target, ast.Name) and items and all(isinstance(item, ast.Constant) and isinstance(item.value, str)
+                                                          for item in items):
+            loops[id(target)] = (target.id, {item.value for item in items}, inside)
+    stores = {}
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-            names.add(node.attr)
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("register_buffer", "register_parameter",
-                                                                                "add_module"):
-            names.update(a.value for a in node.args[:1] if isinstance(a, ast.Constant) and isinstance(a.value, str))
-    return {name for name in names if name.startswith("_") and not name.endswith("__")}
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores.setdefault(node.id, []).append(id(node))
+    found = {}
+    for name, values, inside in loops.values():
+        if all(store in loops for store in stores.get(name, [])):
+            found.update((id(read), values) for part in inside for read in ast.walk(part)
+                         if isinstance(read, ast.Name) and read.id == name and isinstance(read.ctx, ast.Load))
+    return found
 
 
 def allowed_import(name: str, module: str, modules: list[str] | tuple[str, ...], allowed=ALLOWED) -> bool:

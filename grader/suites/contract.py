@@ -85,9 +85,9 @@ class Subject:
     loop_over: str = "tokens or batch elements"
     half: tuple[HalfInputs, ...] = (HalfInputs(),)
     also_unchanged_with: tuple[tuple, ...] = ()  # other ``options`` the inputs must stay unchanged with
-    autograd_with: tuple[str, tuple] | None = None  # (what, options) of the autograd check's call, where other
-    # options return more to differentiate (every leading tensor of a tuple result gets its own gradient); ``values``
-    # then checks a call with either options
+    autograd_with: tuple[str, tuple] | None = None  # (what, options) of a second call of the autograd check, where
+    # other options return more to differentiate (every leading tensor of a tuple result gets its own gradient);
+    # ``values`` then checks a call with either options
 
     @property
     def is_module(self) -> bool:
@@ -340,7 +340,8 @@ def test_autograd(student, course, device, exercise, contract):
 
     Checked against the change of the result along a random direction, in float32 (precision is float64_kept's)."""
     g = torch.Generator().manual_seed(course.seed + 1)
-    for subject in (s for s in contract.subjects if s.autograd):
+    subjects = [s for s in contract.subjects if s.autograd]
+    for subject in subjects + [s.differentiated() for s in subjects if s.autograd_with]:  # both calls (review 12)
         def check(subject):
             checked = prepare(student, exercise, subject, device, torch.float32, course.seed)
             out = expected(subject, checked)
@@ -348,7 +349,7 @@ def test_autograd(student, course, device, exercise, contract):
                                        out if isinstance(out, tuple) else (out,))
             grad_output = [torch.randn(o.shape, generator=g).to(device) for o in outs]
             _own_gradients(student, exercise, subject, checked, grad_output, g, device)
-        judged(student, course, exercise, subject.differentiated(), device, check)
+        judged(student, course, exercise, subject, device, check)
 
 
 def _own_gradients(student, exercise, subject, checked, grad_output, g, device, step: float = 1e-3):

@@ -114,6 +114,7 @@ class GradingPlugin:
         self._session, self._course, self._device = session, course, device
         self.course_error: str | None = None  # what is wrong with the course's suites, found while collecting them
         self.fault: GraderFault | None = None  # the grading process's own failure during a test: no grade stands
+        self.interrupted = False  # Ctrl-C during the suites
         self._about: dict[str, dict] = {}  # node id -> the test's exercise, weight and docstring line
         self.report: dict | None = None
 
@@ -225,6 +226,9 @@ class GradingPlugin:
         torch.set_num_threads(1)
         yield
         torch.set_num_threads(threads)
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        self.interrupted = True
 
     def pytest_generate_tests(self, metafunc):
         """A test of the shared contract (``@contract.checks(property)``, grader/suites/contract.py) runs once per
@@ -371,6 +375,8 @@ def _pytest_run(session: WorkerSession, course: Course, device: str, suites: lis
         raise CourseError(plugin.course_error)
     if plugin.fault is not None:
         raise plugin.fault
+    if plugin.interrupted:  # Ctrl-C, which pytest catches: the grading stops, said as such (review 12)
+        raise KeyboardInterrupt
     if plugin.report is None or code not in (0, 1):
         raise RuntimeError(f"the hidden suites could not run (pytest exit code {int(code)}): {output.getvalue()[-2000:]}")
     return plugin

@@ -222,6 +222,14 @@ def test_discover_reads_folders_zips_and_lists(klass, tmp_path):
         ("buggy", None)]
     with pytest.raises(BatchError, match="does not exist"):
         discover(tmp_path / "nowhere", course())
+    listing.write_text("submissions/good\nsubmissions/nobody\n")  # the instructor's typo (walk-through 7)
+    with pytest.raises(BatchError, match=r"class.txt:2: submissions/nobody does not exist"):
+        discover(listing, course())
+    (klass / "good.zip").unlink()
+    shutil.copytree(klass / "good", klass / "zoe\u0308")  # macOS's decomposed name, and the composed one
+    shutil.copytree(klass / "good", klass / "zo\u00eb")
+    problem = {e.student: e.problem for e in discover(klass, course())}["zo\u00eb"]
+    assert problem.endswith("(their names differ: 'zoe\\u0308', 'zo\\xeb'); keep one"), problem
 
 
 def test_a_class_without_submissions_or_with_its_reports_inside_is_refused_before_any_work(tmp_path):
@@ -249,6 +257,10 @@ def test_a_class_without_submissions_or_with_its_reports_inside_is_refused_befor
     (graded / "records" / "course.txt").write_text("../course.yaml\n")
     (graded / "results").mkdir()
     with pytest.raises(BatchError, match=r"graded is a batch's output folder \(it holds records/course.txt\)"):
+        run_batch(graded, tmp_path / "again", course_file=COURSE_FILE)
+    (graded / "records" / "course.txt").unlink()  # a batch that did not end: its lock is there from its start
+    (graded / ".lock").touch()
+    with pytest.raises(BatchError, match=r"graded is a batch's output folder \(it holds .lock\)"):
         run_batch(graded, tmp_path / "again", course_file=COURSE_FILE)
     assert not (tmp_path / "again").exists()
 

@@ -97,15 +97,31 @@ def test_pythons_own_ways_around_the_rule_break_it_wherever_they_are():
 
 
 def test_correct_styles_of_other_projects_break_no_rule():
-    """The forms correct code takes break no rule: getattr over a tuple of names or on self by a built name, the
-    file's own private methods and buffers, self.__class__.__name__, super().__init__(), a tensor's .numpy(), getattr
-    and hasattr of public names (nanoGPT's hasattr(F, 'scaled_dot_product_attention'))."""
-    source = ("import torch\nfrom torch import nn\nimport torch.nn.functional as F\n"
+    """The forms correct code takes break no rule: getattr over a tuple of names (a loop or a comprehension), private
+    names of self (its own, a parent module's: self._modules) and of an earlier exercise, self.__class__.__name__,
+    super().__init__(), a tensor's .numpy(), getattr and hasattr of public names (nanoGPT's hasattr(F,
+    'scaled_dot_product_attention'))."""
+    source = ("import torch\nfrom torch import nn\nimport torch.nn.functional as F\nfrom . import scores as sc\n"
               "class A(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
               "        self.register_buffer('_tril', torch.ones(n, n).tril())\n"
               "        self.flash = hasattr(F, 'scaled_dot_product_attention')\n"
-              "        for i in range(2):\n            setattr(self, f'head_{i}', nn.Linear(n, n))\n"
-              "    def _split(self, x):\n        return x, getattr(self, f'head_{0}'), self.__class__.__name__\n"
+              "    def _split(self, x):\n        return x, len(self._modules), self.__class__.__name__, sc._check(x)\n"
               "    def forward(self, x):\n        return self._split(x), self._tril, x.detach().numpy()\n"
-              "def copy(src, dst):\n    for name in ('W_query', 'W_key'):\n        setattr(dst, name, getattr(src, name))\n")
+              "def copy(src, dst):\n    for name in ('W_query', 'W_key'):\n        setattr(dst, name, getattr(src, name))\n"
+              "    return [getattr(src, n).bias for n in ('W_query', 'W_key')]\n")
     assert forbidden(imports_of(source), "qkv", ("scores", "qkv")) == []
+
+
+def test_a_name_the_rule_cannot_read_breaks_it_wherever_it_comes_from():
+    """getattr with a name it cannot read breaks the rule, on self too (review 12: `def part(self, n): return
+    getattr(self, n)` called with a torch module reached torch._C), and so does a loop's name read outside its loop or
+    assigned elsewhere too (a loop anywhere made the name readable everywhere); a private name of anything but self or
+    an earlier exercise breaks it, whatever the file defines (decoys: `_C = None`)."""
+    source = ("import torch\ndef part(self, n):\n    return getattr(self, n)\n"
+              "for name in ('W_query',):\n    pass\ndef g(obj):\n    return getattr(obj, name)\n"
+              "for key in ('bias',):\n    key = '_C'\n    getattr(torch, key)\n"
+              "_C = None\nclass A:\n    _C = None\n    def f(self, m):\n        return m._C, self._C\n"
+              "def h(self, i):\n    return getattr(self, f'head_{i}')\n")
+    assert forbidden(imports_of(source), "scores", MODULES) == [
+        ("getattr with a computed name", 3), ("getattr with a computed name", 7), ("getattr with a computed name", 10),
+        ("m._C", 15), ("getattr with a computed name", 17)]

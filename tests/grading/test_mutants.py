@@ -243,7 +243,8 @@ def test_a_forgotten_return_is_said_so(grade):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["buggy/causal/output_detached", "buggy/quiz/weights_returned_detached"])
+@pytest.mark.parametrize("name", ["buggy/causal/output_detached", "buggy/quiz/weights_returned_detached",
+                                  "buggy/quiz/result_detached"])
 def test_a_detached_result_fails_the_gradients_rule_alone(grade, name):
     """A result cut from autograd fails the gradients rule and no other: the training-mode dropout check's backward
     pass looks for an in-place dropout only (review 11: it charged the same mistake twice), and every tensor a

@@ -541,6 +541,9 @@ def test_the_workflow_grades_with_the_released_course(tmp_path):
     inside = load_course()
     inside._file = ROOT / "courses" / "spring" / "course.yaml"
     assert workflow_course_path(inside) == ("courses/spring/course.yaml", False)
+    inside._file = ROOT / "courses" / "spring $(term)" / "course.yaml"  # written into the workflow's shell script
+    with pytest.raises(ReleaseError, match="holds characters a workflow cannot quote"):
+        workflow_course_path(inside)
 
 
 def test_run_autograder_never_records_a_grader_fault_as_a_score(tmp_path):

@@ -247,8 +247,8 @@ class WorkerSession:
                     and not self.isolation.startswith("rlimits only"):
                 # A sandbox's supervisor died of a signal its student's code cannot send (their own signals are its
                 # exit status): a terminal's or a session's, sent to the grading's process group (walk-through 8).
-                self.fault = (f"a worker's sandbox was stopped by {signal.Signals(os.WTERMSIG(status)).name} from "
-                              f"outside the grading {doing}")
+                self.fault = (f"a worker's sandbox was stopped by signal {os.WTERMSIG(status)} from outside the "
+                              f"grading {doing}")
                 raise GraderFault(self.fault) from None
             what = describe_status(status) if status is not None else "stopped"
             raise SubmissionProblem("crash", f"the worker running your code {what} {doing}") from None

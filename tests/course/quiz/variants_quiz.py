@@ -30,6 +30,8 @@ bug("quiz", "detached_alphas", "decoder_attention detaches the weights",
     (QS, "alphas = torch.softmax(scores, dim=-1).detach()"))
 bug("quiz", "weights_returned_detached", "decoder_attention returns the weights detached (gradients reach v only)",
     ("return (v, alphas) if return_weights else v", "return (v, alphas.detach()) if return_weights else v"))
+bug("quiz", "result_detached", "decoder_attention returns v detached when it returns v alone",
+    ("return (v, alphas) if return_weights else v", "return (v, alphas) if return_weights else v.detach()"))
 part("quiz", "state_loop", "decoder_attention scores and sums the states in a Python loop",
      ("scores = (H * s.unsqueeze(-2)).sum(-1)  # (..., n)",
       "scores = torch.stack([(H[..., i, :] * s).sum(-1) for i in range(H.shape[-2])], dim=-1)"))
