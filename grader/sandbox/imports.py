@@ -67,7 +67,8 @@ def imports_of(source: str | bytes) -> list[tuple[str, int]] | None:
 
 # Public names of torch that turn off its torch function modes, or run code outside them, the grader's watch of the
 # calls included (red team 17, review 11).
-ESCAPES = frozenset({"DisableTorchFunction", "DisableTorchFunctionSubclass", "overrides", "jit", "compile"})
+ESCAPES = frozenset({"DisableTorchFunction", "DisableTorchFunctionSubclass", "overrides", "jit", "compile", "library",
+                     "custom_op", "cpp_extension", "as_subclass", "__torch_function__", "__torch_dispatch__"})
 # Modules outside torch that torch's namespaces hold (torch.sys, torch.os, torch.nn.functional.np, ...: red team 18's
 # torch.sys.modules["torch._C"]), and torch itself held by its submodules (torch.nn.functional.torch): reached as an
 # attribute, they are imports the rule refuses, like their own.
@@ -84,6 +85,7 @@ REFLECTIVE = frozenset({"exec", "eval", "compile", "__import__", "__builtins__",
 GETTERS = frozenset({"getattr", "setattr", "delattr", "hasattr"})  # an attribute by a string: written out, or refused
 DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__", "__class__", "__module__", "__version__",
                      "__call__"})
+TENSOR_HOOKS = frozenset({"__torch_function__", "__torch_dispatch__"})  # never defined, named or read by an exercise
 FRAMES = frozenset({"gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "f_globals", "f_locals",
                     "f_builtins", "f_back", "f_code", "tb_frame", "tb_next", "co_code", "co_consts"})
 # torch's submodules, as a name bound by ``from torch import nn`` holds them: like a module imported, never a value.
@@ -106,9 +108,7 @@ def _off_limits_uses(tree: ast.Module, bound: dict[str, str], modules: set[str])
     but for the private names of ``self`` and of an earlier exercise (``self._mask``). Also: ``REFLECTIVE`` names, a
     ``GETTERS`` function used as a value or with a name it computes (a loop's over a tuple of strings is read), and a
     module (``modules``) used as a value, which the rule could not follow."""
-    looped = _looped_names(tree)
-    own_roots = {"self"} | {alias.asname or alias.name for node in ast.walk(tree)
-                            if isinstance(node, ast.ImportFrom) and node.level for alias in node.names}
+    looped, selves = _looped_names(tree), _method_selves(tree)
     for _ in range(2):  # an alias of an alias
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -121,6 +121,10 @@ def _off_limits_uses(tree: ast.Module, bound: dict[str, str], modules: set[str])
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     found = []
     for node in ast.walk(tree):
+        hook = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else \
+            node.value if isinstance(node, ast.Constant) else node.id if isinstance(node, ast.Name) else None
+        if hook in TENSOR_HOOKS:  # a tensor subclass's own dispatch runs unwatched (red team 20)
+            found.append((f"{hook} defined", node.lineno))
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in REFLECTIVE:
                 found.append((node.id, node.lineno))
@@ -144,11 +148,11 @@ def _off_limits_uses(tree: ast.Module, bound: dict[str, str], modules: set[str])
         while isinstance(owner, ast.Attribute):
             owner, chains = owner.value, [[owner.attr, *chain] for chain in chains]
         strict = isinstance(owner, ast.Name) and owner.id in bound
-        own = not strict and isinstance(owner, ast.Name) and owner.id in own_roots
+        own = id(owner) in selves or isinstance(owner, ast.Call) and getattr(owner.func, "id", None) == "super"
         for chain in chains:
             bad = next((i for i, part in enumerate(chain) if off_limits(part) and not (
                 part == "numpy" and not strict  # a tensor's .numpy()
-                or own and part.startswith("_") and not part.endswith("__"))), None)
+                or own and i == 0 and part.startswith("_") and not part.endswith("__"))), None)
             if bad is not None:
                 root = bound[owner.id] if strict else owner.id if isinstance(owner, ast.Name) else ""
                 found.append((".".join([root, *chain[:bad + 1]]), node.lineno))
@@ -163,10 +167,41 @@ def _path(node: ast.expr, bound: dict[str, str]) -> str | None:
     return ".".join([bound[node.id], *chain]) if isinstance(node, ast.Name) and node.id in bound else None
 
 
+def _method_selves(tree: ast.Module) -> set[int]:
+    """The reads of a method's first parameter (``self``, a classmethod's ``cls``) in its body, where nothing assigns it
+    and no function inside takes that name again: whose own private names (``self._mask``) a module may read (red
+    team 20: any name spelled ``self``, a plain function's too, passed one of torch's modules)."""
+    found = set()
+    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+        for method in (item for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            static = any(getattr(d, "id", None) == "staticmethod" for d in method.decorator_list)
+            if static or not method.args.args:
+                continue
+            name, reads, stack = method.args.args[0].arg, [], list(method.body)
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and name in {
+                        a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}:
+                    continue  # another function's own parameter of that name
+                if isinstance(node, ast.Name) and node.id == name:
+                    reads.append(node)
+                stack.extend(ast.iter_child_nodes(node))
+            if all(isinstance(read.ctx, ast.Load) for read in reads):
+                found.update(id(read) for read in reads)
+    return found
+
+
 def _looped_names(tree: ast.Module) -> dict[int, set[str]]:
-    """The strings a name read inside a loop (a ``for``, or a comprehension) over a tuple or list of them can hold, by
-    the read's node: a name the file assigns nowhere but as such a loop's target (review 12: a loop anywhere made the
-    name readable everywhere)."""
+    """The strings a name read inside a loop (a ``for``, or a comprehension) over a tuple or list of them (or a name
+    the file assigns once to one) can hold, by the read's node: a name the file assigns nowhere but as such a loop's
+    target (review 12: a loop anywhere made the name readable everywhere)."""
+    stores = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores.setdefault(node.id, []).append(id(node))
+    named = {node.targets[0].id: node.value for node in tree.body if isinstance(node, ast.Assign)
+             and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+             and len(stores[node.targets[0].id]) == 1}  # NAMES = ("W_query", "W_key"), assigned once
     loops = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.For):
@@ -176,14 +211,11 @@ def _looped_names(tree: ast.Module) -> dict[int, set[str]]:
             inside = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
         else:
             continue
+        iterable = named.get(iterable.id, iterable) if isinstance(iterable, ast.Name) else iterable
         items = iterable.elts if isinstance(iterable, (ast.Tuple, ast.List)) else []
         if isinstance(target, ast.Name) and items and all(isinstance(item, ast.Constant) and isinstance(item.value, str)
                                                           for item in items):
             loops[id(target)] = (target.id, {item.value for item in items}, inside)
-    stores = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            stores.setdefault(node.id, []).append(id(node))
     found = {}
     for name, values, inside in loops.values():
         if all(store in loops for store in stores.get(name, [])):

@@ -260,6 +260,29 @@ print(sorted(name for name in set(sys.modules) - before if name.startswith(("tor
 """
 
 
+SUBCLASS_DOOR = """
+import torch
+from grader.sandbox.jail.worker import Watch
+class Door(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return torch.softmax(torch.ones(3), -1)
+door, plain = Watch(frozenset({"softmax", "dot"})), Watch(frozenset({"softmax", "dot"}))
+with door:
+    torch.empty(0).as_subclass(Door).neg()
+with plain:
+    torch.nn.Parameter(torch.ones(2)).neg()
+print(sorted(door.seen), sorted(plain.seen))
+"""
+
+
+def test_a_tensor_subclass_of_the_students_stands_for_every_watched_call():
+    """A call on a tensor subclass of the student's, whose own __torch_function__ runs unwatched (red team 20:
+    torch.softmax inside one scored full marks), is seen as every watched call; torch's own (nn.Parameter) is not."""
+    seen = subprocess.run([sys.executable, "-c", SUBCLASS_DOOR], capture_output=True, text=True, check=True).stdout
+    assert seen.strip() == "['dot', 'softmax'] []"
+
+
 def test_a_worker_never_imports_what_torch_imports_lazily():
     """After the zygote's warm-up, the calls a grade makes (meta tensors, half precision, backward, dropout, under the
     watch) import nothing more of torch: no worker pays an import (torch._dynamo alone is ~0.8 s) inside a timed call."""

@@ -209,6 +209,10 @@ class Watch(TorchFunctionMode):
         name = getattr(func, "__name__", "").split(".")[0]  # an operator's overload (torch.ops.aten.mm.default) by its name
         if name in self.names:
             self.seen.add(name)
+        if any(not getattr(kind, "__module__", "").startswith("torch") for kind in types):
+            # A tensor subclass of the student's: its own __torch_function__ runs with the mode off, where no call is
+            # seen (red team 20): it stands for every watched call.
+            self.seen.update(self.names)
         return func(*args, **(kwargs or {}))
 
 
