@@ -250,6 +250,19 @@ def forbidden(imports, module: str, modules, allowed=ALLOWED) -> list[tuple[str,
     return bad
 
 
+def forbidden_through(imports_of_module, module: str, modules, allowed=ALLOWED, seen=frozenset()) -> list[tuple[str, int]]:
+    """``forbidden`` of ``module``'s imports (``imports_of_module(name)``: a list, or None where unread), and an entry
+    for each earlier exercise it imports that breaks the rule, itself or through those it imports: what an exercise
+    takes from another is judged with it (red team 20: an escape written in an earlier file, used in a later one)."""
+    imports = imports_of_module(module) or []
+    bad, seen = forbidden(imports, module, modules, allowed), seen | {module}
+    for name, line in imports:
+        other = str(name)[1:] if str(name).startswith(".") else None
+        if other in modules and other not in seen and forbidden_through(imports_of_module, other, modules, allowed, seen):
+            bad.append((f"{name} breaking the rule", int(line)))
+    return bad
+
+
 def rule(allowed=ALLOWED) -> str:
     """The rule in words, for feedback and the public checks."""
     return (f"an exercise file imports only {' and '.join(allowed)} (none of their private parts, such as torch._C, "

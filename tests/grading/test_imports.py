@@ -1,5 +1,5 @@
 """The import rule (grader/sandbox/imports.py), read from a file's source without running it."""
-from grader.sandbox.imports import forbidden, imports_of
+from grader.sandbox.imports import forbidden, forbidden_through, imports_of
 
 MODULES = ("scores", "softmax", "context")
 
@@ -141,3 +141,16 @@ def test_a_tensor_subclass_and_a_self_that_is_no_methods_break_the_rule():
     assert forbidden(imports_of(source), "scores", MODULES) == [
         ("__torch_function__ defined", 4), ("__torch_dispatch__ defined", 6), ("self._C", 8), ("self._C", 9),
         ("self._C._pop_torch_function_stack", 12), ("self._C", 15)]
+
+
+def test_an_earlier_exercise_that_breaks_the_rule_breaks_it_for_those_that_import_it():
+    """A later exercise that imports an earlier one breaking the rule breaks it too, through a chain of them: an escape
+    written in one file and used in another is judged where it is used (red team 20)."""
+    files = {"scores": "import torch\npop = torch._C._pop_torch_function_stack\n",
+             "softmax": "from .scores import pop\n", "context": "from . import softmax\nimport torch\n"}
+    read = {module: imports_of(source) for module, source in files.items()}.get
+    assert forbidden_through(read, "context", MODULES) == [(".softmax breaking the rule", 1)]
+    assert forbidden_through(read, "softmax", MODULES) == [(".scores breaking the rule", 1)]
+    files["scores"] = "import torch\ndef dot(a, b):\n    return (a * b).sum()\n"
+    read = {module: imports_of(source) for module, source in files.items()}.get
+    assert forbidden_through(read, "context", MODULES) == []
