@@ -105,9 +105,10 @@ def _off_limits_uses(tree: ast.Module, bound: dict[str, str], modules: set[str])
     """Each use of an off-limits part (``off_limits``), with its line, up to that part: through a name bound to an
     allowed module (or an alias of one, ``nn = torch.nn``), ``torch._C.DisableTorchFunction()`` is ``torch._C``,
     ``getattr(torch, "_C")`` too; on anything else (``type(x).__mro__``, ``f.__globals__``) it is said as written,
-    but for the private names of ``self`` and of an earlier exercise (``self._mask``). Also: ``REFLECTIVE`` names, a
-    ``GETTERS`` function used as a value or with a name it computes (a loop's over a tuple of strings is read), and a
-    module (``modules``) used as a value, which the rule could not follow."""
+    but for the first private name of a method's ``self`` (``self._mask``), of ``super()`` and of a classmethod's
+    ``cls``. Also: ``REFLECTIVE`` names, ``TENSOR_HOOKS`` defined or named, a ``GETTERS`` function used as a value or
+    with a name it computes (a loop's over a tuple of strings is read), and a module (``modules``) used as a value,
+    which the rule could not follow."""
     looped, selves = _looped_names(tree), _method_selves(tree)
     for _ in range(2):  # an alias of an alias
         for node in ast.walk(tree):
@@ -121,10 +122,10 @@ def _off_limits_uses(tree: ast.Module, bound: dict[str, str], modules: set[str])
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     found = []
     for node in ast.walk(tree):
-        hook = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else \
-            node.value if isinstance(node, ast.Constant) else node.id if isinstance(node, ast.Name) else None
+        defined = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        hook = node.name if defined else node.value if isinstance(node, ast.Constant) else getattr(node, "id", None)
         if hook in TENSOR_HOOKS:  # a tensor subclass's own dispatch runs unwatched (red team 20)
-            found.append((f"{hook} defined", node.lineno))
+            found.append((f"{hook} defined" if defined else hook, node.lineno))
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in REFLECTIVE:
                 found.append((node.id, node.lineno))

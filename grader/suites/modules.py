@@ -32,6 +32,7 @@ from grader.suites.checks import (
     without_frames,
 )
 from grader.suites.checks import seed as seed_references
+from grader.text import MAX_NAME, clean
 
 TWIN_SEED = 0  # the worker's generator is seeded with it before a twin is built (``twin``)
 
@@ -43,8 +44,11 @@ def detached(module: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 def same_params(got: dict, want: dict, what: str, on: str, how: str):
     """Parameters of a module constructed right after torch.manual_seed must equal the reference's (kind and order)."""
-    if not isinstance(got, dict) or set(got) - set(want):
-        raise CheckFailed(f"{what} has parameters other than {', '.join(want)} ({on}). Hint: {how}")
+    extra = sorted(str(name) for name in got if name not in want) if isinstance(got, dict) else []
+    if not isinstance(got, dict) or extra:  # the first one named (walk-through 13: which one was not said)
+        named = f"; {clean(extra[0], MAX_NAME)} is not one of them" if extra else ""
+        bias = " (a bias where qkv_bias=False? nn.Linear(..., bias=qkv_bias))" if named.endswith(".bias is not one of them") else ""
+        raise CheckFailed(f"{what} has parameters other than {', '.join(want)} ({on}){named}{bias}. Hint: {how}")
     shaped_like(got, want, what, on, how)
     for name, w in want.items():
         g = checked(got[name], w, what=f"the parameter {name} of {what}", on=on, dtypes=FLOATING)

@@ -139,7 +139,7 @@ def test_a_tensor_subclass_and_a_self_that_is_no_methods_break_the_rule():
               "        return self._C._pop_torch_function_stack()\n    def g(self):\n        self = self.m\n"
               "        return self._C\n")
     assert forbidden(imports_of(source), "scores", MODULES) == [
-        ("__torch_function__ defined", 4), ("__torch_dispatch__ defined", 6), ("self._C", 8), ("self._C", 9),
+        ("__torch_function__ defined", 4), ("__torch_dispatch__", 6), ("self._C", 8), ("self._C", 9),
         ("self._C._pop_torch_function_stack", 12), ("self._C", 15)]
 
 

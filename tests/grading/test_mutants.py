@@ -227,8 +227,9 @@ def test_extra_parameters_are_not_blamed_on_dropout(grade):
     dropout rule: the twins it compares hold the same extra biases (``modules.twin`` builds after seeding), where
     they held random ones and the check said "dropout must be off in eval mode" (walk-through 11)."""
     [variant] = [v for v in of_kind("buggy") if v.id == "buggy/causal/bias_always"]
-    failed = [t.name.split("::")[-1] for t in failures(grade(variant), "causal")]
+    failed = {t.name.split("::")[-1]: t.feedback for t in failures(grade(variant), "causal")}
     assert "test_dropout_eval" not in failed and "test_seeded_init" in failed, failed
+    assert "W_key.bias is not one of them (a bias where qkv_bias=False?" in failed["test_seeded_init"]  # walk 13
 
 
 @pytest.mark.slow
