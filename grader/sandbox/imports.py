@@ -42,7 +42,8 @@ def imports_of(source: str | bytes) -> list[tuple[str, int]] | None:
     if tree is None:
         return None
     found, bound, modules = [], {}, set()  # bound: a name bound to an allowed module (or a name in one) -> its path
-    for node in ast.walk(tree):
+    nodes = list(ast.walk(tree))  # walked once: every pass below reads this list
+    for node in nodes:
         if isinstance(node, ast.Import):
             found += [(alias.name, node.lineno) for alias in node.names]
             named = dict((alias.asname, alias.name) if alias.asname else (alias.name.split(".")[0],) * 2
@@ -57,7 +58,7 @@ def imports_of(source: str | bytes) -> list[tuple[str, int]] | None:
                 bound.update(named)
                 modules.update(name for name, path in named.items() if path.rsplit(".", 1)[-1] in SUBMODULES)
                 found += [(path, node.lineno) for path in named.values() if off_limits(path.rsplit(".", 1)[-1])]
-    found += _off_limits_uses(tree, {name: path for name, path in bound.items() if path.split(".")[0] in ALLOWED},
+    found += _off_limits_uses(tree, nodes, {name: path for name, path in bound.items() if path.split(".")[0] in ALLOWED},
                               modules)
     found = [(name[:MAX_IMPORT_NAME], line) for name, line in sorted(found, key=lambda item: item[1])]
     if len(found) > MAX_IMPORTS:  # the rest is not read: said, so that nothing hides behind a hundred `import math`
@@ -101,7 +102,8 @@ def off_limits(name: str) -> bool:
     return name in ESCAPES or name in FOREIGN or name in FRAMES or name.startswith("_")
 
 
-def _off_limits_uses(tree: ast.Module, bound: dict[str, str], modules: set[str]) -> list[tuple[str, int]]:
+def _off_limits_uses(tree: ast.Module, nodes: list[ast.AST], bound: dict[str, str],
+                     modules: set[str]) -> list[tuple[str, int]]:
     """Each use of an off-limits part (``off_limits``), with its line, up to that part: through a name bound to an
     allowed module (or an alias of one, ``nn = torch.nn``), ``torch._C.DisableTorchFunction()`` is ``torch._C``,
     ``getattr(torch, "_C")`` too; on anything else (``type(x).__mro__``, ``f.__globals__``) it is said as written,
@@ -109,19 +111,19 @@ def _off_limits_uses(tree: ast.Module, bound: dict[str, str], modules: set[str])
     ``cls``. Also: ``REFLECTIVE`` names, ``TENSOR_HOOKS`` defined or named, a ``GETTERS`` function used as a value or
     with a name it computes (a loop's over a tuple of strings is read), and a module (``modules``) used as a value,
     which the rule could not follow."""
-    looped, selves = _looped_names(tree), _method_selves(tree)
+    looped, selves = _looped_names(tree, nodes), _method_selves(nodes)
     for _ in range(2):  # an alias of an alias
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 path = _path(node.value, bound)
                 if path is not None:
                     bound[node.targets[0].id] = path
-    bases = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)} | {
-        id(node.args[0]) for node in ast.walk(tree) if isinstance(node, ast.Call) and node.args
+    bases = {id(node.value) for node in nodes if isinstance(node, ast.Attribute)} | {
+        id(node.args[0]) for node in nodes if isinstance(node, ast.Call) and node.args
         and getattr(node.func, "id", None) in GETTERS | {"vars"}}  # judged as the attribute, or as vars
-    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         defined = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         hook = node.name if defined else node.value if isinstance(node, ast.Constant) else getattr(node, "id", None)
         if hook in TENSOR_HOOKS:  # a tensor subclass's own dispatch runs unwatched (red team 20)
@@ -168,12 +170,12 @@ def _path(node: ast.expr, bound: dict[str, str]) -> str | None:
     return ".".join([bound[node.id], *chain]) if isinstance(node, ast.Name) and node.id in bound else None
 
 
-def _method_selves(tree: ast.Module) -> set[int]:
+def _method_selves(nodes: list[ast.AST]) -> set[int]:
     """The reads of a method's first parameter (``self``, a classmethod's ``cls``) in its body, where nothing assigns it
     and no function inside takes that name again: whose own private names (``self._mask``) a module may read (red
     team 20: any name spelled ``self``, a plain function's too, passed one of torch's modules)."""
     found = set()
-    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+    for cls in (node for node in nodes if isinstance(node, ast.ClassDef)):
         for method in (item for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))):
             static = any(getattr(d, "id", None) == "staticmethod" for d in method.decorator_list)
             if static or not method.args.args:
@@ -192,19 +194,19 @@ def _method_selves(tree: ast.Module) -> set[int]:
     return found
 
 
-def _looped_names(tree: ast.Module) -> dict[int, set[str]]:
+def _looped_names(tree: ast.Module, nodes: list[ast.AST]) -> dict[int, set[str]]:
     """The strings a name read inside a loop (a ``for``, or a comprehension) over a tuple or list of them (or a name
     the file assigns once to one) can hold, by the read's node: a name the file assigns nowhere but as such a loop's
     target (review 12: a loop anywhere made the name readable everywhere)."""
     stores = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             stores.setdefault(node.id, []).append(id(node))
     named = {node.targets[0].id: node.value for node in tree.body if isinstance(node, ast.Assign)
              and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
              and len(stores[node.targets[0].id]) == 1}  # NAMES = ("W_query", "W_key"), assigned once
     loops = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.For):
             target, iterable, inside = node.target, node.iter, node.body
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and len(node.generators) == 1:
