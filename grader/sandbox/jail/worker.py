@@ -195,6 +195,9 @@ def _start_cuda() -> None:
 
 # ---------------------------------------------------------------- worker
 
+TORCH_TYPES: set[type] = {torch.Tensor}  # the tensor types of torch's own that calls have been seen with
+
+
 class Watch(TorchFunctionMode):
     """Counts the torch functions, methods and operators called (a Python loop over positions calls more of them for
     larger inputs) and records the watched ones. Only the student's own calls are seen: what a torch function does
@@ -209,10 +212,13 @@ class Watch(TorchFunctionMode):
         name = getattr(func, "__name__", "").split(".")[0]  # an operator's overload (torch.ops.aten.mm.default) by its name
         if name in self.names:
             self.seen.add(name)
-        if any(not getattr(kind, "__module__", "").startswith("torch") for kind in types):
-            # A tensor subclass of the student's: its own __torch_function__ runs with the mode off, where no call is
-            # seen (red team 20): it stands for every watched call.
-            self.seen.update(self.names)
+        if not TORCH_TYPES.issuperset(types):  # a type not seen yet: torch's own, or a tensor subclass of the student's,
+            # whose own __torch_function__ runs with the mode off, where no call is seen (red team 20): it stands for
+            # every watched call
+            if all(getattr(kind, "__module__", "").startswith("torch") for kind in types):
+                TORCH_TYPES.update(types)
+            else:
+                self.seen.update(self.names)
         return func(*args, **(kwargs or {}))
 
 
