@@ -119,7 +119,7 @@ def test_return_weights(student, course, device, case):
 def test_dims_of_size_one(student, course, device):
     """Dims of size 1 stay, in v and in the alphas: a batch of one, a single encoder state (n = 1), d = 1."""
     g = torch.Generator().manual_seed(course.seed)
-    for s_shape, H_shape in (((1, 4), (1, 3, 4)), ((2, 4), (2, 1, 4)), ((3, 1), (3, 5, 1)), ((4,), (1, 4))):
+    for s_shape, H_shape in (((1, 4), (1, 1, 4)), ((3, 1), (3, 5, 1)), ((4,), (1, 4))):
         s, H = torch.randn(*s_shape, generator=g).to(device), torch.randn(*H_shape, generator=g).to(device)
         _check(student, course, s, H)
         _check(student, course, s, H, return_weights=True)
