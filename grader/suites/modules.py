@@ -4,6 +4,7 @@ peeking at later tokens. Built on the value checks of ``checks``.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 
@@ -149,8 +150,13 @@ def called_as(reference: torch.nn.Module, what: str, args: tuple) -> str:
     """How a construction is named where it fails: with the reference's parameter names in the order ``args`` give
     them, since a module's arguments are given by position (walk-through 13: two of them swapped said only "your code
     raised ValueError")."""
-    names = list(inspect.signature(type(reference).__init__).parameters)[1:len(args) + 1]
-    return f"{what}({', '.join(names)}) (its arguments given by position)"
+    return f"{what}({', '.join(_parameters(type(reference))[:len(args)])}) (its arguments given by position)"
+
+
+@functools.cache
+def _parameters(kind: type) -> tuple[str, ...]:
+    """The names of a reference module class's constructor parameters, after self."""
+    return tuple(inspect.signature(kind.__init__).parameters)[1:]
 
 
 def dropout_in_training(module: RemoteObject, reference: torch.nn.Module, x: torch.Tensor, *, what: str, on: str,
