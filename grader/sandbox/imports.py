@@ -85,7 +85,7 @@ REFLECTIVE = frozenset({"exec", "eval", "compile", "__import__", "__builtins__",
                         "breakpoint", "__loader__", "__spec__"})
 GETTERS = frozenset({"getattr", "setattr", "delattr", "hasattr"})  # an attribute by a string: written out, or refused
 DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__", "__class__", "__module__", "__version__",
-                     "__call__"})
+                     "__call__", "__repr__", "__str__", "__len__", "__iter__", "__getitem__", "__post_init__"})
 TENSOR_HOOKS = frozenset({"__torch_function__", "__torch_dispatch__"})  # never defined, named or read by an exercise
 FRAMES = frozenset({"gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "f_globals", "f_locals",
                     "f_builtins", "f_back", "f_code", "tb_frame", "tb_next", "co_code", "co_consts"})
@@ -112,6 +112,11 @@ def _off_limits_uses(tree: ast.Module, nodes: list[ast.AST], bound: dict[str, st
     with a name it computes (a loop's over a tuple of strings is read), and a module (``modules``) used as a value,
     which the rule could not follow."""
     looped, selves = _looped_names(tree, nodes), _method_selves(nodes)
+    stored = [node.id for node in nodes if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)]
+    defined = [node.name for node in nodes if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+    own_classes = {node.name for node in nodes if isinstance(node, ast.ClassDef)
+                   if defined.count(node.name) == 1 and node.name not in stored}
+    classes = {id(node) for node in nodes if isinstance(node, ast.Name) and node.id in own_classes}  # Cls._merge(...)
     for _ in range(2):  # an alias of an alias
         for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -140,6 +145,8 @@ def _off_limits_uses(tree: ast.Module, nodes: list[ast.AST], bound: dict[str, st
                 names = [attribute.value]
             elif id(attribute) in looped:
                 names = sorted(looped[id(attribute)])  # for name in ("W_query", "W_key"): getattr(module, name)
+            elif id(owner) in selves:  # a method's own layers by a name it builds (setattr(self, f"head_{i}", ...)):
+                continue  # no more than its self's first private name reaches (handout walk-through 14)
             else:
                 found.append((f"{node.func.id} with a computed name", node.lineno))
                 continue
@@ -151,7 +158,9 @@ def _off_limits_uses(tree: ast.Module, nodes: list[ast.AST], bound: dict[str, st
         while isinstance(owner, ast.Attribute):
             owner, chains = owner.value, [[owner.attr, *chain] for chain in chains]
         strict = isinstance(owner, ast.Name) and owner.id in bound
-        own = id(owner) in selves or isinstance(owner, ast.Call) and getattr(owner.func, "id", None) == "super"
+        own = id(owner) in selves or id(owner) in classes or isinstance(owner, ast.Call) and (
+            getattr(owner.func, "id", None) == "super" or getattr(owner.func, "id", None) == "type"
+            and len(owner.args) == 1 and id(owner.args[0]) in selves)  # super(), type(self)
         for chain in chains:
             bad = next((i for i, part in enumerate(chain) if off_limits(part) and not (
                 part == "numpy" and not strict  # a tensor's .numpy()
@@ -197,14 +206,27 @@ def _method_selves(nodes: list[ast.AST]) -> set[int]:
 def _looped_names(tree: ast.Module, nodes: list[ast.AST]) -> dict[int, set[str]]:
     """The strings a name read inside a loop (a ``for``, or a comprehension) over a tuple or list of them (or a name
     the file assigns once to one) can hold, by the read's node: a name the file assigns nowhere but as such a loop's
-    target (review 12: a loop anywhere made the name readable everywhere)."""
+    target in the loop's scope (its function, or comprehension: review 12, a loop anywhere made the name readable
+    everywhere; handout walk-through 14, a name reused in another function made a loop unreadable) and no ``global``
+    or ``nonlocal`` names."""
+    scope_of, stack = {}, [(tree, id(tree))]
+    while stack:
+        node, scope = stack.pop()
+        scope_of[id(node)] = scope
+        inner = id(node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp,
+                                               ast.SetComp, ast.GeneratorExp, ast.DictComp)) else scope
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    declared = {name for node in nodes if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
     stores = {}
     for node in nodes:
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             stores.setdefault(node.id, []).append(id(node))
-    named = {node.targets[0].id: node.value for node in tree.body if isinstance(node, ast.Assign)
-             and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-             and len(stores[node.targets[0].id]) == 1}  # NAMES = ("W_query", "W_key"), assigned once
+            stores.setdefault((node.id, scope_of[id(node)]), []).append(id(node))
+    assigned = [(node.targets[0], node.value) for node in tree.body if isinstance(node, ast.Assign)
+                and len(node.targets) == 1] + [(node.target, node.value) for node in tree.body
+                                               if isinstance(node, ast.AnnAssign)]
+    named = {target.id: value for target, value in assigned if isinstance(target, ast.Name)
+             and len(stores[target.id]) == 1}  # NAMES = ("W_query", "W_key") (annotated or not), assigned once
     loops = {}
     for node in nodes:
         if isinstance(node, ast.For):
@@ -220,10 +242,11 @@ def _looped_names(tree: ast.Module, nodes: list[ast.AST]) -> dict[int, set[str]]
                                                           for item in items):
             loops[id(target)] = (target.id, {item.value for item in items}, inside)
     found = {}
-    for name, values, inside in loops.values():
-        if all(store in loops for store in stores.get(name, [])):
-            found.update((id(read), values) for part in inside for read in ast.walk(part)
-                         if isinstance(read, ast.Name) and read.id == name and isinstance(read.ctx, ast.Load))
+    for target, (name, values, inside) in loops.items():
+        if name not in declared and all(store in loops for store in stores[name, scope_of[target]]):
+            found.update((id(read), values) for part in inside for read in ast.walk(part)  # in the loop's own scope:
+                         if isinstance(read, ast.Name) and read.id == name and isinstance(read.ctx, ast.Load)
+                         and scope_of[id(read)] == scope_of[target])  # a lambda's parameter of that name is another
     return found
 
 
@@ -247,8 +270,8 @@ def forbidden(imports, module: str, modules, allowed=ALLOWED) -> list[tuple[str,
         if name == TOO_MANY:
             bad.append((f"more than {MAX_IMPORTS - 1} modules, past which nothing is read", int(line)))
         elif not allowed_import(name, module, modules, allowed):
-            plain = len(name) <= MAX_NAME and all(part.isidentifier()
-                                                  for part in name.lstrip(".").replace(" ", ".").split("."))
+            plain = len(name) <= MAX_NAME + 40 and all(part.isidentifier() or part.isdigit()
+                                                       for part in name.lstrip(".").replace(" ", ".").split("."))
             bad.append((name if plain else "a module", int(line)))
     return bad
 
@@ -261,8 +284,10 @@ def forbidden_through(imports_of_module, module: str, modules, allowed=ALLOWED, 
     bad, seen = forbidden(imports, module, modules, allowed), seen | {module}
     for name, line in imports:
         other = str(name)[1:] if str(name).startswith(".") else None
-        if other in modules and other not in seen and forbidden_through(imports_of_module, other, modules, allowed, seen):
-            bad.append((f"{name} breaking the rule", int(line)))
+        theirs = forbidden_through(imports_of_module, other, modules, allowed, seen) \
+            if other in modules and other not in seen else []
+        if theirs:  # what breaks it there, and where (handout walk-through 14: the later file alone was named)
+            bad.append((f"{name} breaking it with {theirs[0][0]} at its line {theirs[0][1]}", int(line)))
     return bad
 
 

@@ -48,6 +48,15 @@ def test_decoder_attention_batched(impl, expect_close):
     expect_close(v, (expected.unsqueeze(-1) * H).sum(-2), hints=known.decoder_hints(s, H))
 
 
+def test_decoder_attention_keeps_dims_of_size_one(impl, expect_close):
+    """A batch of one decoder state over one encoder state, (1, d) over (1, 1, d), gives v (1, d) and alphas (1, 1)."""
+    torch.manual_seed(2)
+    s, H = torch.randn(1, 3), torch.randn(1, 1, 3)
+    v, alphas = attempt(lambda: impl.quiz.decoder_attention(s, H, return_weights=True), known.decoder_hints(s, H))
+    expect_close(alphas, torch.ones(1, 1), hints=known.alphas_hints(s, H))  # one state: all the weight is its
+    expect_close(v, H[:, 0], hints=known.decoder_hints(s, H))
+
+
 def test_decoder_attention_weights_are_softmax_of_dot_products(impl, expect_close):
     """alphas = softmax(H s) over the n states and v = sum_i alpha_i h_i."""
     torch.manual_seed(1)
