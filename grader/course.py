@@ -209,11 +209,11 @@ class Course(Strict):
             unknown = [m for m in assignment.exercises if m not in modules]
             if unknown or not assignment.exercises or len(set(assignment.exercises)) < len(assignment.exercises):
                 raise ValueError(f"assignment {assignment.name} must list exercises of the course once each"
-                                 + (f": {', '.join(unknown)} is not one" if unknown else ""))
+                                 + (f": {', '.join(unknown)} is not one{_meant(unknown[0], modules)}" if unknown else ""))
         unknown = [name for name in (self.late.due if self.late else ()) if name != WHOLE_COURSE and name not in names]
         if unknown:
             raise ValueError(f"late.due names {', '.join(unknown)}: not an assignment ({WHOLE_COURSE}, "
-                             f"{', '.join(names)})")
+                             f"{', '.join(names)}){_meant(unknown[0], [WHOLE_COURSE, *names])}")
         return self
 
     # -- the exercises
@@ -358,6 +358,12 @@ class Course(Strict):
 
     def tolerance(self, dtype) -> Tolerance:
         return self.grading.tolerances[str(dtype).removeprefix("torch.")]
+
+
+def _meant(name: str, names) -> str:
+    """'; did you mean X?' where one of ``names`` is close to a misspelled ``name`` (walk-through 7), else ''."""
+    close = difflib.get_close_matches(name, list(names), n=1)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 UNKNOWN_KEY = ("extra_forbidden", "unexpected_keyword_argument")  # pydantic's error types of a key no model has

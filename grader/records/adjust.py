@@ -21,7 +21,7 @@ from pathlib import Path
 from grader.course import WHOLE_COURSE, Course, CourseError
 from grader.records.late import Extensions, Times, extension_of, late_penalty, load_extensions, load_submitted
 from grader.records.overrides import Override, load_overrides
-from grader.records.roster import Roster, check_roster, load_roster
+from grader.records.roster import Roster, check_roster, load_roster, loosely
 from grader.records.table import TableError
 from grader.reports.advice import points
 from grader.reports.feedback import MISSING, graded
@@ -293,14 +293,13 @@ def _check_overrides(overrides: Sequence[Override], rows: Sequence[dict]) -> Non
     for override in overrides:
         mine = [row for row in rows if row["student"] == override.student and _names(override, row)]
         if not mine:
-            cased = sorted({row["student"] for row in rows if row["student"].casefold() == override.student.casefold()})
             theirs = sorted({row.get("assignment") or WHOLE_COURSE for row in rows if row["student"] == override.student})
             if theirs:  # the student is here, on other records: the assignment column is what is wrong
                 fix = (f" (their records here: {', '.join(clean(a, MAX_NAME) for a in theirs)}; "
                        + ("leave the column blank for a class graded on the whole course)" if WHOLE_COURSE in theirs
                           else "name one of them, or leave the column blank for all)"))
             else:
-                fix = f" (ids are compared exactly: did you mean {clean(cased[0], MAX_NAME)!r}?)" if cased else ""
+                fix = _meant_student(override.student, [row["student"] for row in rows])
             raise TableError(f"{override.where}: no submission from student {clean(override.student, MAX_NAME)!r}"
                              + (f" for {override.assignment}" if override.assignment else "") + " in this class" + fix)
         if override.exercise:
@@ -352,7 +351,15 @@ def _check_extensions(extensions: Extensions, rows: Sequence[dict]) -> None:
         if (extension.student, extension.assignment) not in records:
             raise TableError(f"{extension.where}: no student {clean(extension.student, MAX_NAME)!r}"
                              + (f" with a record of {extension.assignment}" if extension.assignment else "")
-                             + " in this class or its roster")
+                             + " in this class or its roster" + _meant_student(extension.student,
+                                                                              [row["student"] for row in rows]))
+
+
+def _meant_student(student: str, students: Collection[str]) -> str:
+    """' (ids are compared exactly: did you mean ...?)' where one of ``students`` is ``student`` but for letter case
+    and accents (an extension for 'zoe' said nothing of 'zoë': walk-through 7), else ''."""
+    alike = sorted({other for other in students if loosely(other) == loosely(student)})
+    return f" (ids are compared exactly: did you mean {clean(alike[0], MAX_NAME)!r}?)" if alike else ""
 
 
 def _check_times(times: Times, keys, students: Collection[str]) -> None:

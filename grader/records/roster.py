@@ -106,13 +106,13 @@ def check_roster(roster: Roster, students: Collection[str]) -> None:
                          f"submissions (folder, .zip or .ipynb); a roster's header is {EXPECTED}")
     alike: dict[str, list[str]] = {}
     for sid in roster:
-        alike.setdefault(_loosely(sid), []).append(sid)
+        alike.setdefault(loosely(sid), []).append(sid)
     named: dict[str, list[str]] = {}
     for sid, student in roster.items():
         if name := _as_name(student.name):  # a name of letters or digits (punctuation alone names nobody)
             named.setdefault(name, []).append(sid)
     for student in sorted(set(students) - set(roster)):
-        [listed_as, *others] = alike.get(_loosely(student), [student])
+        [listed_as, *others] = alike.get(loosely(student), [student])
         if listed_as != student and not others and listed_as not in students:
             raise TableError(f"{roster.where}:{roster.lines[listed_as]}: the submission {clean(student, MAX_NAME)!r} "
                              f"is not on the roster, which lists {clean(listed_as, MAX_NAME)!r}: ids are compared "
@@ -134,10 +134,10 @@ LMS_COPY = re.compile(r"\s*\(\d+\)$|_\d+_assignsubmission_.*$")
 def _as_name(text: str) -> str:
     """A person's name as a folder may spell it, without an LMS's copy suffix, letter case, accents and punctuation:
     ``Gül Şahin (2)``, ``gul_sahin`` and ``Gül Şahin`` alike."""
-    return " ".join(re.findall(r"[^\W_]+", _loosely(LMS_COPY.sub("", text))))
+    return " ".join(re.findall(r"[^\W_]+", loosely(LMS_COPY.sub("", text))))
 
 
-def _loosely(sid: str) -> str:
+def loosely(sid: str) -> str:
     """An id without letter case and accents: ``José`` and ``jose`` alike."""
     return "".join(c for c in unicodedata.normalize("NFKD", sid.casefold()) if not unicodedata.combining(c))
 

@@ -266,6 +266,7 @@ def test_assignments(tmp_path, course_data):
 
 @pytest.mark.parametrize("assignments, fault", [
     ([{"name": "w1", "title": "W", "exercises": ["nope"]}], "nope is not one"),
+    ([{"name": "w1", "title": "W", "exercises": [MODULES[1][:-1]]}], f"is not one; did you mean {MODULES[1]}?"),
     ([{"name": "w1", "title": "W", "exercises": []}], "assignment w1 must list exercises"),
     ([{"name": "w1", "title": "W", "exercises": [MODULES[0]]}] * 2, "w1"),
     ([{"name": "01_" + MODULES[0], "title": "W", "exercises": [MODULES[1]]}], "01_" + MODULES[0]),
@@ -276,6 +277,14 @@ def test_bad_assignments(tmp_path, course_data, assignments, fault):
     course_data["assignments"] = assignments
     message = course_error(write(tmp_path, course_data))
     assert "assignments" in message and fault in message
+
+
+def test_a_misspelled_due_date_key_says_the_name_meant(tmp_path, course_data):
+    """late.due naming a misspelled assignment says the one meant (walk-through 7: only the names allowed)."""
+    course_data["assignments"] = [{"name": "week1", "title": "W", "exercises": [MODULES[0]]}]
+    course_data["late"] = {"due": {"wek1": "2026-12-01T23:59:00+01:00"}, "percent": 10}
+    assert "late.due names wek1: not an assignment" in (message := course_error(write(tmp_path, course_data)))
+    assert message.endswith("; did you mean week1?"), message
 
 
 def test_duplicate_exercise(tmp_path, course_data):

@@ -622,6 +622,9 @@ def test_extensions_need_a_late_policy_and_a_student_of_the_class(tmp_path):
     assert "no student 'ann' with a record of 02_softmax" in _error(check_records, per_assignment, records,
                                                                     [("ann", "01_scores")])
     assert check_records(per_assignment, records, [("ann", "01_scores"), ("ann", "02_softmax")]) is None
+    accents = _write(tmp_path / "accents.csv", "student,due\nzoe,2026-11-23T23:59:00Z\n")  # walk-through 7: unsaid
+    assert _error(check_records, _late(), Records(extensions=load_extensions(accents, _late())), [("zo\u00eb", None)]) \
+        == f"{accents}:2: no student 'zoe' in this class or its roster (ids are compared exactly: did you mean 'zo\u00eb'?)"
 
 
 def test_an_extension_shows_in_the_students_table_feedback_gradebook_and_results(tmp_path):
