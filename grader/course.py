@@ -208,8 +208,8 @@ class Course(Strict):
         for assignment in self.assignments:
             unknown = [m for m in assignment.exercises if m not in modules]
             if unknown or not assignment.exercises or len(set(assignment.exercises)) < len(assignment.exercises):
-                raise ValueError(f"assignment {assignment.name} must list exercises of the course once each"
-                                 + (f": {', '.join(unknown)} is not one{_meant(unknown[0], modules)}" if unknown else ""))
+                said = f": {', '.join(unknown)} is not one{_meant(unknown[0], modules)}" if unknown else ""
+                raise ValueError(f"assignment {assignment.name} must list exercises of the course once each{said}")
         unknown = [name for name in (self.late.due if self.late else ()) if name != WHOLE_COURSE and name not in names]
         if unknown:
             raise ValueError(f"late.due names {', '.join(unknown)}: not an assignment ({WHOLE_COURSE}, "

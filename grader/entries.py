@@ -107,7 +107,8 @@ def _several(entries: list[Entry], base: Path) -> Entry:
     shown = [clean(os.path.relpath(e.path, base), MAX_NAME) + ("/" if e.path.is_dir() else "") for e in entries]
     count = "two" if len(entries) == 2 else str(len(entries))
     stems = sorted({_stem(e.path) for e in entries})
-    differ = f" (their names differ: {', '.join(clean(ascii(stem), MAX_NAME) for stem in stems)})" if len(stems) > 1 else ""
+    differ = (f" (their names differ: {', '.join(clean(ascii(stem), MAX_NAME) for stem in stems)})"
+              if len(stems) > 1 else "")
     problem = (f"could not be graded: {count} submissions for {entries[0].key}: {', '.join(shown[:-1])} and {shown[-1]}"
                f"{differ}; keep one")
     return replace(entries[0], problem=problem)

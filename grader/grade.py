@@ -162,7 +162,7 @@ def points(report: dict, session: WorkerSession, staged, course: Course, select:
     grade.notes.extend(clean(note) for note in staged.notes[:MAX_NOTES])
     if len(staged.notes) > MAX_NOTES:
         grade.notes.append(f"... and {len(staged.notes) - MAX_NOTES} more notes")
-    if session.isolation.startswith("rlimits only"):
+    if session.unconfined:
         grade.notes.insert(0, SANDBOX_WARNING.format(session.isolation.removeprefix("rlimits only: ")))
     if session.cpu_cap.startswith("none: "):
         grade.notes.append(CPU_NOTE.format(session.cpu_cap.removeprefix("none: ")))

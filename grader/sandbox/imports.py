@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections import Counter
 
 ALLOWED = ("torch", "math")  # the syllabus's list
 MAX_IMPORTS = 100  # imports reported per file
@@ -58,8 +59,8 @@ def imports_of(source: str | bytes) -> list[tuple[str, int]] | None:
                 bound.update(named)
                 modules.update(name for name, path in named.items() if path.rsplit(".", 1)[-1] in SUBMODULES)
                 found += [(path, node.lineno) for path in named.values() if off_limits(path.rsplit(".", 1)[-1])]
-    found += _off_limits_uses(tree, nodes, {name: path for name, path in bound.items() if path.split(".")[0] in ALLOWED},
-                              modules)
+    allowed_bound = {name: path for name, path in bound.items() if path.split(".")[0] in ALLOWED}
+    found += _off_limits_uses(tree, nodes, allowed_bound, modules)
     found = [(name[:MAX_IMPORT_NAME], line) for name, line in sorted(found, key=lambda item: item[1])]
     if len(found) > MAX_IMPORTS:  # the rest is not read: said, so that nothing hides behind a hundred `import math`
         return found[:MAX_IMPORTS - 1] + [(TOO_MANY, found[MAX_IMPORTS - 1][1])]
@@ -87,6 +88,7 @@ GETTERS = frozenset({"getattr", "setattr", "delattr", "hasattr"})  # an attribut
 DUNDERS = frozenset({"__init__", "__name__", "__qualname__", "__doc__", "__class__", "__module__", "__version__",
                      "__call__", "__repr__", "__str__", "__len__", "__iter__", "__getitem__", "__post_init__"})
 TENSOR_HOOKS = frozenset({"__torch_function__", "__torch_dispatch__"})  # never defined, named or read by an exercise
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)  # each its own scope
 FRAMES = frozenset({"gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "f_globals", "f_locals",
                     "f_builtins", "f_back", "f_code", "tb_frame", "tb_next", "co_code", "co_consts"})
 # torch's submodules, as a name bound by ``from torch import nn`` holds them: like a module imported, never a value.
@@ -111,11 +113,12 @@ def _off_limits_uses(tree: ast.Module, nodes: list[ast.AST], bound: dict[str, st
     ``cls``. Also: ``REFLECTIVE`` names, ``TENSOR_HOOKS`` defined or named, a ``GETTERS`` function used as a value or
     with a name it computes (a loop's over a tuple of strings is read), and a module (``modules``) used as a value,
     which the rule could not follow."""
-    looped, selves = _looped_names(tree, nodes), _method_selves(nodes)
-    stored = [node.id for node in nodes if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)]
-    defined = [node.name for node in nodes if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+    stored = Counter(node.id for node in nodes if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load))
+    defined = Counter(node.name for node in nodes if isinstance(node, (ast.ClassDef, ast.FunctionDef,
+                                                                        ast.AsyncFunctionDef)))
+    looped, selves = _looped_names(tree, nodes, stored), _method_selves(nodes)
     own_classes = {node.name for node in nodes if isinstance(node, ast.ClassDef)
-                   if defined.count(node.name) == 1 and node.name not in stored}
+                   if defined[node.name] == 1 and not stored[node.name]}
     classes = {id(node) for node in nodes if isinstance(node, ast.Name) and node.id in own_classes}  # Cls._merge(...)
     for _ in range(2):  # an alias of an alias
         for node in nodes:
@@ -203,7 +206,7 @@ def _method_selves(nodes: list[ast.AST]) -> set[int]:
     return found
 
 
-def _looped_names(tree: ast.Module, nodes: list[ast.AST]) -> dict[int, set[str]]:
+def _looped_names(tree: ast.Module, nodes: list[ast.AST], stored: Counter) -> dict[int, set[str]]:
     """The strings a name read inside a loop (a ``for``, or a comprehension) over a tuple or list of them (or a name
     the file assigns once to one) can hold, by the read's node: a name the file assigns nowhere but as such a loop's
     target in the loop's scope (its function, or comprehension: review 12, a loop anywhere made the name readable
@@ -213,25 +216,24 @@ def _looped_names(tree: ast.Module, nodes: list[ast.AST]) -> dict[int, set[str]]
     while stack:
         node, scope = stack.pop()
         scope_of[id(node)] = scope
-        inner = id(node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp,
-                                               ast.SetComp, ast.GeneratorExp, ast.DictComp)) else scope
+        inner = id(node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, *COMPREHENSIONS)) \
+            else scope
         stack.extend((child, inner) for child in ast.iter_child_nodes(node))
     declared = {name for node in nodes if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
-    stores = {}
+    stores = {}  # (name, scope) -> the nodes that assign it there
     for node in nodes:
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            stores.setdefault(node.id, []).append(id(node))
             stores.setdefault((node.id, scope_of[id(node)]), []).append(id(node))
     assigned = [(node.targets[0], node.value) for node in tree.body if isinstance(node, ast.Assign)
                 and len(node.targets) == 1] + [(node.target, node.value) for node in tree.body
                                                if isinstance(node, ast.AnnAssign)]
     named = {target.id: value for target, value in assigned if isinstance(target, ast.Name)
-             and len(stores[target.id]) == 1}  # NAMES = ("W_query", "W_key") (annotated or not), assigned once
+             and stored[target.id] == 1}  # NAMES = ("W_query", "W_key") (annotated or not), assigned once
     loops = {}
     for node in nodes:
         if isinstance(node, ast.For):
             target, iterable, inside = node.target, node.iter, node.body
-        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and len(node.generators) == 1:
+        elif isinstance(node, COMPREHENSIONS) and len(node.generators) == 1:
             target, iterable = node.generators[0].target, node.generators[0].iter
             inside = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
         else:
@@ -276,7 +278,8 @@ def forbidden(imports, module: str, modules, allowed=ALLOWED) -> list[tuple[str,
     return bad
 
 
-def forbidden_through(imports_of_module, module: str, modules, allowed=ALLOWED, seen=frozenset()) -> list[tuple[str, int]]:
+def forbidden_through(imports_of_module, module: str, modules, allowed=ALLOWED,
+                      seen=frozenset()) -> list[tuple[str, int]]:
     """``forbidden`` of ``module``'s imports (``imports_of_module(name)``: a list, or None where unread), and an entry
     for each earlier exercise it imports that breaks the rule, itself or through those it imports: what an exercise
     takes from another is judged with it (red team 20: an escape written in an earlier file, used in a later one)."""

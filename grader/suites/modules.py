@@ -48,8 +48,9 @@ def same_params(got: dict, want: dict, what: str, on: str, how: str):
     extra = sorted(str(name) for name in got if name not in want) if isinstance(got, dict) else []
     if not isinstance(got, dict) or extra:  # the first one named (walk-through 13: which one was not said)
         named = f"; {clean(extra[0], MAX_NAME)} is not one of them" if extra else ""
-        bias = " (a bias where qkv_bias=False? nn.Linear(..., bias=qkv_bias))" if named.endswith(".bias is not one of them") else ""
-        raise CheckFailed(f"{what} has parameters other than {', '.join(want)} ({on}){named}{bias}. Hint: {how}")
+        if extra and extra[0].endswith(".bias"):
+            named += " (a bias where qkv_bias=False? nn.Linear(..., bias=qkv_bias))"
+        raise CheckFailed(f"{what} has parameters other than {', '.join(want)} ({on}){named}. Hint: {how}")
     shaped_like(got, want, what, on, how)
     for name, w in want.items():
         g = checked(got[name], w, what=f"the parameter {name} of {what}", on=on, dtypes=FLOATING)
@@ -127,7 +128,8 @@ def twin(constructor, reference: torch.nn.Module, *args, what: str, dtype=None, 
     if dtype is not None:
         params = {k: v.to(dtype) for k, v in params.items()}
     built = {"earlier": 0, "type": what}
-    steps = [((constructor._target, args, kwargs, {"handles": True, "seed": TWIN_SEED}), called_as(reference, what, args))]
+    built_as = called_as(reference, what, args)
+    steps = [((constructor._target, args, kwargs, {"handles": True, "seed": TWIN_SEED}), built_as)]
     if dtype is not None or (device is not None and torch.device(device).type != "cpu"):  # modules start on the CPU
         moved = {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
         steps.append((({**built, "path": ["to"]}, (), moved, {"handles": True}), f"{what}.to(...)"))

@@ -181,7 +181,7 @@ class WorkerSession:
         pid, sock = self.pid, self.sock
         self.pid = self.sock = None
         sock.close()
-        status = self.zygote.stop(pid, grace, TEARDOWN_SECONDS, unconfined=self.isolation.startswith("rlimits only"))
+        status = self.zygote.stop(pid, grace, TEARDOWN_SECONDS, unconfined=self.unconfined)
         if status is None and not self.zygote.alive():
             self.fault = "the worker zygote stopped while grading"
         return status
@@ -197,6 +197,11 @@ class WorkerSession:
 
     def _remaining(self) -> float:
         return self.deadline - time.monotonic()
+
+    @property
+    def unconfined(self) -> bool:
+        """Whether the worker runs with resource limits only (``--allow-unsandboxed`` where no sandbox can be built)."""
+        return self.isolation.startswith("rlimits only")
 
     @property
     def exercise_seconds(self) -> float:
@@ -244,7 +249,7 @@ class WorkerSession:
         except (EOFError, OSError):
             status = self.stop(grace=EXIT_GRACE_SECONDS)
             if status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) != signal.SIGKILL \
-                    and not self.isolation.startswith("rlimits only"):
+                    and not self.unconfined:
                 # A sandbox's supervisor died of a signal its student's code cannot send (their own signals are its
                 # exit status): a terminal's or a session's, sent to the grading's process group (walk-through 8).
                 self.fault = (f"a worker's sandbox was stopped by signal {os.WTERMSIG(status)} from outside the "

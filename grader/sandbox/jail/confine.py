@@ -359,7 +359,8 @@ def _supervise(child: int, alive_w: int, cpu_seconds: float) -> None:
     code = 70
     try:
         # A terminal's or a session's signals (Ctrl-C, a dropped SSH session) reach the process group it shares with
-        # the grading process, theirs to act on: it ends with its zygote or on SIGTERM, never mid-check (walk-through 8).
+        # the grading process, theirs to act on: it ends with its zygote or on SIGTERM, never mid-check
+        # (walk-through 8).
         for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
             _set_handler(sig, signal.SIG_IGN)
         for sig in (signal.SIGPIPE, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM):

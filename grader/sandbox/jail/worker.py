@@ -212,9 +212,9 @@ class Watch(TorchFunctionMode):
         name = getattr(func, "__name__", "").split(".")[0]  # an operator's overload (torch.ops.aten.mm.default) by its name
         if name in self.names:
             self.seen.add(name)
-        if not TORCH_TYPES.issuperset(types):  # a type not seen yet: torch's own, or a tensor subclass of the student's,
-            # whose own __torch_function__ runs with the mode off, where no call is seen (red team 20): it stands for
-            # every watched call
+        if not TORCH_TYPES.issuperset(types):  # a type not seen yet: torch's own, or a tensor subclass of the
+            # student's, whose own __torch_function__ runs with the mode off, where no call is seen (red team 20): it
+            # stands for every watched call
             if all(getattr(kind, "__module__", "").startswith("torch") for kind in types):
                 TORCH_TYPES.update(types)
             else:
