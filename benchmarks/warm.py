@@ -4,7 +4,8 @@ Each round runs, in a new process importing the grader of the checkout measured,
 ``solutions/`` to warm up, then ``--grades`` more, and reports per submission the CPU time of the grading process and
 of the sandboxed workers that ran the submission's code, with the zygote's work for them (forking, reaping): what the
 zygote reaped is read from its /proc entry, and a worker's inner process, orphaned when its supervisor is killed, is
-adopted and reaped by the measuring process (``descendants``). Unlike a batch, it leaves out the jobs' start and the
+adopted and reaped by the measuring process (``descendants``). A checkout from before ``grader.sandbox.host`` (9757a51,
+where issue 31 started) is measured too. Unlike a batch, it leaves out the jobs' start and the
 class reports, and it counts only the grading's own processes, so other users of a shared machine change it less.
 
     python benchmarks/warm.py --rounds 4 --grades 6 --against /tmp/base
@@ -28,7 +29,10 @@ sys.path.insert(0, sys.argv[2])
 import descendants
 from grader.course import COURSE_FILE, load_course
 from grader.grade import grade_submission
-from grader.sandbox.host.client import Zygote
+try:
+    from grader.sandbox.host.client import Zygote
+except ImportError:  # a checkout from before grader.sandbox.host (9757a51, the issue's start)
+    from grader.sandbox.zygote import Zygote
 
 def workers_cpu(zygote):
     # the zygote's CPU and its reaped children's (/proc: utime, stime, cutime, cstime), and the orphans we reaped

@@ -61,6 +61,7 @@ from grader.records.publish import publish, withdraw_reports
 from grader.reports.feedback import write_feedback
 from grader.reports.files import write_json
 from grader.rerun import Taken, keep_taken, load_taken, material_fingerprint, submission_fingerprint
+from grader.sandbox.host.zygote import ZygoteTemplate
 from grader.sandbox.jail.confine import require_namespaces
 from grader.sandbox.jail.lifeline import die_with_parent
 from grader.similarity.report import class_report, summary_rows
@@ -76,6 +77,7 @@ NOT_READ = "cannot grade: not read"  # its student's reading time ran out: final
 # ----------------------------------------------------------------- the job (runs in a pool process or a Dask worker)
 
 _zygote = None
+_template: ZygoteTemplate | None = None  # the batch's, where its jobs are forked from it (a local pool)
 # pytest's run and the zygote serve one submission at a time: threads of one process (a Dask worker started with
 # several) take turns, or their grades would mix.
 _one_at_a_time = threading.Lock()
@@ -128,7 +130,7 @@ def grade_job(student: str, path: str, course_file: str, device: str, require_sa
             if _zygote is None:
                 _give_this_process_its_own_sandbox_uid()
                 bound_grading_memory(device)
-                _zygote = Zygote(hide=(course.root,))
+                _zygote = Zygote(hide=(course.root,), template=_template)
             data = grade_submission(path, course, _zygote, device, require_sandbox, read=read,
                                     whole_course=whole_course).results
             data["status"] = "graded"
@@ -463,17 +465,23 @@ def _grade(executor: Executor, entries: list[Entry], start, record, record_error
 def _grade_in_local_pools(entries: list[Entry], jobs: int, running: Path, start, record, record_error) -> None:
     """Grade ``entries`` in local process pools. When a job process dies (the pool breaks), the submissions being
     graded at that moment are graded again, each alone in a pool of its own: one that breaks that pool too gets a
-    non-final error record. The other submissions the broken pool lost go to a new pool."""
-    pending = entries
-    while pending:
-        for marker in running.iterdir():
-            marker.unlink()
-        with make_executor(jobs, None) as pool:
-            lost = _grade(pool, pending, start, record, record_error)
-        being_graded = {marker.read_text(encoding="utf-8") for marker in running.iterdir()}
-        suspects = [e for e in lost if e.key in being_graded] or lost
-        for entry in suspects:
-            with make_executor(1, None) as pool:
-                if _grade(pool, [entry], start, record, record_error):
-                    record_error(entry, PROCESS_DIED)
-        pending = [e for e in lost if e not in suspects]
+    non-final error record. The other submissions the broken pool lost go to a new pool. The jobs of every pool take
+    their zygotes from one template (``ZygoteTemplate``): torch is imported once, not once a job."""
+    global _template
+    _template, pending = ZygoteTemplate(), entries
+    try:
+        while pending:
+            for marker in running.iterdir():
+                marker.unlink()
+            with make_executor(jobs, None) as pool:
+                lost = _grade(pool, pending, start, record, record_error)
+            being_graded = {marker.read_text(encoding="utf-8") for marker in running.iterdir()}
+            suspects = [e for e in lost if e.key in being_graded] or lost
+            for entry in suspects:
+                with make_executor(1, None) as pool:
+                    if _grade(pool, [entry], start, record, record_error):
+                        record_error(entry, PROCESS_DIED)
+            pending = [e for e in lost if e not in suspects]
+    finally:
+        _template.close()
+        _template = None

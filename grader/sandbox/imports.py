@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import warnings
-from collections import Counter
+from collections import Counter, deque
 
 ALLOWED = ("torch", "math")  # the syllabus's list
 MAX_IMPORTS = 100  # imports reported per file
@@ -43,7 +43,7 @@ def imports_of(source: str | bytes) -> list[tuple[str, int]] | None:
     if tree is None:
         return None
     found, bound, modules = [], {}, set()  # bound: a name bound to an allowed module (or a name in one) -> its path
-    nodes = list(ast.walk(tree))  # walked once: every pass below reads this list
+    nodes, scopes = _walk(tree)  # walked once: every pass below reads these
     for node in nodes:
         if isinstance(node, ast.Import):
             found += [(alias.name, node.lineno) for alias in node.names]
@@ -60,7 +60,7 @@ def imports_of(source: str | bytes) -> list[tuple[str, int]] | None:
                 modules.update(name for name, path in named.items() if path.rsplit(".", 1)[-1] in SUBMODULES)
                 found += [(path, node.lineno) for path in named.values() if off_limits(path.rsplit(".", 1)[-1])]
     allowed_bound = {name: path for name, path in bound.items() if path.split(".")[0] in ALLOWED}
-    found += _off_limits_uses(tree, nodes, allowed_bound, modules)
+    found += _off_limits_uses(tree, nodes, scopes, allowed_bound, modules)
     found = [(name[:MAX_IMPORT_NAME], line) for name, line in sorted(found, key=lambda item: item[1])]
     if len(found) > MAX_IMPORTS:  # the rest is not read: said, so that nothing hides behind a hundred `import math`
         return found[:MAX_IMPORTS - 1] + [(TOO_MANY, found[MAX_IMPORTS - 1][1])]
@@ -96,15 +96,33 @@ SUBMODULES = frozenset({"nn", "functional", "init", "linalg", "fft", "special", 
                         "backends", "ops", "classes", "nested", "sparse", "masked"})
 
 
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
 def off_limits(name: str) -> bool:
     """A part of a module no exercise uses: a private name (``_C``), a dunder other than DUNDERS (``__globals__``), one
     of ``ESCAPES``, a module it holds (``FOREIGN``) or a frame's part (``FRAMES``)."""
-    if name.startswith("__") and name.endswith("__"):
+    if _dunder(name):
         return name not in DUNDERS
     return name in ESCAPES or name in FOREIGN or name in FRAMES or name.startswith("_")
 
 
-def _off_limits_uses(tree: ast.Module, nodes: list[ast.AST], bound: dict[str, str],
+def _walk(tree: ast.Module) -> tuple[list[ast.AST], dict[int, int]]:
+    """Every node of ``tree``, in ``ast.walk``'s order, and by its id the id of its scope: the function, lambda or
+    comprehension it is in (the module for the rest)."""
+    nodes, scopes, todo = [], {}, deque([(tree, id(tree))])
+    while todo:
+        node, scope = todo.popleft()
+        nodes.append(node)
+        scopes[id(node)] = scope
+        inner = id(node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, *COMPREHENSIONS)) \
+            else scope
+        todo.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return nodes, scopes
+
+
+def _off_limits_uses(tree: ast.Module, nodes: list[ast.AST], scopes: dict[int, int], bound: dict[str, str],
                      modules: set[str]) -> list[tuple[str, int]]:
     """Each use of an off-limits part (``off_limits``), with its line, up to that part: through a name bound to an
     allowed module (or an alias of one, ``nn = torch.nn``), ``torch._C.DisableTorchFunction()`` is ``torch._C``,
@@ -116,7 +134,7 @@ def _off_limits_uses(tree: ast.Module, nodes: list[ast.AST], bound: dict[str, st
     stored = Counter(node.id for node in nodes if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load))
     defined = Counter(node.name for node in nodes if isinstance(node, (ast.ClassDef, ast.FunctionDef,
                                                                         ast.AsyncFunctionDef)))
-    looped, selves = _looped_names(tree, nodes, stored), _method_selves(nodes)
+    looped, selves = _looped_names(tree, nodes, scopes, stored), _method_selves(nodes)
     own_classes = {node.name for node in nodes if isinstance(node, ast.ClassDef)
                    if defined[node.name] == 1 and not stored[node.name]}
     classes = {id(node) for node in nodes if isinstance(node, ast.Name) and node.id in own_classes}  # Cls._merge(...)
@@ -142,6 +160,8 @@ def _off_limits_uses(tree: ast.Module, nodes: list[ast.AST], bound: dict[str, st
             elif node.id in GETTERS and id(node) not in called or node.id in modules and id(node) not in bases:
                 found.append((f"{node.id} as a value", node.lineno))
             continue
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load) and _dunder(node.attr):
+            found.append((f"{node.attr} assigned", node.lineno))  # a torch function renamed is a call the watch misses
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) in GETTERS:
             owner, attribute = node.args[0] if node.args else None, node.args[1] if len(node.args) > 1 else None
             if isinstance(attribute, ast.Constant) and isinstance(attribute.value, str):
@@ -154,6 +174,8 @@ def _off_limits_uses(tree: ast.Module, nodes: list[ast.AST], bound: dict[str, st
                 found.append((f"{node.func.id} with a computed name", node.lineno))
                 continue
             chains = [[name] for name in names]
+            if node.func.id in ("setattr", "delattr"):
+                found += [(f"{name} assigned", node.lineno) for name in names if _dunder(name)]
         elif isinstance(node, ast.Attribute):
             owner, chains = node.value, [[node.attr]]
         else:
@@ -206,19 +228,13 @@ def _method_selves(nodes: list[ast.AST]) -> set[int]:
     return found
 
 
-def _looped_names(tree: ast.Module, nodes: list[ast.AST], stored: Counter) -> dict[int, set[str]]:
+def _looped_names(tree: ast.Module, nodes: list[ast.AST], scope_of: dict[int, int],
+                  stored: Counter) -> dict[int, set[str]]:
     """The strings a name read inside a loop (a ``for``, or a comprehension) over a tuple or list of them (or a name
     the file assigns once to one) can hold, by the read's node: a name the file assigns nowhere but as such a loop's
     target in the loop's scope (its function, or comprehension: review 12, a loop anywhere made the name readable
     everywhere; handout walk-through 14, a name reused in another function made a loop unreadable) and no ``global``
     or ``nonlocal`` names."""
-    scope_of, stack = {}, [(tree, id(tree))]
-    while stack:
-        node, scope = stack.pop()
-        scope_of[id(node)] = scope
-        inner = id(node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, *COMPREHENSIONS)) \
-            else scope
-        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
     declared = {name for node in nodes if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
     stores = {}  # (name, scope) -> the nodes that assign it there
     for node in nodes:

@@ -10,6 +10,7 @@ keeps pytest-json-report's report free of tracebacks and paths.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import random
 import re
@@ -310,11 +311,17 @@ def importable(course: Course) -> None:
         if str(folder) in sys.path:
             sys.path.remove(str(folder))
         sys.path.insert(0, str(folder))
+    root = course.root.resolve()
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None) or ""
-        if (name.startswith(("hidden_", "hints", "solutions")) and path
-                and not Path(path).resolve().is_relative_to(course.root.resolve())):
+        if name.startswith(("hidden_", "hints", "solutions")) and path and not _resolved(path).is_relative_to(root):
             del sys.modules[name]
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolved(path: str) -> Path:
+    """A module file's path, resolved once per process (``importable`` asks it of the same modules for every grade)."""
+    return Path(path).resolve()
 
 
 def unknown_banned(course: Course) -> list[str]:

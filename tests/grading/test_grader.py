@@ -244,7 +244,8 @@ AFTER_WARM_UP = """
 import sys, time
 import torch
 from grader.sandbox.dropout import KeyedDropout
-from grader.sandbox.jail.worker import Watch, _warm
+from grader.sandbox.jail.worker import Watch
+from grader.sandbox.jail.zygote import _warm
 _warm()
 before, meta = set(sys.modules), lambda *shape: torch.empty(*shape, device="meta")
 layer = torch.nn.Linear(4, 4)
@@ -294,7 +295,7 @@ def test_a_worker_never_imports_what_torch_imports_lazily():
 
 WARM_UP_ON_A_BUILD = """
 import sys, torch
-from grader.sandbox.jail.worker import _warm
+from grader.sandbox.jail.zygote import _warm
 torch.version.cuda = sys.argv[1] or None
 backwards = []
 torch.autograd.backward = lambda *args, **kwargs: backwards.append(1)
@@ -602,6 +603,20 @@ def test_an_exercise_that_crashes_the_worker_pays_its_restarts(tmp_path, zygote,
         failed = [t["name"] for t in results["tests"] if name in t["tags"] and t["status"] == "failed"]
         assert all("imports only" in failed_name for failed_name in failed), (name, failed, feedback(results, name))
     assert exercises["qkv"]["score"] == 0
+
+
+def test_the_watch_remembers_the_names_of_the_functions_it_sees_but_no_transient_one():
+    """The watch names a call by its function's __name__, kept by identity for the functions it sees again, never for
+    a method-wrapper made anew for each call (a property's __get__: review 13, 4096 of them filled the table)."""
+    from grader.sandbox.jail import worker
+
+    x = torch.ones(2)
+    with worker.Watch(frozenset({"softmax", "__get__"})) as watch:
+        torch.softmax(x, 0)
+        assert x.shape == x.shape
+    assert watch.seen == {"softmax", "__get__"} and watch.count == 3
+    assert worker.CALL_NAMES[id(torch.softmax)] == (torch.softmax, "softmax")
+    assert not any(isinstance(function, worker.TRANSIENT) for function, _ in worker.CALL_NAMES.values())
 
 
 def test_code_that_turns_the_checks_watch_off_gains_nothing(tmp_path, zygote, course):

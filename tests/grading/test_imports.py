@@ -148,6 +148,15 @@ def test_a_tensor_subclass_and_a_self_that_is_no_methods_break_the_rule():
         ("self._C._pop_torch_function_stack", 12), ("self._C", 15)]
 
 
+def test_a_dunder_assigned_breaks_the_rule():
+    """Assigning a dunder (written out, or with setattr) breaks the rule: the watch names torch's functions by their
+    __name__, so a banned function renamed was a call it missed (review 13)."""
+    source = ("import torch\nimport torch.nn.functional as F\nF.softmax.__name__ = 'x'\n"
+              "setattr(torch.softmax, '__qualname__', 'y')\nclass M(torch.nn.Module):\n    __call__ = torch.nn.Module.__call__\n"
+              "    def f(self):\n        return type(self).__name__\n")
+    assert forbidden(imports_of(source), "scores", MODULES) == [("__name__ assigned", 3), ("__qualname__ assigned", 4)]
+
+
 def test_an_earlier_exercise_that_breaks_the_rule_breaks_it_for_those_that_import_it():
     """A later exercise that imports an earlier one breaking the rule breaks it too, through a chain of them: an escape
     written in one file and used in another is judged where it is used (red team 20)."""

@@ -21,7 +21,8 @@ import pytest
 GRADER = Path(__file__).resolve().parents[2] / "grader"
 MAX_LINES = 500
 WORKER = "grader.sandbox.jail.worker"
-LAUNCHER = "grader.sandbox.jail.lifeline"  # run as __main__ (grader.sandbox.host.zygote.BOOTSTRAP), it starts the zygote, which runs the worker
+ZYGOTE = "grader.sandbox.jail.zygote"  # the zygote, which forks and runs the workers
+LAUNCHER = "grader.sandbox.jail.lifeline"  # run as __main__ (grader.sandbox.host.zygote.BOOTSTRAP), it starts the zygote
 GRADING_CLIENT = ("grader.sandbox.host.client", "grader.sandbox.host.proxy")
 
 
@@ -115,9 +116,9 @@ def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def test_the_layout_reads_the_whole_package():
     """The checks below see every module, and see imports the way they are written (guards, relative imports)."""
-    assert {"grader", "grader.sandbox.host.client", "grader.sandbox.host.proxy", WORKER, LAUNCHER} <= set(FILES)
-    assert "grader.sandbox.jail.lifeline" in imported(WORKER, RUNTIME)
-    assert WORKER in imported(LAUNCHER, set()) and WORKER not in imported(LAUNCHER, RUNTIME)
+    assert {"grader", "grader.sandbox.host.client", "grader.sandbox.host.proxy", WORKER, ZYGOTE, LAUNCHER} <= set(FILES)
+    assert "grader.sandbox.jail.lifeline" in imported(ZYGOTE, RUNTIME)
+    assert ZYGOTE in imported(LAUNCHER, set()) and ZYGOTE not in imported(LAUNCHER, RUNTIME)
     assert "grader.sandbox.host.client" in imported("grader.sandbox.host.proxy", set())
     assert "grader.sandbox.host.client" not in imported("grader.sandbox.host.proxy", RUNTIME)
 
@@ -141,11 +142,11 @@ def test_the_client_never_reaches_the_worker(module):
 
 
 def test_only_the_zygote_launcher_imports_the_worker():
-    """The grading side never imports the worker module: only the zygote's launcher does, once it runs as the
-    zygote (its ``__main__`` block)."""
+    """The grading side never imports the worker module: only the zygote does, which only the zygote's launcher
+    imports, once it runs as the zygote (its ``__main__`` block)."""
     graph = import_graph(set())
-    importers = sorted(module for module, targets in graph.items() if WORKER in targets)
-    assert importers == [LAUNCHER]
+    assert sorted(module for module, targets in graph.items() if WORKER in targets) == [ZYGOTE]
+    assert sorted(module for module, targets in graph.items() if ZYGOTE in targets) == [LAUNCHER]
 
 
 def test_no_module_is_too_long():

@@ -28,6 +28,7 @@ from grader.sandbox.host.problems import (
     clean_info,
     handout_stubs,
     student_error,
+    which_tensor,
 )
 from grader.sandbox.host.proxy import CallResult, RemoteObject, guarded, target_label
 from grader.sandbox.host.zygote import Zygote, ZygoteGone
@@ -76,7 +77,8 @@ class WorkerSession:
         self.isolation = "not started"
         self.cpu_cap = "not started"  # how the worker's CPU is capped: "cgroup v1: cpu, pids", or "none: <why>"
         self.fault: str | None = None  # set when the grader (not the submission) failed: do not score
-        self.watch: list[str] = []  # the course's banned names: every call is instrumented for all of them
+        self.watch: list[str] = []  # the course's banned names: every call of a worker spawned from here on is
+        # instrumented for all of them
         # The exercise whose check is calling (set by the grading plugin), and each exercise's time in its calls: an
         # exercise gets its share of submission_seconds (``exercise_seconds``), so that one whose calls are slow, each
         # within call_seconds, costs its own remaining checks and never another exercise's (red team 17).
@@ -130,7 +132,7 @@ class WorkerSession:
     def _spawn(self, relaunch: bool = True):
         try:
             self.pid, self.sock = self.zygote.spawn(self.submission, self.limits, self.device, self.require_sandbox,
-                                                    relaunch)
+                                                    relaunch, self.watch)
         except GraderFault as fault:
             self.fault = str(fault)
             raise
@@ -309,7 +311,7 @@ class WorkerSession:
         kind = clean(failure.get("kind", "unknown"), 40)
         if early:
             return SubmissionProblem(kind, clean(failure.get("message", UNREADABLE)))
-        return SubmissionProblem(kind, FAILURES.get(kind, UNREADABLE).format(label=label))
+        return SubmissionProblem(kind, FAILURES.get(kind, UNREADABLE).format(label=label, which=which_tensor(failure)))
 
     def _where(self, frames: list[str]) -> str:
         """'<module>.py, line 12: <that line>' for the innermost frame the worker names, with the line read from the
@@ -398,9 +400,9 @@ class WorkerSession:
         modules = {c[0].get("module") for c in calls} - {None}
         for module in sorted(modules) or [None]:
             self._ensure(module, [c[0] for c in calls])
-        # Every call is instrumented alike, for all of the course's banned names: student code cannot tell a
-        # checked call from another; the grading process keeps what each check asked for.
-        requests = [{"op": "call", "target": target, "args": list(args), "kwargs": kwargs or {}, "watch": self.watch,
+        # Every call is instrumented alike, for all of the course's banned names (the worker has them from its spawn):
+        # student code cannot tell a checked call from another; the grading process keeps what each check asked for.
+        requests = [{"op": "call", "target": target, "args": list(args), "kwargs": kwargs or {},
                      **{k: v for k, v in options.items() if k not in LOCAL_OPTIONS}}
                     for target, args, kwargs, options in calls]
         try:

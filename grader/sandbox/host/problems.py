@@ -121,10 +121,18 @@ FAILURES = {
               "on the time, chance or what ran before",
     "parameters": "{label}: the module's parameters are not those the exercise asks for (one is missing, such as the "
                   "bias of qkv_bias=True, or does not have the shape asked for): compare with the stub",
-    "autograd": "the result of {label} (each tensor it returns) is not connected to the inputs by autograd (no "
-                "grad_fn): was something detached, or turned into a Python number?",
+    "autograd": "the result of {label} ({which}) is not connected to the inputs by autograd (no grad_fn): was "
+                "something detached, or turned into a Python number?",
     "reply": "the result of {label} cannot be sent back to the grader: is it over the reply's "
              f"{wire.MAX_REPLY_BYTES >> 20} MiB limit, or does it hold something other than tensors and plain values?",
 }
 UNREADABLE = "the reply of your code could not be read"
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+
+
+def which_tensor(failure: dict) -> str:
+    """Which returned tensor an autograd failure is about: the worker's index, where it is one of ORDINALS'."""
+    index = failure.get("tensor")
+    return f"its {ORDINALS[index]} returned tensor" if type(index) is int and 0 <= index < len(ORDINALS) \
+        else "each tensor it returns"
 STUDENT_FRAME = re.compile(r"(?P<module>\w+)\.py, line (?P<line>\d+)\b")

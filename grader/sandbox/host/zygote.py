@@ -1,24 +1,33 @@
 """The grading process's handle on its zygote: start it, ask it to fork, wait for and reap workers.
 
-``Zygote`` is a fresh interpreter (grader.sandbox.jail.lifeline, then grader.sandbox.jail.worker) that imports torch once and
-forks the sandboxed workers. This module imports neither torch nor pydantic (nor does the zygote import pydantic),
-so a grading process can start its zygote before importing torch itself, and both imports run at once (``grader
-grade``'s cold start).
+``Zygote`` is a fresh interpreter (grader.sandbox.jail.lifeline, then grader.sandbox.jail.zygote) that imports torch
+once and forks the sandboxed workers; a batch's jobs have theirs forked by one ``ZygoteTemplate`` instead. This module
+imports neither torch nor pydantic (nor does the zygote import pydantic), so a grading process can start its zygote
+before importing torch itself, and both imports run at once (``grader grade``'s cold start).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import multiprocessing
 import os
+import secrets
+import select
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
+import typing
 from typing import TYPE_CHECKING
 
 from grader import ROOT
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from grader.sandbox.limits import Limits
 
 # The zygote's whole environment, so the environment block every worker inherits (what /proc/self/environ shows,
@@ -49,25 +58,25 @@ class Zygote:
     Should it die, the next ``spawn`` starts a new one.
     """
 
-    def __init__(self, namespaces: bool = True, hide: tuple[str, ...] = ()):
+    def __init__(self, namespaces: bool = True, hide: tuple[str, ...] = (), template: ZygoteTemplate | None = None):
         """``namespaces=False`` never builds the namespace sandbox (workers get rlimits only, as on a machine
         without namespaces): for testing that degraded path, never for grading students. ``hide``: folders the
-        sandbox hides besides the grader's repository (the root of a course kept elsewhere)."""
-        self.namespaces, self.hide = namespaces, tuple(str(path) for path in hide)
+        sandbox hides besides the grader's repository (the root of a course kept elsewhere). ``template``: the
+        zygote is forked by it (a batch's job), or, where it cannot be, started afresh."""
+        self.namespaces, self.hide, self.template = namespaces, tuple(str(path) for path in hide), template
         self._launch()
 
     def _launch(self):
         self.spawned = 0
-        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.log = tempfile.TemporaryFile()
-        self.process = subprocess.Popen([sys.executable, "-s", "-c", BOOTSTRAP, str(os.getpid()), str(theirs.fileno())],
-                                        pass_fds=[theirs.fileno()], env=ZYGOTE_ENV, cwd="/", stdin=subprocess.PIPE,
-                                        stdout=subprocess.DEVNULL, stderr=self.log)
-        theirs.close()
-        settings = {"namespaces": self.namespaces, "hide": self.hide,
-                    "environ": {name: os.environ[name] for name in PASSED_ON if name in os.environ}}
-        with self.process.stdin as stdin:  # two short lines: the pipe holds them without blocking
-            stdin.write(f"{json.dumps(str(ROOT))}\n{json.dumps(settings)}\n".encode())
+        settings = {"namespaces": self.namespaces, "hide": self.hide}
+        if self.template is not None:
+            self.log = tempfile.TemporaryFile()
+            try:
+                self.process, self.control = self.template.clone(settings, self.log)
+                return
+            except GraderFault:  # the template is gone (its batch ending), stuck or failing: a fresh interpreter
+                self.log.close()
+        self.process, self.control, self.log = _interpreter(settings)
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -84,21 +93,22 @@ class Zygote:
         return json.loads(reply)
 
     def spawn(self, submission: str, limits: Limits, device: str, require_sandbox: bool,
-              relaunch: bool = True) -> tuple[int, socket.socket]:
-        """A new worker (its pid and our end of its socket). A zygote that died (it never runs student code) is started
+              relaunch: bool = True, watch: Sequence[str] = ()) -> tuple[int, socket.socket]:
+        """A new worker (its pid and our end of its socket) that reports the calls of ``watch`` (torch names) its
+        student's code makes. A zygote that died (it never runs student code) is started
         again, unless ``relaunch`` is False (ZygoteGone): a thread that ends soon must not start it, since its
         parent-death signal follows the thread that started it, not the process. One that dies while asked (its
         starter thread had just ended, the signal on its way: a grader fault after threaded jobs) is as one found
         dead."""
         try:
-            return self._spawn(submission, limits, device, require_sandbox, relaunch)
+            return self._spawn(submission, limits, device, require_sandbox, relaunch, watch)
         except GraderFault:
             if not self._died():
                 raise
-        return self._spawn(submission, limits, device, require_sandbox, relaunch)
+        return self._spawn(submission, limits, device, require_sandbox, relaunch, watch)
 
     def _spawn(self, submission: str, limits: Limits, device: str, require_sandbox: bool,
-               relaunch: bool) -> tuple[int, socket.socket]:
+               relaunch: bool, watch: Sequence[str]) -> tuple[int, socket.socket]:
         if not self.alive():
             if not relaunch:
                 raise ZygoteGone
@@ -107,7 +117,8 @@ class Zygote:
         ours, theirs = socket.socketpair()
         try:
             pid = self._ask({"op": "spawn", "submission": str(submission), "limits": dataclasses.asdict(limits),
-                             "device": device, "require_sandbox": require_sandbox}, [theirs.fileno()])["pid"]
+                             "device": device, "require_sandbox": require_sandbox, "watch": list(watch)},
+                             [theirs.fileno()])["pid"]
         except GraderFault:
             ours.close()
             raise
@@ -141,4 +152,127 @@ class Zygote:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if isinstance(self.process, Cloned):
+            self.process.release()
         self.log.close()
+
+
+def _interpreter(settings: dict) -> tuple[subprocess.Popen, socket.socket, typing.IO[bytes]]:
+    """A fresh interpreter started as a zygote (``jail.zygote.start``) with ``settings``: its process, our end of its
+    control socket, and its standard error (a temporary file)."""
+    control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    log = tempfile.TemporaryFile()
+    process = subprocess.Popen([sys.executable, "-s", "-c", BOOTSTRAP, str(os.getpid()), str(theirs.fileno())],
+                               pass_fds=[theirs.fileno()], env=ZYGOTE_ENV, cwd="/", stdin=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL, stderr=log)
+    theirs.close()
+    with process.stdin as stdin:  # two short lines: the pipe holds them without blocking
+        stdin.write(f"{json.dumps(str(ROOT))}\n{json.dumps({**settings, 'environ': _passed_on()})}\n".encode())
+    return process, control, log
+
+
+def _passed_on() -> dict[str, str | None]:
+    """The grading process's ``PASSED_ON`` variables, None for those it does not have (a zygote forked by the template
+    removes them)."""
+    return {name: os.environ.get(name) for name in PASSED_ON}
+
+
+class ZygoteTemplate:
+    """A zygote's fresh interpreter, warmed up, that forks zygotes: a batch's jobs get theirs from it
+    (``Zygote(template=...)``), each for the cost of a fork instead of an interpreter importing torch. Processes
+    forked from the one that starts it share it, one request at a time (a lock). A zygote it forks takes the asker's
+    settings and ``PASSED_ON`` variables (the sandbox uid a job leased), writes its errors to the asker's log, serves
+    the asker alone on a control socket of the asker's, and ends when that socket closes (the asker gone) or with the
+    template. An asker that waits more than ``WAIT_SECONDS`` for the lock, or as long again for the answer (a
+    template still warming up on a slow disk, or gone), starts a fresh zygote, and so does every later asker of its
+    process (a lock left held by a process killed while asking is never released)."""
+
+    WAIT_SECONDS = 30.0
+
+    def __init__(self):
+        self.process, self.control, self.log = _interpreter({"template": True})
+        self.lock = multiprocessing.get_context("fork").Lock()
+        self.failed_in: int | None = None  # the process for which it failed: it starts fresh zygotes from then on
+
+    def clone(self, settings: dict, log: typing.IO[bytes]) -> tuple[Cloned, socket.socket]:
+        """A new zygote with ``settings`` (``Zygote``'s) and ``log`` as its standard error: its process, and our end of
+        its control socket; GraderFault when the template cannot fork one."""
+        if self.failed_in == os.getpid():
+            raise GraderFault("the zygote template failed this process before")
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        nonce = secrets.token_hex(8)  # a reply left by an asker that stopped waiting for it is not ours
+        request = json.dumps({**settings, "environ": _passed_on(), "nonce": nonce}).encode()
+        reply, fds = {}, []
+        try:
+            if not self.lock.acquire(timeout=self.WAIT_SECONDS):
+                raise TimeoutError
+            try:
+                socket.send_fds(self.control, [request], [theirs.fileno(), log.fileno()])
+                readable, deadline = select.poll(), time.monotonic() + self.WAIT_SECONDS
+                readable.register(self.control, select.POLLIN)
+                while reply.get("nonce") != nonce:
+                    for fd in fds:
+                        os.close(fd)
+                    if not readable.poll(max(0.0, deadline - time.monotonic()) * 1000):
+                        raise TimeoutError
+                    data, fds, _, _ = socket.recv_fds(self.control, 65536, 1)
+                    if not data:
+                        raise EOFError
+                    reply = json.loads(data)
+            finally:
+                self.lock.release()
+        except (OSError, EOFError, ValueError):
+            reply = {}
+        finally:
+            theirs.close()
+        if "pid" not in reply or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            ours.close()
+            self.failed_in = os.getpid()
+            raise GraderFault(f"the zygote template could not fork a zygote: {reply.get('error', 'no answer')}")
+        return Cloned(int(reply["pid"]), fds[0]), ours
+
+    def close(self) -> None:
+        """Stop the template (the zygotes it forked end with it)."""
+        self.control.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+class Cloned:
+    """A zygote forked by the template, as the process it serves sees it (not its parent, which reaps it): its pid and
+    a pidfd, readable once it has exited; as much of ``subprocess.Popen`` as ``Zygote`` uses (no exit status)."""
+
+    def __init__(self, pid: int, pidfd: int):
+        self.pid, self.pidfd = pid, pidfd
+
+    def _exited(self, timeout: float | None) -> bool:
+        if self.pidfd < 0:  # released
+            return True
+        readable = select.poll()
+        readable.register(self.pidfd, select.POLLIN)
+        return bool(readable.poll(None if timeout is None else timeout * 1000))
+
+    def poll(self) -> int | None:
+        return 0 if self._exited(0) else None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._exited(timeout):
+            raise subprocess.TimeoutExpired("zygote", timeout)
+        return 0
+
+    def kill(self) -> None:
+        if self.pidfd >= 0:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+
+    def release(self) -> None:
+        """Close the pidfd (once): the process is no longer watched."""
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1

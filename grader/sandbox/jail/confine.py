@@ -35,6 +35,7 @@ import time
 from collections.abc import Sequence
 
 from grader.sandbox import TRUSTED_OPTION
+from grader.sandbox.jail import uids
 from grader.sandbox.jail.rootfs import (
     MS_PRIVATE,
     MS_REC,
@@ -64,7 +65,6 @@ from grader.sandbox.jail.syscalls import (
     prctl,
     syscall,
 )
-from grader.sandbox.jail.uids import SANDBOX_GID, SANDBOX_UID
 from grader.sandbox.limits import Limits, lift_address_space, set_address_space, set_rlimits
 
 __all__ = ["HOSTNAME", "PROBE_LIMITS", "SANDBOX_ENV", "SandboxUnavailable", "confine", "probe", "refusal",
@@ -315,14 +315,14 @@ def _enter_namespaces(sub: str | None, limits: Limits, *, expose_cuda: bool,
 
 def _check_readable_by_sandbox(sub: str) -> None:
     st = os.stat(sub)
-    if st.st_uid == SANDBOX_UID:
+    if st.st_uid == uids.SANDBOX_UID:
         ok = (st.st_mode & 0o500) == 0o500
-    elif st.st_gid == SANDBOX_GID:
+    elif st.st_gid == uids.SANDBOX_GID:
         ok = (st.st_mode & 0o050) == 0o050
     else:
         ok = (st.st_mode & 0o005) == 0o005
     if not ok:
-        raise PermissionError(errno.EACCES, f"the sandbox uid {SANDBOX_UID} cannot read the submission "
+        raise PermissionError(errno.EACCES, f"the sandbox uid {uids.SANDBOX_UID} cannot read the submission "
                               "directory (make it o+rx; its files o+r)", sub)
 
 
@@ -448,8 +448,8 @@ def _drop_privileges(root: bool) -> None:
                 raise
     if root:
         os.setgroups([])
-        os.setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID)
-        os.setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
+        os.setresgid(uids.SANDBOX_GID, uids.SANDBOX_GID, uids.SANDBOX_GID)
+        os.setresuid(uids.SANDBOX_UID, uids.SANDBOX_UID, uids.SANDBOX_UID)
         # Leaving root made us non-dumpable, which makes /proc/self/* root-owned and
         # unreadable to ourselves; only processes of this pid namespace can see us.
         prctl(PR_SET_DUMPABLE, 1)

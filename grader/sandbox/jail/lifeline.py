@@ -30,6 +30,16 @@ def die_with_parent(parent: int | None = None) -> None:
 
 
 
+def take_environment(environ: dict[str, str | None]) -> None:
+    """Set the grading process's variables a zygote takes on (``host.zygote.PASSED_ON``), removing those it lacks
+    (None)."""
+    for name, value in environ.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 def describe_status(status: int) -> str:
     """A waitpid status (or a sandbox supervisor's 128+signal exit code) in words."""
     if os.WIFSIGNALED(status):
@@ -47,17 +57,13 @@ def describe_status(status: int) -> str:
 
 
 if __name__ == "__main__":
-    gc.disable()  # while torch is imported (10 to 15% of its import); zygote_main turns it back on for the workers
+    gc.disable()  # while torch is imported (10 to 15% of its import); zygote._ready turns it back on for the workers
     die_with_parent(int(sys.argv[1]))
     settings = json.loads(sys.stdin.readline())
-    os.environ.update(settings["environ"])  # before the sandbox's modules read them
-    from grader.sandbox.jail import confine as sandbox
-    from grader.sandbox.jail import rootfs, worker
+    take_environment(settings["environ"])  # before the sandbox's modules read them
+    from grader.sandbox.jail import zygote
 
-    if not settings["namespaces"]:  # Zygote(namespaces=False): test the degraded path
-        sandbox._probe_result = (False, "namespaces turned off for this zygote (Zygote(namespaces=False))")
-    rootfs.HIDDEN_TREES.extend(settings["hide"])
-    worker.zygote_main(int(sys.argv[2]))
+    zygote.start(int(sys.argv[2]), settings)
     sys.stderr.flush()
     os._exit(0)  # its workers are reaped and their cgroups removed: tearing down torch's interpreter would only
     # keep the grading process waiting in Zygote.close

@@ -15,9 +15,17 @@ def sandbox_uid() -> int:
     return int(os.environ.get("GRADER_SANDBOX_UID", "64055"))
 
 
-# Read once, when the grader imports this module (students never get to set these).
-SANDBOX_UID = sandbox_uid()
-SANDBOX_GID = int(os.environ.get("GRADER_SANDBOX_GID", str(SANDBOX_UID)))
+SANDBOX_UID = SANDBOX_GID = 0  # read from the environment (students never get to set it): here, and by a zygote
+
+
+def from_environment() -> None:
+    """Read the uid and gid workers run as: ``GRADER_SANDBOX_UID``, ``GRADER_SANDBOX_GID`` (default: the uid)."""
+    global SANDBOX_UID, SANDBOX_GID
+    SANDBOX_UID = sandbox_uid()
+    SANDBOX_GID = int(os.environ.get("GRADER_SANDBOX_GID", str(SANDBOX_UID)))
+
+
+from_environment()
 
 UID_LOCK_DIR = "/run/grader/sandbox-uids" if os.geteuid() == 0 else os.path.join(
     tempfile.gettempdir(), f"grader-sandbox-uids-{os.geteuid()}")

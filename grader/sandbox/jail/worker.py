@@ -1,22 +1,12 @@
-"""The worker side: a zygote that imports torch once, and the sandboxed workers it forks.
-
-The grading process starts the zygote as a fresh interpreter with a clean
-environment (so it shares no memory with the grader), then asks it for
-workers over a control socket. Each worker is forked from the warm zygote,
-enters the sandbox, and only then imports the student's modules and serves
-calls on its own socket, one frame in, one frame out.
-"""
+"""A worker: forked from the warm zygote (``zygote``), it enters the sandbox, and only then imports the student's
+modules and serves calls on its own socket, one frame in, one frame out, every call watched (``Watch``)."""
 from __future__ import annotations
 
 import contextlib
-import gc
 import importlib
 import importlib.util
-import itertools
-import json
 import os
 import re
-import select
 import socket
 import sys
 import traceback
@@ -27,175 +17,27 @@ from torch.overrides import TorchFunctionMode
 
 from grader.sandbox import wire
 from grader.sandbox.dropout import KeyedDropout
-from grader.sandbox.jail import cgroup
-from grader.sandbox.jail.children import Children
-from grader.sandbox.jail.confine import SandboxUnavailable, confine, probe
-from grader.sandbox.jail.lifeline import die_with_parent
-from grader.sandbox.limits import Limits, process_facts
 from grader.sandbox.seed import seed_torch
 
 SUBMISSION = "/submission"
 PACKAGE = "exercises"
 MAX_REQUEST_BYTES = 1 << 30
 
-# ---------------------------------------------------------------- zygote
-
-def zygote_main(control_fd: int) -> None:
-    """Serve spawn/reap requests on a SOCK_SEQPACKET control socket until it closes (started by grader.sandbox.jail.lifeline,
-    which ties its life to the grading process's before torch is imported)."""
-    torch.set_num_threads(1)
-    torch.set_num_interop_threads(1)
-    _warm()
-    _close_escapes()
-    probe()  # once, here: every worker inherits the answer instead of building a throwaway sandbox of its own
-    hierarchies, cpu_cap = cgroup.hierarchies()
-    cgroup.sweep(hierarchies)
-    gc.freeze()  # a worker's collector never walks, so never copies on write, what was imported here (~25% fewer page faults)
-    gc.enable()  # off while torch was imported (lifeline): the workers collect their own garbage
-    control = socket.socket(fileno=control_fd)
-    children = Children()
-    readable = select.poll()
-    readable.register(control, select.POLLIN)
-    while True:
-        children.sweep()
-        if not readable.poll(1000):  # once a second at least: the orphans it adopted are reaped while it waits
-            continue
-        try:
-            data, fds, _, _ = socket.recv_fds(control, 65536, 1)
-        except OSError:
-            break
-        if not data:
-            break
-        request = json.loads(data)
-        if request["op"] == "spawn":
-            paths, worker_cap = _make_cgroup(hierarchies, cpu_cap, request)
-            zygote = os.getpid()
-            pid = os.fork()
-            if pid == 0:
-                control.close()
-                _run_worker(fds[0], request, zygote, paths, worker_cap)
-            children.forked(pid, paths)
-            os.close(fds[0])
-            control.send(json.dumps({"pid": pid}).encode())
-        elif request["op"] == "stop":
-            status = children.stop(request["pid"], float(request["grace"]), float(request["teardown"]), request["unconfined"])
-            control.send(json.dumps({"status": status}).encode())
-    children.end()  # they would die with the zygote anyway: this way they leave no orphan, and no cgroup
-
-
-_cgroup_numbers = itertools.count(1)
-
-
-def _make_cgroup(hierarchies, cpu_cap: str, request: dict) -> tuple[list[str], str]:
-    """A new worker's cgroup (its directories) and how its CPU is capped ("none: <why>" when it is not)."""
-    if not hierarchies:
-        return [], cpu_cap
-    try:
-        return cgroup.create(hierarchies, f"grader-{os.getpid()}-{next(_cgroup_numbers)}", int(request["limits"]["processes"])), cpu_cap
-    except OSError as error:
-        return [], f"none: the worker's cgroup could not be made ({error.strerror or error})"
-
-
-def _warm() -> None:
-    """Do once, before forking, what every worker would otherwise pay for on its first call: torch's lazy
-    imports and initialisation (a non-scalar backward, the meta device's kernels, ...).
-
-    Nothing here may start CUDA: a worker forked from a zygote that did cannot start it ("CUDA error: initialization
-    error", seen on an H200). The autograd engine's first backward counts every device type's devices, which on a
-    CUDA build of torch starts CUDA's driver, so the backward is warmed only on a build without CUDA."""
-    _without_dynamo()
-    names = frozenset({"_softmax", "matmul"})
-    x = torch.randn(2, 3, 4, requires_grad=True)
-    layer, dropout = torch.nn.Linear(4, 4), torch.nn.Dropout(0.1)
-    with Watch(names):
-        logits = (layer(x) @ x.transpose(-2, -1)).masked_fill(torch.ones(3, 3, dtype=torch.bool).tril() == 0, float("-inf"))
-        out = dropout(torch.softmax(logits / 2.0, dim=-1)) @ x
-        if torch.version.cuda is None:
-            out.backward(torch.ones_like(out))
-        torch.softmax(torch.empty(2, 3, device="meta") @ torch.empty(3, 2, device="meta") / 2.0, dim=-1)
-        torch.einsum("ij,jk->ik", torch.randn(2, 3), torch.randn(3, 2)).sum().item()
-
-
-class _Refused:
-    """What torch.DisableTorchFunction is in a worker: it raises, saying why."""
-
-    def __init__(self, *args, **kwargs):
-        raise RuntimeError("torch.DisableTorchFunction is not available while grading: it hides your code's calls from "
-                           "the checks")
-
-
-def _close_escapes() -> None:
-    """torch.DisableTorchFunction (torch._C's, the same) turns off every torch function mode, the checks' watch of
-    the calls included (red team 17, review 11): in a worker it raises (``_Refused``), besides the import rule's
-    refusing it where the source names it. Nothing of torch that a grade uses needs it."""
-    torch.DisableTorchFunction = torch._C.DisableTorchFunction = _Refused
-
-
-def _without_dynamo() -> None:
-    """Torch wraps its Python kernels (the meta device's elementwise operations among them) so that torch.compile
-    does not trace into them, and the wrapper imports ``torch._dynamo`` (~800 modules, 0.7 to 0.9 s) on its first
-    call, only to build that exclusion. Nothing compiles here: every wrapper that exists is marked done, with the
-    kernel itself as what it calls, so the import never happens for the kernels a grade uses (the warm-up and
-    ``test_a_worker_never_imports_what_torch_imports_lazily`` check it). Should torch's wrapper change shape, nothing
-    is marked and ``_warm`` imports ``torch._dynamo`` as before. A submission that imports a module which imports
-    ``torch._dynamo`` itself (``torch.nn.attention.bias``) pays for it, within its time limits."""
-    inner = torch._disable_dynamo(lambda: None).__code__
-    if "fn" not in inner.co_freevars:
-        return
-    at = inner.co_freevars.index("fn")
-    for obj in gc.get_objects():
-        if type(obj) is types.FunctionType and obj.__code__ is inner:
-            with contextlib.suppress(Exception):  # a kernel that cannot be marked stays as it was
-                kernel = obj.__closure__[at].cell_contents
-                if getattr(kernel, "__dynamo_disable", None) is None:
-                    kernel.__dynamo_disable = kernel
-
-
-def _run_worker(fd: int, request: dict, zygote: int, cgroup_paths: list[str], cpu_cap: str) -> None:
-    """In the child forked from ``zygote`` (its pid): silence output, enter its cgroup and the sandbox, serve;
-    never returns."""
-    code = 0
-    try:
-        die_with_parent(zygote)
-        try:  # before the sandbox: the supervisor, the worker and all they fork share the cgroup's one CPU
-            cgroup.join(cgroup_paths)
-        except OSError as error:
-            cpu_cap = f"none: the worker's cgroup could not be entered ({error.strerror or error})"
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for target in (0, 1, 2):
-            os.dup2(devnull, target)
-        os.close(devnull)
-        try:
-            isolation = confine(request["submission"], Limits(**request["limits"]), require=request["require_sandbox"],
-                                expose_cuda=request["device"] == "cuda", keep_fds=[fd])
-            if request["device"] == "cuda":
-                _start_cuda()
-        except (SandboxUnavailable, RuntimeError) as error:  # no student code has run: tell the grader why, then stop
-            what = "the sandbox could not be set up" if isinstance(error, SandboxUnavailable) else "CUDA did not start"
-            socket.socket(fileno=fd).sendall(wire.encode({"ok": False, "failure": {"kind": "sandbox", "message": f"{what}: {error}"}}))
-            raise
-        serve(socket.socket(fileno=fd), isolation, cpu_cap, request["device"])
-    except BaseException:
-        code = 70
-    os._exit(code)
-
-
-def _start_cuda() -> None:
-    """Start, before any student code, all of CUDA that grading uses: the driver and its state, cuBLAS, and the
-    autograd engine's thread for the GPU (started by the first backward). Whatever fails here (no driver or device, a
-    CPU build of torch: AssertionError, no thread to be had) is the grader's fault, raised as RuntimeError; in the
-    student's first call it would have been reported as their code raising."""
-    try:
-        x = torch.ones(2, 2, device="cuda", requires_grad=True)
-        x.matmul(x).sum().backward()
-        torch.cuda.synchronize()
-    except Exception as error:
-        raise RuntimeError(f"{type(error).__name__}: {error} ({process_facts()})") from error
-
-
-# ---------------------------------------------------------------- worker
-
 TORCH_TYPES: set[type] = {torch.Tensor}  # the tensor types of torch's own that calls have been seen with
+# id(function) -> (the function, its name ``call_name``), for the functions calls have been seen with: looked up by
+# identity (kept alive, so no other object takes its id), never by equality, which a student's object defines
+CALL_NAMES: dict[int, tuple[object, str]] = {}
+MAX_CALL_NAMES = 4096
+TRANSIENT = (types.MethodWrapperType, types.MethodType)  # made anew for each call (a property's __get__): never kept
+
+
+def call_name(func) -> str:
+    """A torch function's name as course.yaml's banned: lists it, an operator's overload (torch.ops.aten.mm.default)
+    by its operator's; kept in ``CALL_NAMES`` (up to MAX_CALL_NAMES functions) for the next call of it."""
+    name = getattr(func, "__name__", "").split(".")[0]
+    if len(CALL_NAMES) < MAX_CALL_NAMES and not isinstance(func, TRANSIENT):
+        CALL_NAMES[id(func)] = (func, name)
+    return name
 
 
 class Watch(TorchFunctionMode):
@@ -209,7 +51,8 @@ class Watch(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         self.count += 1
-        name = getattr(func, "__name__", "").split(".")[0]  # an operator's overload (torch.ops.aten.mm.default) by its name
+        known = CALL_NAMES.get(id(func))
+        name = known[1] if known is not None and known[0] is func else call_name(func)
         if name in self.names:
             self.seen.add(name)
         if not TORCH_TYPES.issuperset(types):  # a type not seen yet: torch's own, or a tensor subclass of the
@@ -243,9 +86,9 @@ META_READS = {torch.Tensor.__bool__: bool, torch.Tensor.item: lambda v: v, torch
 class StudentFailure(Exception):
     """Something about the submission (not a call) failed: a missing file, a broken import, a missing name."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, **detail):
         super().__init__(message)
-        self.kind = kind
+        self.kind, self.detail = kind, detail  # detail: plain values the grading process validates and words itself
 
 
 def _student_frames(tb) -> list[str]:
@@ -272,8 +115,8 @@ def describe_exception(error: BaseException) -> dict:
 class Worker:
     """The state of one worker: the imported modules, the objects handed out, and the request handlers."""
 
-    def __init__(self, device: str = "cpu"):
-        self.device = device
+    def __init__(self, device: str = "cpu", watch=()):
+        self.device, self.watch = device, frozenset(watch)
         self.handles: dict[int, object] = {}
         self.ids: dict[int, int] = {}
         self.modules: dict[str, types.ModuleType] = {}
@@ -361,7 +204,7 @@ class Worker:
                 return self.call(message, decode, earlier)
             return {"ok": False, "failure": {"kind": "protocol", "message": f"unknown request {op!r}"}}
         except StudentFailure as failure:
-            return {"ok": False, "failure": {"kind": failure.kind, "message": str(failure)}}
+            return {"ok": False, "failure": {"kind": failure.kind, "message": str(failure), **failure.detail}}
         except BaseException as error:
             return {"ok": False, "error": describe_exception(error)}
 
@@ -389,12 +232,11 @@ class Worker:
                 module.zero_grad(set_to_none=True)
         if message.get("seed") is not None:
             seed_torch(int(message["seed"]))
-        names = frozenset(message.get("watch", []))
-        watch = Watch(names)
+        watch = Watch(self.watch)
         keyed = KeyedDropout() if message.get("dropout") == "keyed" else contextlib.nullcontext()
         placed = self.placed(args, kwargs, as_on_cpu=bool(message.get("as_on_cpu")))
         values = MetaValues() if _names_meta((args, kwargs)) else contextlib.nullcontext()
-        with placed, watch, keyed, values:  # every call alike: the grading process sends the whole watch list each time
+        with placed, watch, keyed, values:  # every call alike: watched for the whole list the worker was given
             value = function(*args, **kwargs)
         if self.device != "cpu" and not _any_leaf((args, kwargs), _says_where):
             value = _on_the_cpu(value)
@@ -410,9 +252,13 @@ class Worker:
     def backward(value, grad_output, args, module) -> dict:
         """Backpropagate ``grad_output`` (one tensor, or a list: one per leading entry of a tuple result)."""
         grads = grad_output if isinstance(grad_output, list) else [grad_output]
-        outputs = (list(value) if isinstance(value, (tuple, list)) else [value])[:len(grads)]
-        if len(outputs) < len(grads) or not all(isinstance(o, torch.Tensor) and o.grad_fn is not None for o in outputs):
-            raise StudentFailure("autograd", "a tensor of the result is not connected to the inputs by autograd")
+        several = isinstance(value, (tuple, list))
+        outputs = (list(value) if several else [value])[:len(grads)]
+        cut = next((i for i, o in enumerate(outputs) if not (isinstance(o, torch.Tensor) and o.grad_fn is not None)),
+                   len(outputs))
+        if cut < len(grads):
+            raise StudentFailure("autograd", "a tensor of the result is not connected to the inputs by autograd",
+                                 **({"tensor": cut} if several else {}))
         torch.autograd.backward(outputs, [g.to(o.device, o.dtype) for g, o in zip(grads, outputs)])
         reply = {"arg_grads": [a.grad if _is_float(a) else None for a in args]}
         if module is not None:
@@ -466,12 +312,12 @@ def _is_float(value) -> bool:
     return isinstance(value, torch.Tensor) and value.is_floating_point()
 
 
-def serve(sock: socket.socket, isolation: str, cpu_cap: str, device: str) -> None:
-    """Answer requests on ``sock`` until it closes, grading on ``device``."""
+def serve(sock: socket.socket, isolation: str, cpu_cap: str, device: str, watch: list[str]) -> None:
+    """Answer requests on ``sock`` until it closes, grading on ``device``, every call watched for ``watch``."""
     global SUBMISSION
     if isolation != "namespaces":  # rlimits only: there is no /submission, confine chdir'ed into the folder itself
         SUBMISSION = os.getcwd()
-    worker = Worker(device)
+    worker = Worker(device, watch)
     server = os.getpid()
     sock.sendall(wire.encode({"ok": True, "isolation": isolation, "cpu": cpu_cap}))
     while True:
