@@ -20,6 +20,7 @@ import sys
 import time
 import traceback
 import types
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -72,18 +73,7 @@ def _ready() -> tuple[list, str]:
 def serve_spawns(control: socket.socket, hierarchies, cpu_cap: str) -> None:
     """Serve spawn/reap requests on a SOCK_SEQPACKET control socket until it closes."""
     children = Children()
-    readable = select.poll()
-    readable.register(control, select.POLLIN)
-    while True:
-        children.sweep()
-        if not readable.poll(1000):  # once a second at least: the orphans it adopted are reaped while it waits
-            continue
-        try:
-            data, fds, _, _ = socket.recv_fds(control, 65536, 1)
-        except OSError:
-            break
-        if not data:
-            break
+    for data, fds in _requests(control, 1, children.sweep):  # the orphans it adopted are reaped while it waits
         request = json.loads(data)
         if request["op"] == "spawn":
             paths, worker_cap = _make_cgroup(hierarchies, cpu_cap, request)
@@ -101,6 +91,24 @@ def serve_spawns(control: socket.socket, hierarchies, cpu_cap: str) -> None:
     children.end()  # they would die with the zygote anyway: this way they leave no orphan, and no cgroup
 
 
+def _requests(control: socket.socket, most_fds: int, between: Callable[[], object]) -> Iterator[tuple[bytes, list]]:
+    """The requests on a SOCK_SEQPACKET control socket, each its data and file descriptors, until it closes;
+    ``between()`` runs before each wait, and once a second while none comes."""
+    readable = select.poll()
+    readable.register(control, select.POLLIN)
+    while True:
+        between()
+        if not readable.poll(1000):
+            continue
+        try:
+            data, fds, _, _ = socket.recv_fds(control, 65536, most_fds)
+        except OSError:
+            return
+        if not data:
+            return
+        yield data, fds
+
+
 def template_main(control: socket.socket, hierarchies, cpu_cap: str) -> None:
     """Fork a zygote for each clone request (its settings; its control socket and its standard error as file
     descriptors) and answer its pid, with a pidfd of it (the asker is not its parent), or why it could not: until the
@@ -108,19 +116,11 @@ def template_main(control: socket.socket, hierarchies, cpu_cap: str) -> None:
     of a zygote that ended without removing them."""
     with contextlib.suppress(OSError):
         prctl(PR_SET_CHILD_SUBREAPER, 1)
-    readable = select.poll()
-    readable.register(control, select.POLLIN)
-    while True:
+
+    def reap():
         if _reap_all()[1]:
             cgroup.sweep(hierarchies)
-        if not readable.poll(1000):
-            continue
-        try:
-            data, fds, _, _ = socket.recv_fds(control, 65536, 2)
-        except OSError:
-            break
-        if not data:
-            break
+    for data, fds in _requests(control, 2, reap):
         answer, pidfd = {"nonce": _nonce(data)}, None
         try:
             if len(fds) != 2:
