@@ -127,6 +127,7 @@ FAILURES = {
              f"{wire.MAX_REPLY_BYTES >> 20} MiB limit, or does it hold something other than tensors and plain values?",
 }
 UNREADABLE = "the reply of your code could not be read"
+STUDENT_FRAME = re.compile(r"(?P<module>\w+)\.py, line (?P<line>\d+)\b")
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 
 
@@ -135,4 +136,3 @@ def which_tensor(failure: dict) -> str:
     index = failure.get("tensor")
     return f"its {ORDINALS[index]} returned tensor" if type(index) is int and 0 <= index < len(ORDINALS) \
         else "each tensor it returns"
-STUDENT_FRAME = re.compile(r"(?P<module>\w+)\.py, line (?P<line>\d+)\b")
