@@ -178,7 +178,10 @@ def dropout_in_training(module: RemoteObject, reference: torch.nn.Module, x: tor
     hints = [Hint("dropout is not applied in training mode: apply self.dropout to the attention weights (nn.Dropout "
                   "is active after .train()).", lambda: plain, "dropout.not_applied"),
              Hint("dropout acts on the output: apply self.dropout to the attention weights, "
-                  "not to the result.", lambda: keyed_dropout(plain, p), "dropout.on_output")]
+                  "not to the result.", lambda: keyed_dropout(plain, p), "dropout.on_output"),
+             *(Hint(f"your dropout rate is a fixed {rate}, not the `dropout` argument ({p}): create "
+                    "nn.Dropout(dropout).", lambda rate=rate: _at_rate(reference, x, rate), "dropout.fixed_rate")
+               for rate in FIXED_RATES if rate != p)]
     try:
         expect_close(got, want, what=f"{what} in training mode", on=on, course=course, rtol=rtol, atol=atol,
                      hints=hints, generic=generic)
@@ -196,6 +199,20 @@ def dropout_in_training(module: RemoteObject, reference: torch.nn.Module, x: tor
     except CheckFailed:
         raise CheckFailed(f"{what} in training mode: {DEFERRED}.") from None  # its eval-mode result is wrong too
     raise failure
+
+
+FIXED_RATES = (0.1, 0.2, 0.5)  # the rates a constructor hard-codes instead of its dropout argument (walk-through 13)
+
+
+def _at_rate(reference: torch.nn.Module, x: torch.Tensor, rate: float) -> torch.Tensor:
+    """The reference's result in training mode, under keyed dropout, with its dropout at ``rate``."""
+    kept = reference.dropout.p
+    reference.dropout.p = rate
+    try:
+        with torch.no_grad(), KeyedDropout():
+            return reference.train()(x)
+    finally:
+        reference.dropout.p = kept
 
 
 IN_PLACE = "modified by an inplace operation"  # torch's words for a tensor the backward needs changed in place

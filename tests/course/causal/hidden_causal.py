@@ -119,7 +119,8 @@ def test_shorter_than_context(student, course, device):
     """A sequence shorter than context_length works: the mask is cut to the sequence length."""
     C.seed(course.seed)
     reference = ref.CausalAttention(4, 3, 9, 0.0).to(device)
-    module = M.twin(student.causal.CausalAttention, reference, 4, 3, 9, 0.0, what="CausalAttention", device=device)
+    module = M.twin(student.causal.CausalAttention, reference, 4, 3, 9, 0.0, what="CausalAttention", device=device,
+                    mode="eval")
     C.each((1, 5), lambda T: _check(student, course, module, reference,
                                      torch.randn(2, T, 4, generator=torch.Generator().manual_seed(course.seed + T)).to(device), 9))
 
@@ -132,7 +133,8 @@ def test_large_inputs(student, course, device):
     """Large inputs (largest allowed score 300) give finite results: -inf in masked scores, then a stable softmax."""
     C.seed(course.seed + 2)
     reference = ref.CausalAttention(4, 3, 6, 0.0).to(device)
-    module = M.twin(student.causal.CausalAttention, reference, 4, 3, 6, 0.0, what="CausalAttention", device=device)
+    module = M.twin(student.causal.CausalAttention, reference, 4, 3, 6, 0.0, what="CausalAttention", device=device,
+                    mode="eval")
     x = torch.randn(2, 6, 4, generator=torch.Generator().manual_seed(course.seed + 2)).to(device)
     with torch.no_grad():  # no bias: the scores grow with the square of x
         scores = (reference.W_query(x) @ reference.W_key(x).transpose(-2, -1)).tril() / 3 ** 0.5

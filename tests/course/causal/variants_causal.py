@@ -44,6 +44,8 @@ bug("causal", "dropout_always", "CausalAttention applies dropout in eval mode to
 bug("causal", "dropout_on_output", "CausalAttention applies dropout to the output, not to the weights",
     (CW, "weights = torch.softmax(scores, dim=-1)"), ("return weights @ values  # (B, T, d_out)", "return self.dropout(weights @ values)"),
     shows=("dropout.on_output",))
+bug("causal", "dropout_rate_fixed", "CausalAttention ignores its dropout argument: nn.Dropout(0.1) (walk-through 13)",
+    ("self.dropout = nn.Dropout(dropout)", "self.dropout = nn.Dropout(0.1)"), shows=("dropout.fixed_rate",))
 bug("causal", "scale_by_d_in", "CausalAttention scales by sqrt(d_in) instead of sqrt(d_out)",
     (CS, "scores = queries @ keys.transpose(-2, -1) / math.sqrt(x.shape[-1])"), shows=("causal.scale_by_d_in",))
 bug("causal", "scale_by_d_out", "CausalAttention divides the scores by d_out itself, not by its square root",

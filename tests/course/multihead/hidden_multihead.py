@@ -93,7 +93,7 @@ def test_single_head_and_head_dim_one(student, course, device):
         C.seed(course.seed + heads)
         reference = ref.MultiHeadAttention(4, d_out, 5, 0.0, heads).to(device)
         module = M.twin(student.multihead.MultiHeadAttention, reference, 4, d_out, 5, 0.0, heads,
-                        what="MultiHeadAttention", device=device)
+                        what="MultiHeadAttention", device=device, mode="eval")
         x = torch.randn(3, 5, 4, generator=torch.Generator().manual_seed(course.seed)).to(device)
         _check(student, course, module, reference, x, heads, 5)
 
@@ -106,7 +106,7 @@ def test_out_proj_applied(student, course, device):
     with torch.no_grad():
         reference.out_proj.bias.uniform_(0.5, 1.0)
     module = M.twin(student.multihead.MultiHeadAttention, reference, 3, 8, 6, 0.0, 2, what="MultiHeadAttention",
-                    device=device)
+                    device=device, mode="eval")
     x = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(course.seed)).to(device)
     _check(student, course, module, reference, x, 2, 6,
            generic="the last step is self.out_proj(context): an nn.Linear(d_out, d_out) with a bias, created after the "
@@ -122,7 +122,7 @@ def test_large_inputs(student, course, device):
     C.seed(course.seed + 2)
     reference = ref.MultiHeadAttention(4, 6, 5, 0.0, 2).to(device)
     module = M.twin(student.multihead.MultiHeadAttention, reference, 4, 6, 5, 0.0, 2, what="MultiHeadAttention",
-                    device=device)
+                    device=device, mode="eval")
     x = torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(course.seed + 2)).to(device)
     with torch.no_grad():  # no bias: the scores grow with the square of x
         queries, keys = (layer(x).view(2, 5, 2, 3).transpose(1, 2) for layer in (reference.W_query, reference.W_key))
@@ -140,7 +140,7 @@ def test_head_scaling(student, course, device):
         reference.W_query.weight.mul_(3)
         reference.W_key.weight.mul_(3)
     module = M.twin(student.multihead.MultiHeadAttention, reference, 5, 12, 4, 0.0, 4, what="MultiHeadAttention",
-                    device=device)
+                    device=device, mode="eval")
     x = torch.randn(2, 4, 5, generator=torch.Generator().manual_seed(course.seed + 1)).to(device)
     _check(student, course, module, reference, x, 4, 4,
            generic="divide each head's scores by math.sqrt(head_dim), head_dim = d_out // num_heads.")

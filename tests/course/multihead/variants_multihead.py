@@ -39,6 +39,8 @@ bug("multihead", "no_divisibility_check", "MultiHeadAttention floors d_out // nu
 bug("multihead", "dropout_after_out_proj", "MultiHeadAttention applies dropout to the output instead of the weights",
     (MW, "weights = torch.softmax(scores, dim=-1)"), ("return self.out_proj(context)  # (B, T, d_out)", "return self.dropout(self.out_proj(context))"),
     shows=("dropout.on_output",))
+bug("multihead", "dropout_rate_fixed", "MultiHeadAttention ignores its dropout argument: nn.Dropout(0.1)",
+    ("self.dropout = nn.Dropout(dropout)", "self.dropout = nn.Dropout(0.1)"), shows=("dropout.fixed_rate",))
 bug("multihead", "wrong_triangle", "MultiHeadAttention's mask keeps the upper triangle (triu)",
     ('torch.ones(context_length, context_length, dtype=torch.bool).tril()', 'torch.ones(context_length, context_length, dtype=torch.bool).triu()'), shows=("multihead.wrong_triangle",))
 bug("multihead", "out_proj_first", "MultiHeadAttention creates out_proj before the three projections",
