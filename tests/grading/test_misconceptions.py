@@ -92,12 +92,18 @@ def test_torchs_errors_of_real_students_bugs_are_said_in_their_words():
         weights.masked_fill_(~torch.ones(3, 3, dtype=torch.bool).tril(), 0.0)
         weights.sum().backward()
 
+    def mask_as_index():  # walk-through 13: explained as "count dims from the end", IndexError's meaning
+        scores = torch.randn(6, 8, 2)
+        scores[~torch.ones(8, 2, dtype=torch.bool)] = float("-inf")
+
     said = {thunk: M.meaning_of(_error(thunk)[1]) or "" for thunk in (
-        masked_in_place, lambda: ~torch.ones(3, 3).tril(), lambda: nn.Linear(2, 2).weight.copy_(torch.ones(2, 2)))}
+        masked_in_place, lambda: ~torch.ones(3, 3).tril(), lambda: nn.Linear(2, 2).weight.copy_(torch.ones(2, 2)),
+        mask_as_index)}
     assert [meaning.split(":")[0] for meaning in said.values()] == [
         "a tensor autograd keeps for the backward pass (the attention weights, an intermediate) was changed in place "
         "afterwards (masked_fill_, +=, x[...] = ..., nn.Dropout(p, inplace=True))", "~ (invert) of a float tensor",
-        "a tensor that requires grad (an input, or a module's parameter) was changed in place"]
+        "a tensor that requires grad (an input, or a module's parameter) was changed in place",
+        "a bool mask used as an index (scores[~mask] = ...) must have the tensor's whole shape"]
 
 
 def test_batched_T_is_named_for_the_error_it_raises():
