@@ -442,9 +442,9 @@ def _cast(value, dtype):
     return value
 
 
-META_HINT = ("meta tensors (used here to check that your code keeps the input's device) have shapes but no values (a "
-             "read of one, an if on a mask's .all(), answers True): avoid .tolist(), .cpu(), .numpy(), and tensors "
-             "created without device=x.device")
+META_HINT = ("meta tensors (which check that your code keeps the input's device) have shapes but no values (reading "
+             "one, an if on a mask's .all(), answers True): avoid .tolist(), .cpu(), .numpy() and tensors made without "
+             "device=x.device")
 
 
 def on_meta(value):

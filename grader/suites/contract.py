@@ -325,8 +325,7 @@ def test_device_kept(student, course, device, exercise, contract):
                 call = C.attempt(lambda: subject.remote(student, exercise).build_with({"as_on_cpu": True}, *subject.ctor),
                                  f"{subject.name}(...)", "construction")  # built as on the CPU: one verdict everywhere
                 C.attempt(lambda: call.to.build(torch.device("meta")), f"{subject.name}.to('meta')", "construction")
-                where = hint + ("; register fixed tensors (a mask) with register_buffer so that they follow the "
-                                "module to its device")
+                where = hint + "; keep fixed tensors (a mask) as buffers (register_buffer): they follow the module"
             else:
                 call, where = subject.remote(student, exercise), hint
             got = C.attempt(lambda: call(*meta), subject.what, on, note=where)

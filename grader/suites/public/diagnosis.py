@@ -84,6 +84,8 @@ MEANINGS = [  # (part of torch's message, what it says happened and what to do, 
                                     "dtype=torch.bool"),
     ("not implemented for 'Long'", "an integer tensor was used where values must be floating point (torch.arange and "
                                    "torch.tensor of ints give int64): pass dtype=x.dtype"),
+    ("is not on the expected device", "a tensor made without device=x.device (a mask built in forward) is on "
+                                      "another device than the input"),
     ("does not match the shape of the indexed tensor",
      "a bool mask used as an index (scores[~mask] = ...) must have the tensor's whole shape: indexing does not "
      "broadcast over batch dims; use masked_fill(~mask, value), which does"),
