@@ -116,8 +116,9 @@ def check_exercise(course_file: Path, module: str, progress=None) -> list[Check]
     """Every verification of exercise ``module`` (see the module's docstring); ``progress(text)`` hears of each."""
     from grader.grade import grade_submission
     from grader.sandbox.host.zygote import Zygote
+    from grader.suites.contract import contract_of
     from grader.suites.plugin import check_suites
-    from grader.suites.variants import StaleEdit, judge, variants_of
+    from grader.suites.variants import StaleEdit, function_of, judge, variants_of
 
     course = load_course(course_file)
     if module not in course.course_modules:
@@ -155,10 +156,12 @@ def check_exercise(course_file: Path, module: str, progress=None) -> list[Check]
                                 f"{stub.score}/{stub.max_score}: the suite pays for an unfinished stub"))
             variants = variants_of(course, module)
             shown: set[str] = set()
+            broken: set[str] = set()  # the rules partial variants were caught breaking
             for variant in variants:
                 say(variant.id)
                 try:
-                    problems = judge(variant, grade(variant))
+                    graded = grade(variant)
+                    problems = judge(variant, graded)
                 except StaleEdit as error:  # the reference changed under it: the other checks still run
                     checks.append(Check(f"variant {variant.id}", False,
                                         f"{error}: write its edit again for the reference as it is now "
@@ -166,8 +169,16 @@ def check_exercise(course_file: Path, module: str, progress=None) -> list[Check]
                     continue
                 checks.append(Check(f"variant {variant.id}", not problems, "; ".join(problems)))
                 shown |= set(variant.shows)
+                if variant.kind == "partial":
+                    broken |= {function_of(test) for test in graded.tests if test.status == "failed"}
     finally:
         zygote.close()
+    declared = contract_of(module)
+    if declared is not None and declared.applies("vectorized"):  # instructor walk-through 8: a loop it cannot see
+        checks.append(Check("a loop variant is caught by the loop rule", "test_vectorized" in broken,
+                            f"no partial variant of variants_{module}.py is caught by the no-loop rule: add one that "
+                            f"loops in Python (part(...)); where one is not caught, grow every dim its loop could run "
+                            f"over in the CONTRACT's sizes"))
     unproven = sorted(hint_ids(course, module) - shown)
     checks.append(Check("every hint is shown by a buggy variant", not unproven,
                         f"no buggy variant of variants_{module}.py names {', '.join(unproven)}: add one whose bug is "

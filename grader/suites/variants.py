@@ -110,8 +110,8 @@ PARTIAL_KEEPS = 0.8  # the share of its exercise a partial variant (a loop, a bu
 VALUES = re.compile(r"tensor\([\s\[]*-?(\d|nan|inf)")  # a printed tensor in feedback would show hidden values
 
 
-def _test_name(test) -> str:
-    """'hidden_contract.py::test_vectorized[<module>]' -> 'test_vectorized'."""
+def function_of(test) -> str:
+    """A test's function: 'hidden_contract.py::test_vectorized[<module>]' -> 'test_vectorized'."""
     return test.name.split("::")[-1].split("[")[0]
 
 
@@ -139,7 +139,7 @@ def judge(variant: Variant, grade) -> list[str]:
     else:
         if not failed:
             problems.append("not caught: what it breaks costs nothing")
-        values = sorted({_test_name(test) for test in failed if test.kind != RULE})
+        values = sorted({function_of(test) for test in failed if test.kind != RULE})
         if values:
             problems.append(f"fails more than rules: {values}")
         if mine.score < PARTIAL_KEEPS * mine.max_score:

@@ -221,7 +221,7 @@ hints name; another correct style, which earns full marks. `grader check-exercis
 from grader.suites.variants import Variants
 
 variants = Variants(__file__)
-bug, ok = variants.bug, variants.ok
+bug, ok, part = variants.bug, variants.ok, variants.part
 
 KEYS = "keys = keys.repeat_interleave(group, dim=1)  # (B, heads, T, head_dim)"
 VALUES = "values = values.repeat_interleave(group, dim=1)  # (B, heads, T, head_dim)"
@@ -236,6 +236,8 @@ ok("gqa", "expand", "the shared heads with expand and reshape",
    (KEYS, "keys = keys[:, :, None].expand(B, self.num_kv_heads, group, T, self.head_dim).reshape(B, -1, T, self.head_dim)"),
    (VALUES, "values = values[:, :, None].expand(B, self.num_kv_heads, group, T, self.head_dim).reshape(B, -1, T, "
             "self.head_dim)"))
+part("gqa", "head_loop", "the shared key heads are gathered in a Python loop over the query heads",
+     (KEYS, "keys = torch.cat([keys[:, h // group:h // group + 1] for h in range(self.num_heads)], dim=1)"))
 '''
 
 LESSON = '''\

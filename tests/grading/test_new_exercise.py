@@ -162,11 +162,13 @@ def test_check_exercise_passes(with_gqa):
     last = checked.stdout.strip().splitlines()[-1]
     assert last.endswith("checks hold") and "failed" not in last, checked.stdout
     assert "variant buggy/gqa/kv_tiled" in checked.stdout and "variant correct/gqa/expand" in checked.stdout
+    assert "a loop variant is caught by the loop rule" in checked.stdout
 
 
 def test_check_exercise_names_what_fails(with_gqa, tmp_path):
     """A variant whose hint is not the one named, a variant whose edit the reference no longer holds (a traceback
-    before our instructor's walk-through) and a stale stub fail check-exercise (status 1), each named."""
+    before our instructor's walk-through), a stale stub and no loop variant (nothing proved the loop rule sees a loop:
+    instructor walk-through 8) fail check-exercise (status 1), each named."""
     root = tmp_path / "course"
     shutil.copytree(with_gqa[0], root, ignore=shutil.ignore_patterns("__pycache__"))
     variants = root / "tests" / "course" / "gqa" / "variants_gqa.py"
@@ -174,6 +176,8 @@ def test_check_exercise_names_what_fails(with_gqa, tmp_path):
                                                                      'shows=("gqa.scale_by_d",)'), encoding="utf-8")
     variants.write_text(variants.read_text(encoding="utf-8") + 'bug("gqa", "stale", "an edit of an older reference", '
                         '("this line is not in the reference", "x"))\n', encoding="utf-8")
+    variants.write_text(variants.read_text(encoding="utf-8").replace('part("gqa", "head_loop"', 'ok("gqa", "head_loop"'),
+                        encoding="utf-8")  # the loop, declared correct: it fails, and nothing proves the loop rule
     stub = root / "exercises" / "gqa.py"
     stub.write_text(stub.read_text(encoding="utf-8") + "\n# edited by hand\n", encoding="utf-8")
     checked = grader("check-exercise", "gqa", "--course", "course.yaml", cwd=root, status=1)
@@ -181,6 +185,7 @@ def test_check_exercise_names_what_fails(with_gqa, tmp_path):
     assert "its mistake gqa.scale_by_d is never named" in checked.stdout
     assert "names a hint that is not its bug's: gqa.no_scaling" in checked.stdout
     assert "buggy/gqa/stale" in checked.stdout and "occurs 0 times" in checked.stdout  # a table row, not a traceback
+    assert "no partial variant of variants_gqa.py is caught by the no-loop rule" in checked.stdout
 
 
 def test_public_checks_run_on_the_reference(with_gqa):
