@@ -110,7 +110,7 @@ def _batch(args) -> int:
     failure: tuple[Exception, int] | None = None  # what stopped the batch, and its exit status
     unapplied: NotApplied | None = None  # the class is graded and reported, less lines of the records
     try:
-        course_file, _, records = _class_records(args)
+        course_file, _, records, replacing = _class_records(args)
         rows = run_batch(args.submissions, args.out, course_file=course_file, jobs=args.jobs,
                          device=resolve_device(args.device), force=args.force, require_sandbox=not args.allow_unsandboxed, dask=args.dask,
                          progress=progress, assignment=args.assignment, records=records)
@@ -126,7 +126,7 @@ def _batch(args) -> int:
     if failure:  # said below the progress bar, as the last line
         console.print(Text.assemble("grader: ", terminal(str(failure[0]))))
         return failure[1]
-    _keep(args, course_file)
+    _keep(args, course_file, replacing)
     missing = sum(row.get("status") == MISSING for row in rows)  # the roster's students without a submission
     print_class(rows, f"{len(rows) - missing} submissions" + (f", {missing} missing" if missing else "")
                 + f" -> {args.out} (course {course_file})", args.out)  # a class graded from another checkout takes
@@ -152,9 +152,11 @@ def _said_grader_faults(rows: list[dict]) -> bool:
 
 
 def _class_records(args):
-    """A class's course file (``kept.class_course``), its course, and the instructor's records named by
-    ``--roster``, ``--overrides``, ``--submitted`` and ``--extensions``, else those kept in the output folder by an
-    earlier run, each kept one said on stderr (CourseError, TableError)."""
+    """A class's course file (``kept.class_course``), its course, the instructor's records named by ``--roster``,
+    ``--overrides``, ``--submitted`` and ``--extensions``, else those kept in the output folder by an earlier run, each
+    kept one said on stderr (CourseError, TableError), and the notes of the files given that replace a kept one
+    without some of its rows: said by ``_keep``, once the run that keeps them has succeeded (instructor walk-through
+    7: said before an error, they told of a file that was not kept)."""
     from grader.course import load_course
     from grader.records.kept import class_course, kept_records, replaced_rows
 
@@ -166,18 +168,19 @@ def _class_records(args):
     for path in kept:
         print(f"grader: using {path} (kept from an earlier run; give one with only its header line to clear it)",
               file=sys.stderr)
-    for note in replaced_rows(course, args.out, overrides=args.overrides, extensions=args.extensions,
-                              submitted=args.submitted):
-        print(f"grader: {note}", file=sys.stderr)
-    return course_file, course, records
+    replacing = replaced_rows(course, args.out, overrides=args.overrides, extensions=args.extensions,
+                              submitted=args.submitted)
+    return course_file, course, records, replacing
 
 
-def _keep(args, course_file: Path) -> None:
+def _keep(args, course_file: Path, replacing: list[str]) -> None:
     from grader.records.kept import keep_course, keep_records
 
     keep_records(args.out, roster=args.roster, overrides=args.overrides, submitted=args.submitted,
                  extensions=args.extensions)
     keep_course(args.out, course_file)
+    for note in replacing:
+        print(f"grader: {note}", file=sys.stderr)
 
 
 def _gradebook(args) -> int:
@@ -192,7 +195,7 @@ def _gradebook(args) -> int:
 
     out = Path(args.out)
     try:
-        course_file, course, records = _class_records(args)
+        course_file, course, records, replacing = _class_records(args)
         rows = [row for row in load_results(out).values() if args.assignment in (None, row.get("assignment"))]
         if not rows:
             raise CourseError(f"{out / 'results'} holds no results{' of ' + args.assignment if args.assignment else ''}: "
@@ -204,7 +207,7 @@ def _gradebook(args) -> int:
     except (BatchError, CourseError, TableError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
-    _keep(args, course_file)
+    _keep(args, course_file, replacing)
     print_class(shown.rows, f"{len(shown.rows)} records -> {out / 'gradebook.csv'}, canvas.csv, moodle.csv (course "
                 f"{course_file})", out)
     return 0

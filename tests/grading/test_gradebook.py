@@ -179,3 +179,15 @@ def test_a_roster_of_other_ids_stops_the_batch_before_grading(klass):
 def _softmax(out: Path, student: str) -> float:
     """The graded points of a student's softmax, from results.json (never changed by an override)."""
     return json.loads((out / "results" / f"{student}.json").read_text(encoding="utf-8"))["exercises"]["softmax"]["score"]
+
+
+def test_a_file_replacing_a_kept_one_is_said_only_once_kept(tmp_path):
+    """A file given in place of a kept one without some of its rows is said to replace it only once the run succeeds
+    and keeps it: a run that fails later keeps the old file, and the note told of a file that was not kept (instructor
+    walk-through 7)."""
+    out = tmp_path / "out"
+    (out / "records").mkdir(parents=True)
+    (out / "records" / "overrides.csv").write_text("student,points,reason\nbob,95,extension\n", encoding="utf-8")
+    (tmp_path / "new.csv").write_text("student,points,reason\n", encoding="utf-8")
+    failed = grader("gradebook", out, "--overrides", "new.csv", cwd=tmp_path)
+    assert failed.returncode == 2 and "holds no results" in failed.stderr and "replaces" not in failed.stderr
