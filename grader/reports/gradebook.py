@@ -26,7 +26,7 @@ from grader.reports.feedback import final_score, graded
 from grader.reports.files import write_atomic
 from grader.text import MAX_MESSAGE, MAX_NAME, csv_cell
 
-MAX_STATUS = 300  # characters of a status in the gradebook
+MAX_STATUS = 1000  # characters of a status in the gradebook: the longest, two submissions named in full, fits
 
 
 def write_gradebook(course: Course, out: Path, rows: list[dict]) -> None:
