@@ -103,7 +103,7 @@ def test_torchs_errors_of_real_students_bugs_are_said_in_their_words():
         "a tensor autograd keeps for the backward pass (the attention weights, an intermediate) was changed in place "
         "afterwards (masked_fill_, +=, x[...] = ..., nn.Dropout(p, inplace=True))", "~ (invert) of a float tensor",
         "a tensor that requires grad (an input, or a module's parameter) was changed in place",
-        "a bool mask used as an index (scores[~mask] = ...) must have the tensor's whole shape"]
+        "a bool mask used as an index (x[~mask] = ...) must have the tensor's whole shape"]
 
 
 def test_batched_T_is_named_for_the_error_it_raises():

@@ -87,7 +87,7 @@ MEANINGS = [  # (part of torch's message, what it says happened and what to do, 
     ("is not on the expected device", "a tensor made without device=x.device (a mask built in forward) is on "
                                       "another device than the input"),
     ("does not match the shape of the indexed tensor",
-     "a bool mask used as an index (scores[~mask] = ...) must have the tensor's whole shape: indexing does not "
+     "a bool mask used as an index (x[~mask] = ...) must have the tensor's whole shape: indexing does not "
      "broadcast over batch dims; use masked_fill(~mask, value), which does"),
 ]
 
