@@ -65,12 +65,12 @@ def discover(source: str | os.PathLike, course: Course, assignment: str | None =
     instructor decides instead: no entry is refused for its shape (each is graded as that assignment)."""
     source = Path(source)
     if source.is_file():
-        lines = [line.strip() for line in source.read_text(encoding="utf-8").splitlines()]
-        paths = [source.parent / line for line in lines if line and not line.startswith("#")]
-        missing = next((n for n, line in enumerate(lines, 1) if line and not line.startswith("#")
-                        and not os.path.lexists(source.parent / line)), None)
+        lines = enumerate((line.strip() for line in source.read_text(encoding="utf-8").splitlines()), 1)
+        named = [(n, line) for n, line in lines if line and not line.startswith("#")]
+        missing = next(((n, line) for n, line in named if not os.path.lexists(source.parent / line)), None)
         if missing is not None:  # the instructor's typo, not a student's row (walk-through 7)
-            raise BatchError(f"{source}:{missing}: {clean(lines[missing - 1], MAX_NAME)} does not exist")
+            raise BatchError(f"{source}:{missing[0]}: {clean(missing[1], MAX_NAME)} does not exist")
+        paths = [source.parent / line for _, line in named]
     elif source.is_dir():
         paths = sorted(p for p in source.iterdir() if not p.name.startswith(".")
                        and (p.is_dir() or p.suffix.lower() in SUBMISSION_SUFFIXES))

@@ -146,15 +146,10 @@ class Zygote:
 
     def close(self):
         """Stop the zygote (and with it any worker still running: they die with their parent)."""
-        self.control.close()
-        try:  # it exits when it sees the control socket closed; one that never spawned may still be warming up
-            self.process.wait(timeout=10 if self.spawned else 0.5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        # it exits when it sees the control socket closed; one that never spawned may still be warming up
+        _end(self.process, self.control, self.log, 10 if self.spawned else 0.5)
         if isinstance(self.process, Cloned):
             self.process.release()
-        self.log.close()
 
 
 def _interpreter(settings: dict) -> tuple[subprocess.Popen, socket.socket, typing.IO[bytes]]:
@@ -169,6 +164,17 @@ def _interpreter(settings: dict) -> tuple[subprocess.Popen, socket.socket, typin
     with process.stdin as stdin:  # two short lines: the pipe holds them without blocking
         stdin.write(f"{json.dumps(str(ROOT))}\n{json.dumps({**settings, 'environ': _passed_on()})}\n".encode())
     return process, control, log
+
+
+def _end(process, control: socket.socket, log: typing.IO[bytes], seconds: float) -> None:
+    """Close a zygote's (or the template's) control socket, which ends it, wait ``seconds`` for it, else kill it."""
+    control.close()
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    log.close()
 
 
 def _passed_on() -> dict[str, str | None]:
@@ -235,13 +241,7 @@ class ZygoteTemplate:
 
     def close(self) -> None:
         """Stop the template (the zygotes it forked end with it)."""
-        self.control.close()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.log.close()
+        _end(self.process, self.control, self.log, 10)
 
 
 class Cloned:

@@ -121,14 +121,16 @@ def template_main(control: socket.socket, hierarchies, cpu_cap: str) -> None:
         if _reap_all()[1]:
             cgroup.sweep(hierarchies)
     for data, fds in _requests(control, 2, reap):
-        answer, pidfd = {"nonce": _nonce(data)}, None
+        answer, pidfd = {}, None
         try:
+            settings = json.loads(data)
+            answer["nonce"] = settings.get("nonce")
             if len(fds) != 2:
                 raise ValueError("a clone request sends its control socket and its standard error")
-            answer["pid"] = _clone(control, json.loads(data), fds, hierarchies, cpu_cap)
+            answer["pid"] = _clone(control, settings, fds, hierarchies, cpu_cap)
             pidfd = os.pidfd_open(answer["pid"])
         except Exception as error:  # noqa: BLE001 - one request's failure (fork: EAGAIN, ENOMEM) is said to its asker
-            answer = {"nonce": answer["nonce"], "error": f"{type(error).__name__}: {error}"[:300]}
+            answer = {"nonce": answer.get("nonce"), "error": f"{type(error).__name__}: {error}"[:300]}
         finally:
             for fd in fds:
                 os.close(fd)
@@ -163,12 +165,6 @@ def _clone(control: socket.socket, settings: dict, fds: list[int], hierarchies, 
             sys.stderr.flush()
             os._exit(code)
     return pid
-
-
-def _nonce(data: bytes):
-    with contextlib.suppress(ValueError, AttributeError):
-        return json.loads(data).get("nonce")
-    return None
 
 
 def _reap_all() -> tuple[bool, bool]:
