@@ -137,6 +137,25 @@ def encode(message: dict, keep=None, max_bytes: int | None = None) -> bytes:
     return encoder.frame({key: encoder(value) for key, value in message.items()})
 
 
+def joined(message: dict, frames: list[bytes]) -> bytes:
+    """One frame holding ``message`` (plain values) whose blob is ``frames``, whole frames one after the other
+    (``frames_in``): requests sent together, each decoded apart as if it came alone."""
+    body, blob = json.dumps(message, allow_nan=False).encode(), b"".join(frames)
+    return b"".join([HEADER.pack(len(body), len(blob)), body, blob])
+
+
+def frames_in(blob: bytes | bytearray):
+    """The frames of a ``joined`` frame's blob, each its message and its own blob."""
+    view, at = memoryview(blob), 0
+    while at < len(view):
+        body_len, blob_len = HEADER.unpack_from(view, at)
+        at += HEADER.size
+        message = json.loads(bytes(view[at:at + body_len]))
+        at += body_len
+        yield message, bytearray(view[at:at + blob_len])
+        at += blob_len
+
+
 DEVICE = re.compile(r"(cpu|cuda|meta)(:[0-9]{1,3})?")
 
 

@@ -49,7 +49,7 @@ from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
 
 from grader.course import SUITE_PREFIX
-from grader.suites.checks import each
+from grader.suites.checks import ahead, each
 
 LO, HI = 2, 9  # sizes are drawn from LO..HI
 SEEDS = st.integers(min_value=0, max_value=2**31 - 1)
@@ -69,8 +69,12 @@ def examples(n: int):
     def decorate(test):
         @functools.wraps(test, updated=())
         def replay(**kwargs):
-            each(replay.cases(kwargs["course"].seed),
-                 lambda case: test.hypothesis.inner_test(**kwargs, **copy.deepcopy(case)))
+            cases = replay.cases(kwargs["course"].seed)
+
+            def run(case):
+                test.hypothesis.inner_test(**kwargs, **copy.deepcopy(case))
+            with ahead(kwargs["student"], [functools.partial(run, case) for case in cases]):
+                each(cases, run)
 
         del replay.__wrapped__  # pytest must see the test's own arguments (fixtures), not hypothesis' wrapper
         replay.__signature__ = inspect.signature(test)  # hypothesis hides the drawn arguments there

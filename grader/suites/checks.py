@@ -24,6 +24,7 @@ for the plugin.
 """
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -162,6 +163,19 @@ def each(cases, check: Callable) -> None:
             raise failure
     if failures:
         raise failures[0]
+
+
+@contextlib.contextmanager
+def ahead(student, steps: Sequence[Callable[[], object]]):
+    """Within the block, which runs ``steps`` (a check's cases or subjects) in their order, the first call of each into
+    the student's code goes to the worker with the others, in one frame, once the first step's has returned
+    (``grader.sandbox.host.ahead``): the block runs them as it would without, a round trip less for each."""
+    calls = student.session.ahead
+    calls.prepare(calls.plan(steps))
+    try:
+        yield
+    finally:
+        calls.forget()
 
 
 def without_frames(failure: BaseException) -> BaseException:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import functools
 import importlib
 import itertools
 import math
@@ -288,49 +289,56 @@ def judged(student, course, exercise, subject, device, check, scale: float = 1.0
     raise CheckFailed(f"{subject.what}: {DEFERRED}") from None
 
 
+def judged_each(student, course, exercise, subjects, device, check, scale: float = 1.0) -> None:
+    """``judged`` for each of ``subjects`` in turn, the first calls of all of their checks sent ahead in one frame
+    (``C.ahead``). ``check`` draws nothing that another subject's check draws after it (each seeds its own)."""
+    subjects = list(subjects)
+    with C.ahead(student, [functools.partial(check, subject) for subject in subjects]):
+        for subject in subjects:
+            judged(student, course, exercise, subject, device, check, scale)
+
+
 @checks("float64_kept")
 def test_float64_kept(student, course, device, exercise, contract):
     """float64 inputs (and modules) give float64 results at float64 precision."""
-    for subject in contract.subjects:
-        def check(subject):
-            checked = prepare(student, exercise, subject, device, torch.float64, course.seed)
-            on = subject.on(checked.args)
-            got = C.attempt(lambda: checked.call(*checked.args), subject.what, on)
-            dtypes = [item.dtype for item in (got if isinstance(got, (tuple, list)) else (got,))
-                      if isinstance(item, torch.Tensor) and item.is_floating_point()]
-            del got  # no reply stays alive while the checks below call the worker again (C.without_frames)
-            for dtype in dtypes:
-                if dtype != torch.float64:
-                    raise CheckFailed(f"{subject.what}: {C.dtype_name(dtype)} result on {on}; expected float64, "
-                                      f"the input's dtype. {C.DTYPE_HINT}")
-            try:
-                check_values(student, course, subject, checked)
-                return
-            except CheckFailed as caught:
-                failure = C.without_frames(caught)
-            if values_right(student, course, exercise, subject, device):
-                raise CheckFailed(f"{subject.what}: {C.LESS_PRECISE} ({on}).", misconception="float64.less_precise")
-            raise failure
-        judged(student, course, exercise, subject, device, check)
+    def check(subject):
+        checked = prepare(student, exercise, subject, device, torch.float64, course.seed)
+        on = subject.on(checked.args)
+        got = C.attempt(lambda: checked.call(*checked.args), subject.what, on)
+        dtypes = [item.dtype for item in (got if isinstance(got, (tuple, list)) else (got,))
+                  if isinstance(item, torch.Tensor) and item.is_floating_point()]
+        del got  # no reply stays alive while the checks below call the worker again (C.without_frames)
+        for dtype in dtypes:
+            if dtype != torch.float64:
+                raise CheckFailed(f"{subject.what}: {C.dtype_name(dtype)} result on {on}; expected float64, "
+                                  f"the input's dtype. {C.DTYPE_HINT}")
+        try:
+            check_values(student, course, subject, checked)
+            return
+        except CheckFailed as caught:
+            failure = C.without_frames(caught)
+        if values_right(student, course, exercise, subject, device):
+            raise CheckFailed(f"{subject.what}: {C.LESS_PRECISE} ({on}).", misconception="float64.less_precise")
+        raise failure
+    judged_each(student, course, exercise, contract.subjects, device, check)
 
 
 @checks("device_kept")
 def test_device_kept(student, course, device, exercise, contract):
     """Results stay on the inputs' device (checked with meta tensors and modules, which have shapes but no data)."""
-    for subject in contract.subjects:
-        def check(subject):
-            meta, hint = C.on_meta(subject.inputs("cpu", torch.float32, course.seed)), C.META_HINT
-            on = subject.on(meta)
-            if subject.is_module:
-                call = C.attempt(lambda: subject.remote(student, exercise).build_with({"as_on_cpu": True}, *subject.ctor),
-                                 f"{subject.name}(...)", "construction")  # built as on the CPU: one verdict everywhere
-                C.attempt(lambda: call.to.build(torch.device("meta")), f"{subject.name}.to('meta')", "construction")
-                where = hint + "; keep fixed tensors (a mask) as buffers (register_buffer): they follow the module"
-            else:
-                call, where = subject.remote(student, exercise), hint
-            got = C.attempt(lambda: call(*meta), subject.what, on, note=where)
-            C.kept_on(got, "meta", what=subject.what, on=on)
-        judged(student, course, exercise, subject, device, check)
+    def check(subject):
+        meta, hint = C.on_meta(subject.inputs("cpu", torch.float32, course.seed)), C.META_HINT
+        on = subject.on(meta)
+        if subject.is_module:
+            call = C.attempt(lambda: subject.remote(student, exercise).build_with({"as_on_cpu": True}, *subject.ctor),
+                             f"{subject.name}(...)", "construction")  # built as on the CPU: one verdict everywhere
+            C.attempt(lambda: call.to.build(torch.device("meta")), f"{subject.name}.to('meta')", "construction")
+            where = hint + "; keep fixed tensors (a mask) as buffers (register_buffer): they follow the module"
+        else:
+            call, where = subject.remote(student, exercise), hint
+        got = C.attempt(lambda: call(*meta), subject.what, on, note=where)
+        C.kept_on(got, "meta", what=subject.what, on=on)
+    judged_each(student, course, exercise, contract.subjects, device, check)
 
 
 @checks("autograd")
@@ -338,17 +346,17 @@ def test_autograd(student, course, device, exercise, contract):
     """Gradients reach every input (and parameter) and equal the derivative of your own result.
 
     Checked against the change of the result along a random direction, in float32 (precision is float64_kept's)."""
-    g = torch.Generator().manual_seed(course.seed + 1)
+    def check(subject):
+        g = torch.Generator().manual_seed(course.seed + 1)  # each subject's own: none draws what another would
+        checked = prepare(student, exercise, subject, device, torch.float32, course.seed)
+        out = expected(subject, checked)
+        outs = itertools.takewhile(lambda o: isinstance(o, torch.Tensor) and o.is_floating_point(),
+                                   out if isinstance(out, tuple) else (out,))
+        grad_output = [torch.randn(o.shape, generator=g).to(device) for o in outs]
+        _own_gradients(student, exercise, subject, checked, grad_output, g, device)
     subjects = [s for s in contract.subjects if s.autograd]
-    for subject in subjects + [s.differentiated() for s in subjects if s.autograd_with]:  # both calls (review 12)
-        def check(subject):
-            checked = prepare(student, exercise, subject, device, torch.float32, course.seed)
-            out = expected(subject, checked)
-            outs = itertools.takewhile(lambda o: isinstance(o, torch.Tensor) and o.is_floating_point(),
-                                       out if isinstance(out, tuple) else (out,))
-            grad_output = [torch.randn(o.shape, generator=g).to(device) for o in outs]
-            _own_gradients(student, exercise, subject, checked, grad_output, g, device)
-        judged(student, course, exercise, subject, device, check)
+    judged_each(student, course, exercise, subjects + [s.differentiated() for s in subjects if s.autograd_with],
+                device, check)  # both calls (review 12)
 
 
 def _own_gradients(student, exercise, subject, checked, grad_output, g, device, step: float = 1e-3):
@@ -404,43 +412,38 @@ def _own_gradients(student, exercise, subject, checked, grad_output, g, device, 
 @checks("inputs_not_modified")
 def test_inputs_not_modified(student, course, device, exercise, contract):
     """No function or module changes its input tensors in place."""
-    for subject in contract.subjects:
-        def check(subject):  # float64 too: x.double() (or .to(x.dtype)) is x itself there, and so are its in-place ops
-            passes = itertools.product((torch.float32, torch.float64), (subject.options, *subject.also_unchanged_with))
-            for n, (dtype, options) in enumerate(passes):
-                checked = prepare(student, exercise, replace(subject, options=options), device, dtype, course.seed)
-                before = [a.clone() if isinstance(a, torch.Tensor) else a for a in checked.args]
-                on = subject.on(checked.args)
-                try:
-                    result = C.attempt(lambda: checked.call.run(args=checked.args, return_args=True), subject.what, on)
-                except CheckFailed:
-                    if n == 0:
-                        raise
-                    continue  # raising at float64 or another option is the float64 rule's, or the values checks', to say
-                C.unchanged(before, result, subject.args, what=subject.what, on=on)
-        judged(student, course, exercise, subject, device, check)
+    def check(subject):  # float64 too: x.double() (or .to(x.dtype)) is x itself there, and so are its in-place ops
+        passes = itertools.product((torch.float32, torch.float64), (subject.options, *subject.also_unchanged_with))
+        for n, (dtype, options) in enumerate(passes):
+            checked = prepare(student, exercise, replace(subject, options=options), device, dtype, course.seed)
+            before = [a.clone() if isinstance(a, torch.Tensor) else a for a in checked.args]
+            on = subject.on(checked.args)
+            try:
+                result = C.attempt(lambda: checked.call.run(args=checked.args, return_args=True), subject.what, on)
+            except CheckFailed:
+                if n == 0:
+                    raise
+                continue  # raising at float64 or another option is the float64 rule's, or the values checks', to say
+            C.unchanged(before, result, subject.args, what=subject.what, on=on)
+    judged_each(student, course, exercise, contract.subjects, device, check)
 
 
 @checks("own_implementation")
 def test_own_implementation(student, course, device, exercise, contract):
     """Your own implementation: no built-in of torch that does the whole job (the feedback names the one called)."""
-    for subject in (s for s in contract.subjects if s.instead):
-        banned = course.banned[f"{exercise}.{subject.name}"]
-
-        def check(subject):
-            checked = prepare(student, exercise, subject, device, torch.float32, course.seed)
-            result = C.attempt(lambda: checked.call.run(args=checked.args, watch=banned), subject.what,
-                               subject.on(checked.args))
-            C.own_implementation(result, subject.name, subject.instead)
-        judged(student, course, exercise, subject, device, check)
+    def check(subject):
+        checked = prepare(student, exercise, subject, device, torch.float32, course.seed)
+        result = C.attempt(lambda: checked.call.run(args=checked.args, watch=course.banned[f"{exercise}.{subject.name}"]),
+                           subject.what, subject.on(checked.args))
+        C.own_implementation(result, subject.name, subject.instead)
+    judged_each(student, course, exercise, [s for s in contract.subjects if s.instead], device, check)
 
 
 @checks("vectorized")
 def test_vectorized(student, course, device, exercise, contract):
     """No Python loop over the sequence, the batch (or the heads): the number of tensor operations stays the same."""
-    for subject in (s for s in contract.subjects if s.sizes):
-        judged(student, course, exercise, subject, device,
-               lambda subject: _op_counts(student, course, device, exercise, subject))
+    judged_each(student, course, exercise, [s for s in contract.subjects if s.sizes], device,
+                lambda subject: _op_counts(student, course, device, exercise, subject))
 
 
 def _op_counts(student, course, device, exercise, subject):

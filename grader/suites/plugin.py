@@ -32,6 +32,7 @@ from grader.sandbox.host.proxy import Student, UncheckedValue
 from grader.sandbox.seed import seed_torch
 from grader.suites import PUBLIC, contract
 from grader.suites.checks import CheckFailed
+from grader.suites.collection import collection, drop
 from grader.text import clean
 
 MAX_FEEDBACK = 600
@@ -111,13 +112,27 @@ SKIPPING_MARKS = frozenset({"skip", "skipif", "xfail"})
 class GradingPlugin:
     """Fixtures and report hooks for grading one submission."""
 
-    def __init__(self, session: WorkerSession, course: Course, device: str):
+    def __init__(self, session: WorkerSession | None, course: Course, device: str):
         self._session, self._course, self._device = session, course, device
         self.course_error: str | None = None  # what is wrong with the course's suites, found while collecting them
         self.fault: GraderFault | None = None  # the grading process's own failure during a test: no grade stands
         self.interrupted = False  # Ctrl-C during the suites
         self._about: dict[str, dict] = {}  # node id -> the test's exercise, weight and docstring line
+        self.left_out: list = []  # the items collected but not graded here (another assignment's exercises)
         self.report: dict | None = None
+
+    def begin(self, session: WorkerSession) -> None:
+        """Grade ``session``'s submission next, with the suites collected before (``collection``): what the
+        collection learnt stays, what a run found is forgotten. Its early start is waited for before any test runs."""
+        self._session, self.fault, self.report = session, None, None
+        resume_collector()
+        session.started()
+
+    def end(self) -> dict | None:
+        """The run's report (None where none was made), the submission let go: a kept plugin holds none of its
+        replies until the next."""
+        report, self.report, self._session = self.report, None, None
+        return report
 
     def pytest_configure(self, config):
         for module in self._course.course_modules:
@@ -170,6 +185,7 @@ class GradingPlugin:
             self._about[item.nodeid] = {"exercise": exercise, "weight": float(weight.args[0]) if weight else 1.0,
                                         "doc": check_name(item, exercise),
                                         "kind": "rule" if item.get_closest_marker("rule") else "values"}
+        self.left_out = left_out
         if left_out:
             config.hook.pytest_deselected(items=left_out)
             items[:] = graded
@@ -179,7 +195,8 @@ class GradingPlugin:
         runs: which modules do not import is known to every test alike, whatever the timing. A one-shot grade's
         collector comes back on (``memory.resume_collector``)."""
         resume_collector()
-        self._session.started()
+        if self._session is not None:  # collected for several submissions (``collection``): ``begin`` waits
+            self._session.started()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem):
@@ -190,6 +207,7 @@ class GradingPlugin:
         random.seed(self._course.seed)
         exercise = self._about[pyfuncitem.nodeid]["exercise"]
         self._session.exercise = exercise  # its calls spend that exercise's time
+        self._session.check = (str(self._course.file), self._course.seed, self._device, pyfuncitem.nodeid)
         problem = self._session.broken.get(exercise)
         if problem is not None:
             raise SubmissionProblem(problem.kind, str(problem))
@@ -348,42 +366,48 @@ def check_suites(course: Course) -> frozenset[str]:
     (``<exercise>: <check>``): a course error (a banned name that is no torch call, a suite whose tests lack their
     exercise's marker, a rule that needs a banned entry course.yaml lacks) raises CourseError, one line naming the
     file and what to change."""
-    plugin = _pytest_run(WorkerSession(None, str(course.root), course.grading.limits), course, "cpu", collect_only=True)
+    plugin = GradingPlugin(None, course, "cpu")
+    with contextlib.redirect_stdout(io.StringIO()) as output, contextlib.redirect_stderr(output):
+        code = pytest.main([*_pytest_args(course, suite_files(course)), "--collect-only"], plugins=[*PLUGINS, plugin])
+    if plugin.course_error:
+        raise CourseError(plugin.course_error)
+    if plugin.interrupted:  # Ctrl-C, which pytest catches: the command stops, said as such (review 12)
+        raise KeyboardInterrupt
+    if code != 0:
+        raise RuntimeError(f"the hidden suites could not be collected (pytest exit code {int(code)}): "
+                           f"{output.getvalue()[-2000:]}")
     return frozenset(check_key(about["exercise"], about["doc"]) for about in plugin._about.values())
 
 
 def run_suites(session: WorkerSession, course: Course, device: str, suites: list[Path] | None = None,
                select: str | None = None) -> dict:
     """Run the suites (default: ``suite_files(course)``) against the session's submission, only the tests of the
-    course's exercises; return pytest-json-report's (sanitized) report. A course error raises CourseError; a fault of
-    the grading process during a test (``GradingPlugin.pytest_runtest_call``), GraderFault."""
-    return _pytest_run(session, course, device, suites, select).report
+    course's exercises; return pytest-json-report's (sanitized) report. The suites are collected once per process
+    (``collection``). A course error raises CourseError; a fault of the grading process during a test
+    (``GradingPlugin.pytest_runtest_call``), GraderFault; Ctrl-C, KeyboardInterrupt."""
+    files = suites or suite_files(course)
+    args = _pytest_args(course, files, select)
+    session.watch = sorted({name for names in course.banned.values() for name in names})
+    session.start_early()  # the worker starts while pytest collects the suites (the first time in this process)
+    kept = collection(course, device, files, args, lambda: [*PLUGINS, GradingPlugin(None, course, device)])
+    kept.run(session)
+    fault, report = kept.plugin.fault, kept.plugin.end()
+    if fault is not None:
+        drop()
+        raise fault
+    if report is None:
+        drop()
+        raise RuntimeError(f"the hidden suites could not run: {kept.output.getvalue()[-2000:]}")
+    return report
 
 
-def _pytest_run(session: WorkerSession, course: Course, device: str, suites: list[Path] | None = None,
-                select: str | None = None, collect_only: bool = False) -> GradingPlugin:
-    """pytest on the suites with the grading plugin (``run_suites``; ``check_suites`` collects only): the plugin."""
+def _pytest_args(course: Course, files: list[Path], select: str | None = None) -> list[str]:
+    """pytest's arguments for the suite ``files`` of ``course`` (``-k select``), once the course's banned names are
+    known to be torch's (CourseError otherwise) and the suites importable."""
     unknown = unknown_banned(course)
     if unknown:
         raise CourseError(f"{course.file}: banned: {unknown[0]} is no torch function, method or operator (list the names "
                           f"of the calls the worker sees: a torch function's, its ATen operator's, its torch.special "
                           f"or torch.linalg alias with that prefix)")
-    plugin = GradingPlugin(session, course, device)
-    session.watch = sorted({name for names in course.banned.values() for name in names})
     importable(course)
-    args = suite_args(suites or suite_files(course), course.suites_dir) + (["--collect-only"] if collect_only else [])
-    if select:
-        args += ["-k", select]
-    if not collect_only:
-        session.start_early()  # the worker starts while pytest collects the suites
-    with contextlib.redirect_stdout(io.StringIO()) as output, contextlib.redirect_stderr(output):
-        code = pytest.main(args, plugins=[*PLUGINS, plugin])
-    if plugin.course_error:
-        raise CourseError(plugin.course_error)
-    if plugin.fault is not None:
-        raise plugin.fault
-    if plugin.interrupted:  # Ctrl-C, which pytest catches: the grading stops, said as such (review 12)
-        raise KeyboardInterrupt
-    if plugin.report is None or code not in (0, 1):
-        raise RuntimeError(f"the hidden suites could not run (pytest exit code {int(code)}): {output.getvalue()[-2000:]}")
-    return plugin
+    return suite_args(files, course.suites_dir) + (["-k", select] if select else [])

@@ -32,7 +32,7 @@ from grader import ROOT
 from grader.course import load_course
 from grader.sandbox import wire
 from grader.sandbox.host.client import WorkerSession
-from grader.sandbox.host.problems import GraderFault
+from grader.sandbox.host.problems import UNREADABLE, GraderFault, SubmissionProblem
 
 DTYPES = list(wire.DTYPES.values())
 TENSOR_BYTES = 4 << 20  # the largest tensor the adversary sends (its own memory counts in the peak)
@@ -54,9 +54,18 @@ class Adversary(WorkerSession):
     def stop(self, grace: float = 0.0):
         return None
 
-    def _exchange(self, frame, timeout, doing) -> dict:
-        request = wire.Decoder(_blob(frame))(_body(frame))
-        reply = wire.encode(self.answer(request))
+    def _exchange(self, frame, timeout, doing, max_bytes=wire.MAX_REPLY_BYTES) -> dict:
+        request = _body(frame)
+        if request.get("op") == "parts":  # calls sent ahead (host.ahead): each frame of the blob answered apart,
+            answers, size = [], 0  # within the reply's bound, as the grading process reads it
+            for part, blob in wire.frames_in(_blob(frame)):
+                answers.append(self.answer(wire.Decoder(blob)(part)))
+                size += len(wire.encode(answers[-1]))
+                if size > max_bytes:
+                    raise SubmissionProblem("reply", UNREADABLE)
+            reply = wire.encode({"ok": True, "parts": answers})
+        else:
+            reply = wire.encode(self.answer(wire.Decoder(_blob(frame))(request)))
         self._blob = _blob(reply)
         return _body(reply)
 

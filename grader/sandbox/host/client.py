@@ -18,6 +18,7 @@ from pathlib import Path
 
 from grader.course import course as project_course
 from grader.sandbox import wire
+from grader.sandbox.host.ahead import Ahead, Planned
 from grader.sandbox.host.problems import (
     FAILURES,
     STUDENT_FRAME,
@@ -89,6 +90,8 @@ class WorkerSession:
         self._unswept = 0  # bytes of replies read since the last garbage collection (SWEEP_BYTES)
         self._early: threading.Thread | None = None  # a start running beside the caller (start_early)
         self._early_error: BaseException | None = None
+        self.ahead = Ahead(self)  # the first calls of a check's steps, sent in one frame (host.ahead)
+        self.check: tuple | None = None  # the check running, as the grading plugin names it: what sends ahead the same
 
     # -- worker lifecycle
 
@@ -182,6 +185,7 @@ class WorkerSession:
             return None
         pid, sock = self.pid, self.sock
         self.pid = self.sock = None
+        self.ahead.forget()
         sock.close()
         status = self.zygote.stop(pid, grace, TEARDOWN_SECONDS, unconfined=self.unconfined)
         if status is None and not self.zygote.alive():
@@ -224,9 +228,9 @@ class WorkerSession:
                                             f"{self.exercise_seconds:.0f} s of your code's time in all; its remaining "
                                             "checks were not run")
 
-    def _exchange(self, frame: bytes | None, timeout: float, doing: str) -> dict:
-        """Send a frame (None: only read) and read the reply within ``timeout`` seconds in all;
-        on a hang, a death or a malformed reply, stop the worker and raise SubmissionProblem."""
+    def _exchange(self, frame: bytes | None, timeout: float, doing: str, max_bytes: int = MAX_REPLY_BYTES) -> dict:
+        """Send a frame (None: only read) and read the reply (at most ``max_bytes``) within ``timeout`` seconds in
+        all; on a hang, a death or a malformed reply, stop the worker and raise SubmissionProblem."""
         timeout = max(timeout, 0.0)
         deadline = time.monotonic() + timeout
         self._blob = None  # the last reply's bytes are not held while the next one arrives
@@ -240,7 +244,7 @@ class WorkerSession:
                     self.sock.sendall(frame)
                 finally:
                     self.sock.settimeout(None)
-            message, blob = wire.read_frame(self.sock, MAX_REPLY_BYTES, deadline)
+            message, blob = wire.read_frame(self.sock, max_bytes, deadline)
         except TimeoutError:
             self.stop()
             if self._remaining() <= 0.05:
@@ -332,6 +336,8 @@ class WorkerSession:
         return f"{module}.py, line {number}: {clean(lines[number - 1].strip(), 200)}"
 
     def _ensure(self, module: str | None, targets=()):
+        if self.ahead.recording:  # a dry run stops before anything reaches the worker
+            raise Planned
         for target in targets:
             if target.get("generation", self.generation) != self.generation:
                 raise SubmissionProblem("restarted", f"this {target.get('type', 'object')} was lost when the worker "
@@ -357,15 +363,14 @@ class WorkerSession:
             if module in self.broken:
                 raise self.broken[module]
 
-    def request(self, message: dict, module: str | None, calls: int = 1) -> dict:
-        """Send one request about ``module`` and return its reply (decode it with ``_decoder``)."""
+    def request(self, frame: bytes, module: str | None, calls: int = 1, max_bytes: int = MAX_REPLY_BYTES) -> dict:
+        """Send one request (its frame) about ``module`` and return its reply (decode it with ``_decoder``)."""
         self._ensure(module)
-        frame = wire.encode(message)
         left = self._exercise_left()
         timeout = min(self.limits.call_seconds * calls, self._remaining(), left)
         started = time.monotonic()
         try:
-            return self._exchange(frame, timeout, CHECK)
+            return self._exchange(frame, timeout, CHECK, max_bytes)
         except SubmissionProblem as problem:
             if self.pid is None:  # the worker ended (a crash, a time-out): this exercise pays its restart
                 self.stopped_by = self.exercise
@@ -394,22 +399,29 @@ class WorkerSession:
         ``call_seconds`` and not one per check (nor the other exercises their share of the time).
         """
         labels = [target_label(c[0]) for c in calls]
-        for label in labels:
-            if label in self.abandoned:
-                raise self.abandoned[label]
-        modules = {c[0].get("module") for c in calls} - {None}
-        for module in sorted(modules) or [None]:
-            self._ensure(module, [c[0] for c in calls])
         # Every call is instrumented alike, for all of the course's banned names (the worker has them from its spawn):
         # student code cannot tell a checked call from another; the grading process keeps what each check asked for.
         requests = [{"op": "call", "target": target, "args": list(args), "kwargs": kwargs or {},
                      **{k: v for k, v in options.items() if k not in LOCAL_OPTIONS}}
                     for target, args, kwargs, options in calls]
-        try:
-            reply = self.request({"op": "batch", "requests": requests}, None, calls=len(calls))
-        except SubmissionProblem as problem:
-            self._strike(labels, problem)
-            raise
+        frame = wire.encode({"op": "batch", "requests": requests})
+        if self.ahead.recording:
+            self.ahead.record(frame, [c[0] for c in calls], labels)
+        for label in labels:
+            if label in self.abandoned:
+                raise self.abandoned[label]
+        for module in sorted({c[0].get("module") for c in calls} - {None}) or [None]:
+            self._ensure(module, [c[0] for c in calls])
+        answered = self.ahead.answer(frame)
+        if answered is not None:
+            reply, decode = answered
+        else:
+            try:
+                reply = self.request(frame, None, calls=len(calls))
+            except SubmissionProblem as problem:
+                self._strike(labels, problem)
+                raise
+            decode = self._decoder()  # one decoder: the byte ranges of all calls' results are checked together
         replies = reply.get("replies")
         if not reply.get("ok") or not isinstance(replies, list) or len(replies) != len(calls) \
                 or not all(isinstance(item, dict) for item in replies):
@@ -417,7 +429,7 @@ class WorkerSession:
                 raise self._problem(reply, labels[0])
             self.stop()
             raise SubmissionProblem("reply", f"{UNREADABLE}: it does not answer the calls made")
-        results, decode = [], self._decoder()  # one decoder: the byte ranges of all calls' results are checked together
+        results = []
         for step, (label, item, call) in enumerate(zip(labels, replies, calls)):
             if not item.get("ok"):
                 problem = self._problem(item, label)
@@ -440,6 +452,8 @@ class WorkerSession:
                                       param_grads=decode(item.get("param_grads"), label),
                                       called=sorted({n for n in called if n in wanted}), ops=ops,
                                       args_after=decode(item.get("args_after"), label)))
+        if answered is None:
+            self.ahead.made(frame)  # it returned: the calls that follow it may go ahead
         return results
 
     def _strike(self, labels: list[str], problem: SubmissionProblem) -> None:
@@ -458,7 +472,7 @@ class WorkerSession:
 
     def simple(self, op: str, target: dict, **fields):
         self._ensure(target.get("module"), [target])
-        reply = self.request({"op": op, "target": target, **fields}, target.get("module"))
+        reply = self.request(wire.encode({"op": op, "target": target, **fields}), target.get("module"))
         if not reply.get("ok"):
             raise self._problem(reply, target_label(target))
         return self._decoder()(reply.get("value"), target_label(target))

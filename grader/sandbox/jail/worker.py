@@ -118,6 +118,7 @@ class Worker:
     def __init__(self, device: str = "cpu", watch=()):
         self.device, self.watch = device, frozenset(watch)
         self.handles: dict[int, object] = {}
+        self.server = os.getpid()  # the worker's own process (a child the student's code forks is another)
         self.ids: dict[int, int] = {}
         self.modules: dict[str, types.ModuleType] = {}
         package = types.ModuleType(PACKAGE)
@@ -207,6 +208,20 @@ class Worker:
             return {"ok": False, "failure": {"kind": failure.kind, "message": str(failure), **failure.detail}}
         except BaseException as error:
             return {"ok": False, "error": describe_exception(error)}
+
+    def parts(self, message: dict, blob: bytearray) -> bytes:
+        """The reply to requests sent ahead together (``host.ahead``): each answered as if it came alone, its values
+        encoded and let go before the next runs, as between frames (a cache keyed by ``id()`` sees the addresses it
+        would); at most the ``max_bytes`` the message asks for."""
+        encoder = wire.Encoder(self.keep, min(int(message["max_bytes"]), wire.MAX_REPLY_BYTES))
+        replies = []
+        for part, part_blob in wire.frames_in(blob):
+            reply = self.handle(part, part_blob)
+            if os.getpid() != self.server:  # a child the student's code forked came back here: it must not answer
+                os._exit(0)
+            replies.append({key: encoder(value) for key, value in reply.items()})
+            del reply
+        return encoder.frame({"ok": True, "parts": replies})
 
     def load_params(self, module, params: dict) -> dict:
         own = dict(module.named_parameters())
@@ -318,18 +333,18 @@ def serve(sock: socket.socket, isolation: str, cpu_cap: str, device: str, watch:
     if isolation != "namespaces":  # rlimits only: there is no /submission, confine chdir'ed into the folder itself
         SUBMISSION = os.getcwd()
     worker = Worker(device, watch)
-    server = os.getpid()
     sock.sendall(wire.encode({"ok": True, "isolation": isolation, "cpu": cpu_cap}))
     while True:
         try:
             message, blob = wire.read_frame(sock, MAX_REQUEST_BYTES, max_body=MAX_REQUEST_BYTES, max_values=None)
         except EOFError:
             return
-        reply = worker.handle(message, blob)
-        if os.getpid() != server:  # a child the student's code forked came back here: it must not answer too
+        reply = worker.handle(message, blob) if message.get("op") != "parts" else None
+        if os.getpid() != worker.server:  # a child the student's code forked came back here: it must not answer too
             os._exit(0)
         try:
-            frame = wire.encode(reply, keep=worker.keep, max_bytes=wire.MAX_REPLY_BYTES)
+            frame = worker.parts(message, blob) if reply is None else wire.encode(reply, keep=worker.keep,
+                                                                                  max_bytes=wire.MAX_REPLY_BYTES)
         except wire.WireError as error:
             frame = wire.encode({"ok": False, "failure": {"kind": "reply", "message": f"your result cannot be sent back: {error}"}})
         except BaseException as error:
