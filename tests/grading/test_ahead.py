@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 import torch
-from courses import MODULES
+from test_grader import submission
 
 from grader.course import COURSE_FILE, load_course
 from grader.grade import grade_submission
@@ -46,17 +45,6 @@ def zygote():
 @pytest.fixture(scope="module")
 def course():
     return load_course(COURSE_FILE)
-
-
-def submission(tmp_path: Path, **replaced: str) -> Path:
-    folder = tmp_path / "submission"
-    folder.mkdir()
-    for module in MODULES:
-        if module in replaced:
-            (folder / f"{module}.py").write_text(replaced[module], encoding="utf-8")
-        else:
-            shutil.copy(SOLUTIONS / f"{module}.py", folder / f"{module}.py")
-    return folder
 
 
 def inputs() -> list[torch.Tensor]:

@@ -3,12 +3,11 @@ what a run of freshly collected suites reports, and a changed suite, another cou
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 import torch
-from courses import MODULES
+from test_grader import submission
 
 from grader.course import COURSE_FILE, load_course
 from grader.grade import grade_submission
@@ -29,17 +28,6 @@ def zygote():
 @pytest.fixture(scope="module")
 def course():
     return load_course(COURSE_FILE)
-
-
-def submission(tmp_path: Path, name: str, **replaced: str) -> Path:
-    folder = tmp_path / name
-    folder.mkdir()
-    for module in MODULES:
-        if module in replaced:
-            (folder / f"{module}.py").write_text(replaced[module], encoding="utf-8")
-        else:
-            shutil.copy(SOLUTIONS / f"{module}.py", folder / f"{module}.py")
-    return folder
 
 
 def outcomes(results: dict) -> list[tuple]:

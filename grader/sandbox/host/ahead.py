@@ -1,11 +1,13 @@
 """Calls sent ahead: the first call of each step of a check (its cases, its subjects) goes to the worker in one frame.
 
-A round trip to the worker costs about 0.3 ms of CPU on the two sides whatever it carries, most of it for a frame's
-first call, which runs cold after the worker slept; the calls after it in the same frame cost a third of that
-(``benchmarks/round_trips.py``). A check that runs 14 cases one after the other paid the round trip 14 times. Before
-the steps run, each is run up to its first call into the student's code (a *dry run*: the call is recorded, not
-made, and the step stopped there by ``Planned``); the calls recorded go to the worker in one frame, each answered
-apart; a step that then makes a call whose request is, byte for byte, one recorded is answered from that frame.
+A call into the worker costs about 0.35 ms of CPU on the two sides when it is alone in its frame, most of it for the
+frame (the worker wakes for it, cold), and less than half of that when it rides with others
+(``benchmarks/round_trips.py``): a check that runs 14 cases one after the other paid it 14 times. Before the steps
+run, each is run up to its first call into the student's code (a *dry run*: the call is recorded, not made, and the
+step stopped there by ``Planned``; once per grading process, ``PLANS``). The first step's call is made by its own
+step; once it has returned (code that hangs on every input costs one call's time, as without), the others' go to the
+worker in one frame, each answered apart; a step that then makes a call whose request is, byte for byte, one
+recorded is answered from that frame.
 
 What the student's code sees is that these calls were made earlier, in the order of the steps: a fixed order, the
 same on every run. Nothing else changes: a call that raised, ran out of memory or returned a wrong value is said as
@@ -46,8 +48,8 @@ PLANS: dict[tuple, list[Recorded | None]] = {}
 
 
 class Ahead:
-    """A session's calls sent ahead: the dry runs (``first_call``), the frame (``send``) and its answers (``answer``).
-    It is a part of its ``WorkerSession`` (in a module of its own), whose own methods it calls."""
+    """A session's calls sent ahead: the dry runs (``plan``), the frame (``prepare``, ``made``) and its answers
+    (``answer``). It is a part of its ``WorkerSession`` (in a module of its own), whose own methods it calls."""
 
     def __init__(self, session):
         self.session = session
