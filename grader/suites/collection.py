@@ -7,8 +7,9 @@ session and its items, and runs every item's protocol again for each submission 
 with pytest-json-report's recorder started afresh. Each run is the pytest run ``pytest.main`` would make, item for
 item: the same hooks, the fixtures set up and torn down alike (the session's after its last item), the same report.
 
-It drives pytest below ``pytest.main``: ``_prepareconfig`` and ``Config._do_configure`` (pytest is pinned in
-pyproject.toml; tests/grading/test_collection.py checks that each run reports what a run of ``pytest.main`` reports).
+It drives pytest below ``pytest.main``: ``_prepareconfig`` and ``Config._do_configure`` (pytest and
+pytest-json-report are pinned in pyproject.toml; tests/grading/test_collection.py checks that a kept collection's run
+reports what a fresh one's does; 280 submissions got, check for check, the feedback ``pytest.main`` gave them).
 A run that a fault of the grading process stopped, or an interrupt, drops the collection: the next is made afresh.
 """
 from __future__ import annotations
