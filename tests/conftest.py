@@ -28,6 +28,24 @@ def pytest_addoption(parser):
                      help="the device the hostile suite grades on (benchmarks/gpu/run.sh passes cuda); default: cpu")
 
 
+@pytest.fixture(scope="module")
+def zygote():
+    """A zygote for a test module that grades (a module that needs another kind defines its own ``zygote``)."""
+    from grader.sandbox.host.client import Zygote
+
+    started = Zygote()
+    yield started
+    started.close()
+
+
+@pytest.fixture(scope="module")
+def course():
+    """The project's course (course.yaml), loaded once per test module."""
+    from grader.course import COURSE_FILE, load_course
+
+    return load_course(COURSE_FILE)
+
+
 @pytest.fixture(scope="session")
 def device(request) -> str:
     """The device a test that grades on a device passes to the grader: ``--device``."""

@@ -11,11 +11,10 @@ import pytest
 import torch
 from test_grader import submission
 
-from grader.course import COURSE_FILE, load_course
 from grader.grade import grade_submission
 from grader.sandbox import wire
 from grader.sandbox.host import ahead
-from grader.sandbox.host.client import WorkerSession, Zygote
+from grader.sandbox.host.client import WorkerSession
 from grader.sandbox.host.problems import SubmissionProblem
 from grader.sandbox.host.proxy import RemoteObject, Student, released
 from grader.suites import checks as C
@@ -33,18 +32,6 @@ def softmax(x, dim=-1, temperature=1.0):
     e = (z - z.amax(dim=dim, keepdim=True)).exp()
     return e / e.sum(dim=dim, keepdim=True)
 """
-
-
-@pytest.fixture(scope="module")
-def zygote():
-    z = Zygote()
-    yield z
-    z.close()
-
-
-@pytest.fixture(scope="module")
-def course():
-    return load_course(COURSE_FILE)
 
 
 def inputs() -> list[torch.Tensor]:

@@ -54,15 +54,6 @@ def github(tmp_path) -> GitHub:
     return GitHub(tmp_path)
 
 
-@pytest.fixture(scope="module")
-def zygote():
-    from grader.sandbox.host.client import Zygote
-
-    z = Zygote()
-    yield z
-    z.close()
-
-
 def _files(grade) -> dict[str, tuple[str, int]]:
     lines = {"softmax": 12, "context": 3, "qkv": 41}
     return {e.module: (f"exercises/{e.module}.py", lines.get(e.module, 0)) for e in grade.exercises}

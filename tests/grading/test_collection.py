@@ -9,25 +9,11 @@ import pytest
 import torch
 from test_grader import submission
 
-from grader.course import COURSE_FILE, load_course
 from grader.grade import grade_submission
-from grader.sandbox.host.client import Zygote
 from grader.suites import collection
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
 WRONG_SOFTMAX = "import torch\n\n\ndef softmax(x, dim=-1, temperature=1.0):\n    return torch.exp(x) / 3\n"
-
-
-@pytest.fixture(scope="module")
-def zygote():
-    z = Zygote()
-    yield z
-    z.close()
-
-
-@pytest.fixture(scope="module")
-def course():
-    return load_course(COURSE_FILE)
 
 
 def outcomes(results: dict) -> list[tuple]:

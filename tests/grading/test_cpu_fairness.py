@@ -26,7 +26,7 @@ from courses import TOTAL
 from test_hostile import hostile_submission, processes_named, wait_until
 
 from grader.batch import run_batch
-from grader.course import COURSE_FILE, load_course
+from grader.course import COURSE_FILE
 from grader.grade import CPU_NOTE, grade_submission
 from grader.sandbox.host.client import WorkerSession, Zygote
 from grader.sandbox.jail import cgroup, uids
@@ -36,11 +36,6 @@ AVAILABLE, WHY = sandbox.probe()
 HIERARCHIES, CPU_CAP = cgroup.hierarchies()
 sandboxed = pytest.mark.skipif(not AVAILABLE, reason=f"no sandbox here: {WHY}")
 with_cgroups = pytest.mark.skipif(not HIERARCHIES, reason=f"no cgroup here: {CPU_CAP}")
-
-
-@pytest.fixture(scope="module")
-def course():
-    return load_course(COURSE_FILE)
 
 
 def own_cgroup(pid: int, hierarchy: cgroup.Hierarchy) -> str:

@@ -28,7 +28,6 @@ import pytest
 from courses import MODULES
 
 from grader.course import course
-from grader.sandbox.host.client import Zygote
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "grading" / "corpus"))
@@ -55,13 +54,6 @@ def variant_id(variant: Variant) -> str:
 
 def of_kind(kind: str) -> list[Variant]:
     return [v for v in VARIANTS if v.kind == kind]
-
-
-@pytest.fixture(scope="module")
-def zygote():
-    z = Zygote()
-    yield z
-    z.close()
 
 
 @pytest.fixture(scope="module")

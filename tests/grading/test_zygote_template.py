@@ -24,11 +24,6 @@ def template():
     template.close()
 
 
-@pytest.fixture(scope="module")
-def course():
-    return load_course(COURSE_FILE)
-
-
 def _uid_of_workers(zygote: Zygote) -> set[int]:
     """The real uids of every process under ``zygote``'s workers."""
     found = set()

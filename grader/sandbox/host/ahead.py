@@ -58,7 +58,6 @@ class Ahead:
         self.off = False  # a frame sent ahead failed: none more for this submission
         self.answers: dict[bytes, deque] = {}
         self.decode = None  # the answers' decoder: one for the frame, so the byte ranges of all its parts are checked together
-        self.generation = -1
         self.lead: bytes | None = None  # the request of the steps' first call, made by its own step
         self.pending: list[Recorded] = []  # the other steps' first calls, sent once the lead has returned
         self.blocks: tuple = (None, 0)  # the check whose blocks of steps are being counted, and how many it ran
@@ -84,9 +83,7 @@ class Ahead:
         self.recording, self.recorded = True, None
         try:
             step()
-        except Planned:
-            pass
-        except Exception:  # it fails before any call: there is nothing to send ahead, and its run says why
+        except (Planned, Exception):  # stopped at its call, or it failed before any: its run says why
             pass
         finally:
             self.recording = False
@@ -143,15 +140,13 @@ class Ahead:
             return
         for r, part in zip(calls, parts):
             self.answers.setdefault(r.frame, deque()).append(part)
-        self.decode, self.generation = session._decoder(), session.generation
+        self.decode = session._decoder()  # answers live until the worker stops (``WorkerSession.stop`` forgets them)
 
     def answer(self, frame: bytes):
         """The answer kept for the request ``frame`` (taken: a second identical request is made anew), with its
         decoder; None where there is none."""
         queue = self.answers.get(frame)
-        if not queue or self.generation != self.session.generation:
-            return None
-        return queue.popleft(), self.decode
+        return (queue.popleft(), self.decode) if queue else None
 
     def forget(self) -> None:
         """Drop the answers not taken (the worker stopped, or the steps are done), and the frame they came in."""
