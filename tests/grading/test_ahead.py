@@ -138,22 +138,27 @@ def test_the_references_take_every_answer_sent_ahead(zygote, course, monkeypatch
     """Grading the references, every call sent ahead is answered to its step: each step's first call is the same in
     its dry run and in its run (a step that drew from a generator another step drew from would send its call ahead
     in vain, and change what it draws)."""
-    taken, left = [], []
-    answer, forget = ahead.Ahead.answer, ahead.Ahead.forget
+    sent, taken, left = [], [], []
+    send, answer, forget = ahead.Ahead._send, ahead.Ahead.answer, ahead.Ahead.forget
+
+    def sending(self, calls):
+        send(self, calls)
+        sent.extend(part for queue in self.answers.values() for part in queue)
 
     def answering(self, frame):
         found = answer(self, frame)
-        taken.append(found is not None)
+        taken.extend([found] if found is not None else [])
         return found
 
     def forgetting(self):
         left.extend(queue for queue in self.answers.values() if queue)
         forget(self)
+    monkeypatch.setattr(ahead.Ahead, "_send", sending)
     monkeypatch.setattr(ahead.Ahead, "answer", answering)
     monkeypatch.setattr(ahead.Ahead, "forget", forgetting)
     outcome = grade_submission(str(SOLUTIONS), course, zygote=zygote)
-    assert outcome.grade.score == pytest.approx(100.0)
-    assert sum(taken) > 150 and not left
+    assert outcome.grade.score == pytest.approx(course.total_points)
+    assert sent and len(taken) == len(sent) and not left
 
 
 def test_answers_past_their_bound_turn_sending_ahead_off_and_leave_the_worker_running(tmp_path, zygote, course):

@@ -3,12 +3,15 @@ what a run of freshly collected suites reports, and a changed suite, another cou
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 import torch
+from courses import course_variant
 from test_grader import submission
 
+from grader.course import COURSE_FILE, load_course
 from grader.grade import grade_submission
 from grader.suites import collection
 
@@ -31,7 +34,7 @@ def test_each_run_of_the_kept_collection_reports_what_a_fresh_collection_does(tm
     right = grade_submission(str(SOLUTIONS), course, zygote=zygote).results
     again = grade_submission(str(wrong), course, zygote=zygote).results
     assert collection._kept is kept  # collected once for the three
-    assert right["score"] == pytest.approx(100.0) and fresh["score"] < 100
+    assert right["score"] == pytest.approx(course.total_points) and fresh["score"] < course.total_points
     assert outcomes(again) == outcomes(fresh)
     assert torch.get_num_threads() == threads  # the plugin's one_thread fixture was torn down after each run
 
@@ -39,16 +42,18 @@ def test_each_run_of_the_kept_collection_reports_what_a_fresh_collection_does(tm
 def test_a_changed_suite_or_another_course_is_collected_again(tmp_path, zygote, course):
     """A suite file written since (its time or size changed), or a course loaded from another folder, gets a new
     collection: a kept one never runs suites that are not on disk."""
-    grade_submission(str(SOLUTIONS), course, zygote=zygote)
+    variant = load_course(course_variant(tmp_path / "course", COURSE_FILE.read_text(encoding="utf-8")))
+    softmax = variant.hidden_suite("softmax").parent
+    own = softmax.resolve()
+    softmax.unlink()  # a copy of its own, so that touching it touches nothing another test reads
+    shutil.copytree(own, softmax, ignore=shutil.ignore_patterns("__pycache__"))
+    grade_submission(str(SOLUTIONS), variant, zygote=zygote)
     kept = collection._kept
-    suite = course.hidden_suite("softmax")
+    suite = variant.hidden_suite("softmax")
     stat = suite.stat()
-    try:
-        os.utime(suite, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
-        grade_submission(str(SOLUTIONS), course, zygote=zygote)
-        assert collection._kept is not kept
-    finally:
-        os.utime(suite, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    os.utime(suite, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    grade_submission(str(SOLUTIONS), variant, zygote=zygote)
+    assert collection._kept is not kept
     kept = collection._kept
     only = course.assignment(course.notebook_name("softmax"))
     results = grade_submission(str(SOLUTIONS), only, zygote=zygote, select="softmax").results
@@ -71,4 +76,4 @@ def test_a_grader_fault_drops_the_collection(tmp_path, zygote, course, monkeypat
         grade_submission(str(SOLUTIONS), course, zygote=zygote)
     assert collection._kept is None
     monkeypatch.undo()
-    assert grade_submission(str(SOLUTIONS), course, zygote=zygote).grade.score == pytest.approx(100.0)
+    assert grade_submission(str(SOLUTIONS), course, zygote=zygote).grade.score == pytest.approx(course.total_points)

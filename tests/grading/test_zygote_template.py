@@ -44,7 +44,7 @@ def test_a_zygote_forked_by_the_template_grades_as_a_fresh_one(template, course)
         assert isinstance(zygote.process, Cloned) and parent_of(zygote.process.pid) == template.process.pid
         outcome = grade_submission(str(SOLUTIONS), course, zygote=zygote)
         assert outcome.isolation == "namespaces"
-        assert outcome.grade.score == pytest.approx(100.0)
+        assert outcome.grade.score == pytest.approx(course.total_points)
     finally:
         zygote.close()
 
