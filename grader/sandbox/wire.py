@@ -196,6 +196,11 @@ class Decoder:
             raise WireError("two tensors of the reply share bytes")
         self.ranges.insert(at, (offset, end))
 
+    def unclaimed(self) -> int:
+        """The blob's bytes that no tensor decoded so far takes: none in a frame the Encoder made, once all of it is
+        decoded."""
+        return len(self.blob) - sum(end - start for start, end in self.ranges)
+
     def tensor(self, data: dict) -> torch.Tensor:
         dtype = DTYPES.get(data["dtype"]) if type(data.get("dtype")) is str else None
         shape, where, device = data.get("shape"), data["$t"], data.get("device", "cpu")

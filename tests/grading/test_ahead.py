@@ -124,7 +124,7 @@ def test_a_step_that_hangs_or_crashes_costs_its_own_call_and_sends_nothing_more_
                 steps[2]()
         assert failure.value.kind == kind
         assert session.ahead.off and len(results) == 2
-        assert session.crashes.get("softmax.softmax", 0) == (1 if kind == "crash" else 0)
+        assert session.abandoned.crashes.get("softmax.softmax", 0) == (1 if kind == "crash" else 0)
         sent = counted(session)
         with C.ahead(student, softmax_steps(student, [two_d, other], [])):
             pass

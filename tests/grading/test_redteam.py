@@ -24,6 +24,8 @@ from test_hostile import (  # noqa: F401  (fixtures used by name)
     zygote,
 )
 
+from grader.sandbox.host.strikes import Abandoned
+
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not AVAILABLE, reason=f"no sandbox here: {WHY}")]
 
 
@@ -76,11 +78,23 @@ def test_a_reply_pins_no_more_than_its_own_frame_while_checks_fail(tmp_path):
     """A reply costs the grading process about its own size, whatever it declares, and the grading process holds about
     one frame per reply (SECURITY.md, "Where the boundary is" and the wire row of "What is isolated"): replies padded
     with 48 MiB of blob bytes no tensor claims (tests/grading/hostile/pinned_padding), each failing a check in another way,
-    keep the grading process's peak within two such frames of plain zeros' (measured: three frames are held at once,
-    the first failure of a hypothesis test, its replay and the last error pytest keeps)."""
+    keep the grading process's peak within two such frames of plain zeros' (measured before such replies were refused:
+    three frames were held at once, the first failure of a hypothesis test, its replay and the last error pytest keeps)."""
     pad = 48
     peaks = {trick: grading_peak_mib(hostile_submission(tmp_path, trick)) for trick in ("zeros", "pinned_padding")}
     assert peaks["pinned_padding"] <= peaks["zeros"] + 2 * pad, peaks
+
+
+def test_a_padded_reply_is_read_once_per_function(tmp_path, zygote, course, monkeypatch):  # noqa: F811
+    """A reply the student's code changed is refused, and its function not called again (SECURITY.md, "What comes
+    back"): replies padded with 48 MiB no tensor claims (tests/grading/hostile/pinned_padding) passed every check the
+    reference's code made, each call one more 48 MiB read; now each padded reply fails its check, one per function."""
+    refused, forged = [], Abandoned.forged  # the labels of each reply refused
+    monkeypatch.setattr(Abandoned, "forged", lambda abandoned, labels: refused.extend(labels) or forged(abandoned, labels))
+    results = grade(hostile_submission(tmp_path, "pinned_padding"), course, zygote)
+    assert refused and len(refused) == len(set(refused)), refused
+    assert all(e["score"] < e["max_score"] for e in results["exercises"].values()), results["exercises"]
+    assert "it held bytes that none of its values use" in outputs(results, "softmax")
 
 
 def test_an_infinite_gradient_is_no_right_gradient(tmp_path, zygote, course):  # noqa: F811

@@ -20,8 +20,8 @@ from grader.course import course as project_course
 from grader.sandbox import wire
 from grader.sandbox.host.ahead import Ahead, Planned
 from grader.sandbox.host.problems import (
+    CHECK,
     FAILURES,
-    STUDENT_FRAME,
     UNREADABLE,
     GraderFault,
     StudentError,
@@ -29,9 +29,11 @@ from grader.sandbox.host.problems import (
     clean_info,
     handout_stubs,
     student_error,
+    student_line,
     which_tensor,
 )
 from grader.sandbox.host.proxy import CallResult, RemoteObject, guarded, target_label
+from grader.sandbox.host.strikes import Abandoned
 from grader.sandbox.host.zygote import Zygote, ZygoteGone
 from grader.sandbox.jail.lifeline import describe_status
 from grader.sandbox.jail.uids import census
@@ -42,14 +44,11 @@ MAX_REPLY_BYTES = wire.MAX_REPLY_BYTES
 HELLO_SECONDS = 60
 EXIT_GRACE_SECONDS = 2.0  # a worker that closed its socket gets this long to exit before it is killed
 TEARDOWN_SECONDS = 60.0  # a sandbox gets this long to be gone after SIGTERM (the kernel took 13 s for one that filled its limits)
-CRASHES_PER_FUNCTION = 3  # a function that crashed the worker this often is not called again
 # Bytes of replies read since the last garbage collection past which the next exchange collects first: a failed
 # check's exception holds its frames, and they the reply's bytes, in a cycle only the collector frees, and reading a
 # reply makes too few objects to start it (returning one 240 MB tensor to every check held a reply per failed test).
 SWEEP_BYTES = 64 * 2**20
 MAX_OPS = 10**9  # torch calls one call can make in its time (a count past it, or below 0, is no count the worker made)
-OUT_OF_MEMORY = ("MemoryError", "OutOfMemoryError")  # a function that raised one of these is not called again
-CHECK = "during this check"
 
 
 class WorkerSession:
@@ -73,8 +72,7 @@ class WorkerSession:
         self.loaded: set[str] = set()  # the modules imported in some worker: a failed re-import is said in our words
         self.broken: dict[str, SubmissionProblem] = {}
         self.static_imports: dict[str, list[tuple[str, int]]] = {}  # module -> its imports, read by intake
-        self.abandoned: dict[str, SubmissionProblem] = {}  # function label -> why it is not called again
-        self.crashes: dict[str, int] = {}
+        self.abandoned = Abandoned()  # the functions not called again, and why
         self.isolation = "not started"
         self.cpu_cap = "not started"  # how the worker's CPU is capped: "cgroup v1: cpu, pids", or "none: <why>"
         self.fault: str | None = None  # set when the grader (not the submission) failed: do not score
@@ -86,7 +84,7 @@ class WorkerSession:
         self.exercise: str | None = None
         self.spent: dict[str, float] = {}
         self.stopped_by: str | None = None  # the exercise whose check ended the last worker: it pays the restart
-        self._sources: dict[str, list[str]] = {}
+        self._sources: dict[str, list[str]] = {}  # the lines of the submission's files, read once (student_line)
         self._unswept = 0  # bytes of replies read since the last garbage collection (SWEEP_BYTES)
         self._early: threading.Thread | None = None  # a start running beside the caller (start_early)
         self._early_error: BaseException | None = None
@@ -301,6 +299,13 @@ class WorkerSession:
                 self.stop()
             decoder.blob = bytearray()
             raise SubmissionProblem("reply", UNREADABLE)
+
+        def unclaimed() -> int:  # the reply's bytes no value decoded from it uses: where there are some, let go of it
+            unused = decoder.unclaimed()
+            if unused:
+                decoder.blob = self._blob = bytearray()
+            return unused
+        decode.unclaimed = unclaimed
         return decode
 
     def _problem(self, reply: dict, label: str = "your code", early: bool = False) -> Exception:
@@ -310,30 +315,13 @@ class WorkerSession:
             info = clean_info(reply["error"])
             # The place only for a failure before any input reached the worker: later, the line that raises could
             # be chosen from the input (a file padded with lines makes its number a channel of many bits).
-            return student_error(info, self._where(info["frames"]) if early else "", self.stubs)
+            return student_error(info, student_line(info["frames"], self.modules, self.submission, self._sources)
+                                 if early else "", self.stubs)
         failure = reply.get("failure") if isinstance(reply.get("failure"), dict) else {}
         kind = clean(failure.get("kind", "unknown"), 40)
         if early:
             return SubmissionProblem(kind, clean(failure.get("message", UNREADABLE)))
         return SubmissionProblem(kind, FAILURES.get(kind, UNREADABLE).format(label=label, which=which_tensor(failure)))
-
-    def _where(self, frames: list[str]) -> str:
-        """'<module>.py, line 12: <that line>' for the innermost frame the worker names, with the line read from the
-        submission's own file (static text), or '' when that frame is not a line of an exercise file."""
-        match = STUDENT_FRAME.match(frames[-1]) if frames else None
-        if match is None or match["module"] not in self.modules:
-            return ""
-        module, number = match["module"], int(match["line"])
-        if module not in self._sources:
-            try:
-                with open(os.path.join(self.submission, f"{module}.py"), "rb") as file:
-                    self._sources[module] = file.read(1 << 20).decode(errors="replace").splitlines()
-            except OSError:
-                self._sources[module] = []
-        lines = self._sources[module]
-        if not 1 <= number <= len(lines) or not lines[number - 1].strip():
-            return ""
-        return f"{module}.py, line {number}: {clean(lines[number - 1].strip(), 200)}"
 
     def _ensure(self, module: str | None, targets=()):
         if self.ahead.recording:  # a dry run stops before anything reaches the worker
@@ -394,9 +382,8 @@ class WorkerSession:
         batch (build a module, then call its methods, in one round trip); ``load_params_step`` makes a call that
         copies parameters into such a module.
 
-        A function whose call timed out or ran out of memory (or that crashed the worker CRASHES_PER_FUNCTION
-        times) is not called again: later calls fail at once with the same problem, so one endless loop costs one
-        ``call_seconds`` and not one per check (nor the other exercises their share of the time).
+        A function whose call timed out or ran out of memory, crashed the worker too often or got a reply its code
+        changed is not called again (``strikes``).
         """
         labels = [target_label(c[0]) for c in calls]
         # Every call is instrumented alike, for all of the course's banned names (the worker has them from its spawn):
@@ -419,7 +406,7 @@ class WorkerSession:
             try:
                 reply = self.request(frame, None, calls=len(calls))
             except SubmissionProblem as problem:
-                self._strike(labels, problem)
+                self.abandoned.failed(labels, problem, self._remaining() > 0)
                 raise
             decode = self._decoder()  # one decoder: the byte ranges of all calls' results are checked together
         replies = reply.get("replies")
@@ -429,14 +416,21 @@ class WorkerSession:
                 raise self._problem(reply, labels[0])
             self.stop()
             raise SubmissionProblem("reply", f"{UNREADABLE}: it does not answer the calls made")
+        results = self._results(calls, labels, replies, decode)
+        if answered is None:
+            if decode.unclaimed():  # the parts of a frame sent ahead are decoded apart: it is no more than REPLY_BYTES
+                del results
+                raise self.abandoned.forged(labels)
+            self.ahead.made(frame)  # it returned: the calls that follow it may go ahead
+        return results
+
+    def _results(self, calls: list, labels: list[str], replies: list[dict], decode) -> list[CallResult]:
+        """The calls' results, decoded from their ``replies``; raises the first failure, with its index in ``step``."""
         results = []
         for step, (label, item, call) in enumerate(zip(labels, replies, calls)):
             if not item.get("ok"):
                 problem = self._problem(item, label)
-                if isinstance(problem, StudentError) and problem.info["type"] in OUT_OF_MEMORY:
-                    self.abandoned[label] = SubmissionProblem(
-                        "memory", f"{label} is not called again: in an earlier check it ran out of memory "
-                                  f"({problem.info['type']}; a worker may use {self.limits.memory_mb} MB)")
+                self.abandoned.raised(label, problem, self.limits.memory_mb)
                 problem.step = step
                 raise problem
             options, called, ops = call[3], item.get("called", []), item.get("ops")
@@ -452,30 +446,19 @@ class WorkerSession:
                                       param_grads=decode(item.get("param_grads"), label),
                                       called=sorted({n for n in called if n in wanted}), ops=ops,
                                       args_after=decode(item.get("args_after"), label)))
-        if answered is None:
-            self.ahead.made(frame)  # it returned: the calls that follow it may go ahead
         return results
-
-    def _strike(self, labels: list[str], problem: SubmissionProblem) -> None:
-        earlier = str(problem).replace(f" {CHECK}", "")
-        if problem.kind == "timeout" and self._remaining() > 0:
-            for label in labels:
-                self.abandoned[label] = SubmissionProblem(
-                    "timeout", f"{label} is not called again: in an earlier check, {earlier}")
-        elif problem.kind == "crash":
-            for label in labels:
-                self.crashes[label] = self.crashes.get(label, 0) + 1
-                if self.crashes[label] >= CRASHES_PER_FUNCTION:
-                    self.abandoned[label] = SubmissionProblem(
-                        "crash", f"{label} is not called again: it crashed the worker {self.crashes[label]} times "
-                                 f"(the last time, {earlier})")
 
     def simple(self, op: str, target: dict, **fields):
         self._ensure(target.get("module"), [target])
         reply = self.request(wire.encode({"op": op, "target": target, **fields}), target.get("module"))
         if not reply.get("ok"):
             raise self._problem(reply, target_label(target))
-        return self._decoder()(reply.get("value"), target_label(target))
+        decode = self._decoder()
+        value = decode(reply.get("value"), target_label(target))
+        if decode.unclaimed():
+            del value
+            raise self.abandoned.forged([target_label(target)])
+        return value
 
     def imports(self, module: str) -> list[tuple[str, int]] | None:
         """``module``'s imports as intake read them from its file before any code of the submission ran (what its code

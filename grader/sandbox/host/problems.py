@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import builtins
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -127,7 +128,28 @@ FAILURES = {
              f"{wire.MAX_REPLY_BYTES >> 20} MiB limit, or does it hold something other than tensors and plain values?",
 }
 UNREADABLE = "the reply of your code could not be read"
+CHECK = "during this check"  # where a call's problem happened, as a check's call says it
 STUDENT_FRAME = re.compile(r"(?P<module>\w+)\.py, line (?P<line>\d+)\b")
+
+
+def student_line(frames: list[str], modules, submission: str, sources: dict[str, list[str]]) -> str:
+    """'<module>.py, line 12: <that line>' for the innermost frame the worker names, with the line read from the
+    submission's own file (static text; ``sources`` keeps each file's lines once read), or '' when that frame is not
+    a line of an exercise file."""
+    match = STUDENT_FRAME.match(frames[-1]) if frames else None
+    if match is None or match["module"] not in modules:
+        return ""
+    module, number = match["module"], int(match["line"])
+    if module not in sources:
+        try:
+            with open(os.path.join(submission, f"{module}.py"), "rb") as file:
+                sources[module] = file.read(1 << 20).decode(errors="replace").splitlines()
+        except OSError:
+            sources[module] = []
+    lines = sources[module]
+    if not 1 <= number <= len(lines) or not lines[number - 1].strip():
+        return ""
+    return f"{module}.py, line {number}: {clean(lines[number - 1].strip(), 200)}"
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 
 
