@@ -67,7 +67,7 @@ class Encoder:
 
     def __init__(self, keep=None, max_bytes: int | None = None):
         self.chunks: list[bytes] = []
-        self.size = 0
+        self.size = self.with_bytes = 0  # the blob's bytes, and its tensors that have some
         self.keep = keep
         self.max_bytes = max_bytes
 
@@ -75,6 +75,8 @@ class Encoder:
         if type(t) is not torch.Tensor:  # a subclass's own __torch_function__ must not run here
             with torch._C.DisableTorchFunctionSubclass():
                 return self.tensor(t.detach())
+        if t.is_conj() or t.is_neg():  # a lazy view (``z.conj()``): its bytes are not its values until resolved
+            t = t.resolve_conj().resolve_neg()
         device = t.device.type
         name = _DTYPE_NAMES.get(t.dtype) or str(t.dtype).removeprefix("torch.")  # an unknown one: refused by the decoder
         meta = {"$t": None, "dtype": name, "shape": list(t.shape), "device": device}
@@ -83,6 +85,9 @@ class Encoder:
             if self.max_bytes is not None and self.size + nbytes > self.max_bytes:
                 raise WireError(f"the result holds {(self.size + nbytes) / 2**20:.0f} MiB of tensor data, over the "
                                 f"{self.max_bytes / 2**20:.0f} MiB limit of a reply")
+            if self.max_bytes is not None and self.with_bytes >= MAX_TENSORS:  # as the decoder counts them
+                raise WireError(f"the result holds more than {MAX_TENSORS} tensors, over the limit of a reply")
+            self.with_bytes += bool(nbytes)
             data = t if device == "cpu" and t.is_contiguous() else t.detach().to("cpu").contiguous()
             meta["$t"] = [self.size, nbytes]
             self.chunks.append(ctypes.string_at(data.data_ptr(), nbytes) if nbytes else b"")

@@ -644,6 +644,20 @@ def test_a_function_out_of_memory_is_not_called_again(tmp_path, zygote, course):
                                     "(MemoryError; a worker may use 4096 MB)" in o for o in outputs[1:]), outputs
 
 
+def test_a_function_not_called_again_raises_a_new_problem_each_time(course):
+    """Each later call of a function not called again fails at once, in the same words, with a problem of its own:
+    the one kept is never raised (raised again and again, its traceback would keep every raise's frames)."""
+    session = WorkerSession(None, str(ROOT / "solutions"), course.grading.limits, modules=("softmax",))
+    kept = session.abandoned["softmax.softmax"] = SubmissionProblem("timeout", "softmax.softmax is not called again")
+    raised = []
+    for _ in range(3):
+        with pytest.raises(SubmissionProblem, match="softmax.softmax is not called again") as info:
+            session.run({"module": "softmax", "path": ["softmax"]}, (torch.ones(2),))
+        raised.append(info.value)
+    assert len({id(problem) for problem in [kept, *raised]}) == 4 and kept.__traceback__ is None
+    assert session.pid is None  # nothing was sent
+
+
 def test_a_segfault_loses_only_its_exercise(tmp_path, zygote, quick_course):
     """Segfaults in dictionary.py: dictionary scores 0 with "crashed (segmentation fault)", the rest is unharmed."""
     results = grade(submission(tmp_path, dictionary=SEGFAULTING_DICTIONARY), quick_course, zygote)

@@ -85,13 +85,16 @@ def test_a_reply_pins_no_more_than_its_own_frame_while_checks_fail(tmp_path):
     assert peaks["pinned_padding"] <= peaks["zeros"] + 2 * pad, peaks
 
 
-def test_a_padded_reply_is_read_once_per_function(tmp_path, zygote, course, monkeypatch):  # noqa: F811
+@pytest.mark.parametrize("claimed", [False, True], ids=["unclaimed", "claimed-where-unread"])
+def test_a_padded_reply_is_read_once_per_function(tmp_path, zygote, course, monkeypatch, claimed):  # noqa: F811
     """A reply the student's code changed is refused, and its function not called again (SECURITY.md, "What comes
-    back"): replies padded with 48 MiB no tensor claims (tests/grading/hostile/pinned_padding) passed every check the
-    reference's code made, each call one more 48 MiB read; now each padded reply fails its check, one per function."""
-    refused, forged = [], Abandoned.forged  # the labels of each reply refused
-    monkeypatch.setattr(Abandoned, "forged", lambda abandoned, labels: refused.extend(labels) or forged(abandoned, labels))
-    results = grade(hostile_submission(tmp_path, "pinned_padding"), course, zygote)
+    back"): replies padded with 48 MiB no tensor claims, or that a tensor claims where no check reads
+    (tests/grading/hostile/pinned_padding), passed every check the reference's code made, each call one more 48 MiB
+    read; now each padded reply fails its check, one per function."""
+    refused, forged = [], Abandoned.forged  # the functions of each reply refused
+    monkeypatch.setattr(Abandoned, "forged",
+                        lambda abandoned, labels: refused.extend(dict.fromkeys(labels)) or forged(abandoned, labels))
+    results = grade(hostile_submission(tmp_path, "pinned_padding", claimed=claimed), course, zygote)
     assert refused and len(refused) == len(set(refused)), refused
     assert all(e["score"] < e["max_score"] for e in results["exercises"].values()), results["exercises"]
     assert "it held bytes that none of its values use" in outputs(results, "softmax")

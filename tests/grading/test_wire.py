@@ -235,3 +235,22 @@ def test_replies_that_only_garbage_holds_are_freed_before_more_arrive(tmp_path):
         ours.close(), theirs.close()
     assert client.SWEEP_BYTES <= 2 * len(reply)
     assert peak < 4 * len(reply), f"{peak / 2**20:.0f} MiB held by {rounds} replies of {len(reply) / 2**20:.0f} MiB"
+
+
+def test_a_lazy_conjugate_or_negative_view_is_sent_as_its_values():
+    """``z.conj()`` and its negative are views whose bytes are not their values until resolved: they arrive as the
+    values they stand for."""
+    z = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex64)
+    for view in (z.conj(), torch._neg_view(z), z.conj().imag):
+        message, blob = through_socket(wire.encode({"value": view}))
+        assert torch.equal(wire.Decoder(blob)(message["value"]), view.resolve_conj().resolve_neg())
+
+
+def test_the_worker_refuses_results_past_the_tensor_limit_itself():
+    """A result of more tensors than a reply may hold is refused by the worker's encoder, with a message that says so,
+    before the grading process would refuse the whole reply."""
+    many = [torch.zeros(1) for _ in range(wire.MAX_TENSORS + 1)]
+    with pytest.raises(wire.WireError, match=f"more than {wire.MAX_TENSORS} tensors"):
+        wire.encode({"value": many}, max_bytes=wire.MAX_REPLY_BYTES)
+    message, blob = through_socket(wire.encode({"value": many[1:]}, max_bytes=wire.MAX_REPLY_BYTES))
+    assert len(wire.Decoder(blob)(message["value"])) == wire.MAX_TENSORS

@@ -2,8 +2,10 @@
 zygote like a fresh one (its asker's settings and uid, its own control socket, its end with its asker)."""
 import json
 import os
+import signal
 import socket
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -146,10 +148,10 @@ def test_a_zygote_that_fails_to_start_says_why_in_its_askers_log(template):
 
 
 def test_an_asker_that_waits_too_long_starts_its_own_zygote_from_then_on(template, monkeypatch):
-    """A template whose lock is held (by an asker killed while asking) or that does not answer in time costs its
-    asker one wait: it starts a fresh zygote, and so do later askers of that process, without waiting again."""
+    """A template whose lock stays held (by another asker, here this process's) or that does not answer in time costs
+    its asker one wait: it starts a fresh zygote, and so do later askers of that process, without waiting again."""
     monkeypatch.setattr(template, "WAIT_SECONDS", 0.2)
-    template.lock.acquire()
+    assert template.lock.acquire(1.0)
     try:
         first = Zygote(template=template)
         first.close()
@@ -162,3 +164,29 @@ def test_an_asker_that_waits_too_long_starts_its_own_zygote_from_then_on(templat
     finally:
         second.close()
         template.failed_in = None
+
+
+def test_an_asker_killed_while_asking_holds_up_no_other(template, monkeypatch):
+    """Askers in other processes wait for the one that holds the lock, and the lock of an asker killed while it holds
+    it is free again (the kernel drops a dead process's record locks): the next asker gets its zygote from the
+    template, not a fresh one after a wait."""
+    monkeypatch.setattr(template, "WAIT_SECONDS", 10.0)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.write(write, b"held" if template.lock.acquire(1.0) else b"free")
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    os.close(write)
+    assert os.read(read, 16) == b"held"
+    os.close(read)
+    assert not template.lock.acquire(0.2)  # held by the child
+    os.kill(child, signal.SIGKILL)
+    os.waitpid(child, 0)
+    zygote = Zygote(template=template)
+    try:
+        assert isinstance(zygote.process, Cloned) and template.failed_in is None
+    finally:
+        zygote.close()

@@ -300,12 +300,9 @@ class WorkerSession:
             decoder.blob = bytearray()
             raise SubmissionProblem("reply", UNREADABLE)
 
-        def unclaimed() -> int:  # the reply's bytes no value decoded from it uses: where there are some, let go of it
-            unused = decoder.unclaimed()
-            if unused:
-                decoder.blob = self._blob = bytearray()
-            return unused
-        decode.unclaimed = unclaimed
+        def release():  # let go of the reply's bytes, before raising what a traceback will keep
+            decoder.blob = self._blob = bytearray()
+        decode.unclaimed, decode.release = decoder.unclaimed, release
         return decode
 
     def _problem(self, reply: dict, label: str = "your code", early: bool = False) -> Exception:
@@ -335,7 +332,7 @@ class WorkerSession:
             error, self._early_error = self._early_error, None
             raise error
         if module in self.broken:
-            raise self.broken[module]
+            raise self.broken[module].again()
         if self._remaining() <= 0:
             raise SubmissionProblem("timeout", f"grading your submission took more than {self.limits.submission_seconds:.0f} s "
                                                "in all; the remaining checks were not run")
@@ -349,7 +346,7 @@ class WorkerSession:
                 self._charge(owner, time.monotonic() - started)
                 self.stopped_by = None
             if module in self.broken:
-                raise self.broken[module]
+                raise self.broken[module].again()
 
     def request(self, frame: bytes, module: str | None, calls: int = 1, max_bytes: int = MAX_REPLY_BYTES) -> dict:
         """Send one request (its frame) about ``module`` and return its reply (decode it with ``_decoder``)."""
@@ -396,7 +393,7 @@ class WorkerSession:
             self.ahead.record(frame, [c[0] for c in calls], labels)
         for label in labels:
             if label in self.abandoned:
-                raise self.abandoned[label]
+                raise self.abandoned[label].again()
         for module in sorted({c[0].get("module") for c in calls} - {None}) or [None]:
             self._ensure(module, [c[0] for c in calls])
         answered = self.ahead.answer(frame)
@@ -416,22 +413,27 @@ class WorkerSession:
                 raise self._problem(reply, labels[0])
             self.stop()
             raise SubmissionProblem("reply", f"{UNREADABLE}: it does not answer the calls made")
-        results = self._results(calls, labels, replies, decode)
-        if answered is None:
-            if decode.unclaimed():  # the parts of a frame sent ahead are decoded apart: it is no more than REPLY_BYTES
+        results = self._results(calls, labels, replies, decode, live=answered is None)
+        if answered is None:  # (a frame sent ahead is shared by its parts' answers, and no more than REPLY_BYTES)
+            if decode.unclaimed():
                 del results
+                decode.release()
                 raise self.abandoned.forged(labels)
             self.ahead.made(frame)  # it returned: the calls that follow it may go ahead
         return results
 
-    def _results(self, calls: list, labels: list[str], replies: list[dict], decode) -> list[CallResult]:
-        """The calls' results, decoded from their ``replies``; raises the first failure, with its index in ``step``."""
+    def _results(self, calls: list, labels: list[str], replies: list[dict], decode, live: bool) -> list[CallResult]:
+        """The calls' results, decoded from their ``replies`` (only what each call asked for: bytes sent beyond it are
+        no value's, and the reply is refused); raises the first failure, with its index in ``step``, the reply let go
+        of where it is ``live`` (not a frame sent ahead, which other answers share)."""
         results = []
         for step, (label, item, call) in enumerate(zip(labels, replies, calls)):
             if not item.get("ok"):
                 problem = self._problem(item, label)
                 self.abandoned.raised(label, problem, self.limits.memory_mb)
                 problem.step = step
+                if live:
+                    decode.release()
                 raise problem
             options, called, ops = call[3], item.get("called", []), item.get("ops")
             if ops is not None and not (type(ops) is int and 0 <= ops <= MAX_OPS):
@@ -442,22 +444,29 @@ class WorkerSession:
                 raise SubmissionProblem("reply", f"{UNREADABLE}: its list of the calls made is not one")
             wanted = set(options.get("watch", ()))
             value = decode(item.get("value"), label, _object_name(call[0]) if options.get("handles") else None)
-            results.append(CallResult(value=value, arg_grads=decode(item.get("arg_grads"), label),
-                                      param_grads=decode(item.get("param_grads"), label),
-                                      called=sorted({n for n in called if n in wanted}), ops=ops,
-                                      args_after=decode(item.get("args_after"), label)))
+            count, backward = len(call[1]), options.get("grad_output") is not None
+            results.append(CallResult(
+                value=value, arg_grads=decode(_first(item.get("arg_grads"), count), label) if backward else None,
+                param_grads=decode(item.get("param_grads"), label) if backward else None,
+                called=sorted({n for n in called if n in wanted}), ops=ops,
+                args_after=decode(_first(item.get("args_after"), count), label) if options.get("return_args") else None))
         return results
 
     def simple(self, op: str, target: dict, **fields):
+        label = target_label(target)
+        if label in self.abandoned:
+            raise self.abandoned[label].again()
         self._ensure(target.get("module"), [target])
         reply = self.request(wire.encode({"op": op, "target": target, **fields}), target.get("module"))
-        if not reply.get("ok"):
-            raise self._problem(reply, target_label(target))
         decode = self._decoder()
-        value = decode(reply.get("value"), target_label(target))
+        if not reply.get("ok"):
+            decode.release()
+            raise self._problem(reply, label)
+        value = decode(reply.get("value"), label)
         if decode.unclaimed():
             del value
-            raise self.abandoned.forged([target_label(target)])
+            decode.release()
+            raise self.abandoned.forged([label])
         return value
 
     def imports(self, module: str) -> list[tuple[str, int]] | None:
@@ -475,6 +484,11 @@ class WorkerSession:
 
 
 LOCAL_OPTIONS = ("watch", "handles")  # call options the grading process acts on itself
+
+
+def _first(values, count: int):
+    """The first ``count`` entries of a reported list (one per argument of the call); anything else as it is."""
+    return values[:count] if isinstance(values, list) else values
 
 
 def _object_name(target: dict) -> str:

@@ -29,6 +29,11 @@ class SubmissionProblem(Exception):
         super().__init__(message)
         self.kind = kind
 
+    def again(self) -> SubmissionProblem:
+        """The same problem, to raise once more: one instance raised again and again keeps every raise's frames in its
+        traceback (and what they hold) for as long as it is kept."""
+        return SubmissionProblem(self.kind, str(self))
+
 
 class StudentError(Exception):
     """The student's code raised an exception; ``info`` holds its type, message and the student's frames.

@@ -41,6 +41,6 @@ class Abandoned(dict):
         tests/grading/hostile/pinned_padding). Abandons them; returns the problem to raise."""
         problem = SubmissionProblem("reply", f"{UNREADABLE}: it held bytes that none of its values use (code of your "
                                              "submission changed how the worker sends results back)")
-        for label in labels:
+        for label in dict.fromkeys(labels):
             self[label] = SubmissionProblem("reply", f"{label} is not called again: in an earlier check, {problem}")
         return problem

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import json
-import multiprocessing
 import os
 import secrets
 import select
@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import typing
 from typing import TYPE_CHECKING
@@ -191,13 +192,13 @@ class ZygoteTemplate:
     the asker alone on a control socket of the asker's, and ends when that socket closes (the asker gone) or with the
     template. An asker that waits more than ``WAIT_SECONDS`` for the lock, or as long again for the answer (a
     template still warming up on a slow disk, or gone), starts a fresh zygote, and so does every later asker of its
-    process (a lock left held by a process killed while asking is never released)."""
+    process."""
 
     WAIT_SECONDS = 30.0
 
     def __init__(self):
         self.process, self.control, self.log = _interpreter({"template": True})
-        self.lock = multiprocessing.get_context("fork").Lock()
+        self.lock = AskerLock()
         self.failed_in: int | None = None  # the process for which it failed: it starts fresh zygotes from then on
 
     def clone(self, settings: dict, log: typing.IO[bytes]) -> tuple[Cloned, socket.socket]:
@@ -210,7 +211,7 @@ class ZygoteTemplate:
         request = json.dumps({**settings, "environ": _passed_on(), "nonce": nonce}).encode()
         reply, fds = {}, []
         try:
-            if not self.lock.acquire(timeout=self.WAIT_SECONDS):
+            if not self.lock.acquire(self.WAIT_SECONDS):
                 raise TimeoutError
             try:
                 socket.send_fds(self.control, [request], [theirs.fileno(), log.fileno()])
@@ -242,6 +243,47 @@ class ZygoteTemplate:
     def close(self) -> None:
         """Stop the template (the zygotes it forked end with it)."""
         _end(self.process, self.control, self.log, 10)
+        self.lock.file.close()
+
+
+class AskerLock:
+    """One asker of the template at a time, among the processes forked from its owner and their threads, released by
+    the kernel when its holder dies: a record lock on a file of the template's, which belongs to the process that took
+    it (fork passes on none; a job killed while asking used to hold a shared semaphore forever, and every other job
+    waited ``WAIT_SECONDS`` for it before starting a fresh zygote)."""
+
+    POLL_SECONDS = 0.002  # a request holds the lock about a millisecond
+
+    def __init__(self):
+        self.file = tempfile.TemporaryFile()
+        self.threads, self.pid = threading.Lock(), os.getpid()
+
+    def acquire(self, timeout: float) -> bool:
+        """Take the lock within ``timeout`` seconds; False if it stayed held."""
+        if self.pid != os.getpid():  # a forked process's threads get a lock of their own (a copy may be held forever)
+            self.threads, self.pid = threading.Lock(), os.getpid()
+        deadline = time.monotonic() + timeout
+        if not self.threads.acquire(timeout=timeout):
+            return False
+        try:
+            while True:
+                try:
+                    fcntl.lockf(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return True
+                except (BlockingIOError, PermissionError):  # held by another process (any other error: raised)
+                    if time.monotonic() >= deadline:
+                        self.threads.release()
+                        return False
+                    time.sleep(self.POLL_SECONDS)
+        except BaseException:
+            self.threads.release()
+            raise
+
+    def release(self) -> None:
+        try:
+            fcntl.lockf(self.file, fcntl.LOCK_UN)
+        finally:
+            self.threads.release()
 
 
 class Cloned:
