@@ -135,6 +135,7 @@ FAILURES = {
 UNREADABLE = "the reply of your code could not be read"
 CHECK = "during this check"  # where a call's problem happened, as a check's call says it
 STUDENT_FRAME = re.compile(r"(?P<module>\w+)\.py, line (?P<line>\d+)\b")
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 
 
 def student_line(frames: list[str], modules, submission: str, sources: dict[str, list[str]]) -> str:
@@ -155,7 +156,6 @@ def student_line(frames: list[str], modules, submission: str, sources: dict[str,
     if not 1 <= number <= len(lines) or not lines[number - 1].strip():
         return ""
     return f"{module}.py, line {number}: {clean(lines[number - 1].strip(), 200)}"
-ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 
 
 def which_tensor(failure: dict) -> str:
