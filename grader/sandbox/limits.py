@@ -23,7 +23,7 @@ NOFILE_HEADROOM = 32
 
 @dataclass(frozen=True)
 class Limits:
-    """Every limit of a worker, all required (course.yaml states each), each positive.
+    """Every limit of a worker, each positive, all required (course.yaml states each) but ``replies_mb``.
 
     A plain dataclass, so that the zygote builds one without importing pydantic (0.2 s on the path of a cold grade):
     course.yaml's model validates it there (types, no unknown key: pydantic reads ``__pydantic_config__``), and
@@ -42,6 +42,9 @@ class Limits:
     file_size_mb: int  # RLIMIT_FSIZE
     open_files: int   # RLIMIT_NOFILE (floored at highest kept fd + NOFILE_HEADROOM)
     tmp_mb: int       # size of the private tmpfs at /tmp (and of /dev/shm)
+    # kept by the grading process: the replies (JSON and tensor bytes) one exercise's checks may read in all; optional,
+    # for course.yaml files written before it
+    replies_mb: int = 16
 
     def __post_init__(self):
         not_positive = [field.name for field in fields(self) if not getattr(self, field.name) > 0]

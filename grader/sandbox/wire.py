@@ -45,6 +45,10 @@ class WireError(RuntimeError):
     """A frame that is malformed, too large, or names something we do not decode."""
 
 
+class TooLarge(WireError):
+    """A frame over the bytes its reader takes, refused from its header (the rest of it is left unread)."""
+
+
 class Handle:
     """A reference to an object that lives in the worker (a module, say); only its id travels."""
 
@@ -313,17 +317,17 @@ def session_devices(device: str) -> tuple[str, ...]:
 
 
 def read_frame(sock: socket.socket, max_bytes: int, deadline: float | None = None,
-               max_body: int = MAX_BODY_BYTES, max_values: int | None = MAX_VALUES) -> tuple[dict, bytearray]:
+               max_body: int = MAX_BODY_BYTES, max_values: int | None = MAX_VALUES) -> tuple[dict, bytearray, int]:
     """Read one frame of at most ``max_bytes`` (``max_body`` of them JSON, holding at most ``max_values`` values,
-    None for no limit); raise EOFError when the peer is gone,
-    WireError when the frame is bad or too large, TimeoutError when ``deadline`` (a time.monotonic() value)
-    passes before the whole frame has arrived."""
+    None for no limit): its message, its blob and its size in bytes. Raise EOFError when the peer is gone, TooLarge
+    when the frame is over those limits, WireError when it is bad, TimeoutError when ``deadline`` (a time.monotonic()
+    value) passes before the whole frame has arrived."""
     header = _read_exactly(sock, HEADER.size, deadline)
     body_len, blob_len = HEADER.unpack(header)
     if body_len + blob_len > max_bytes:
-        raise WireError(f"a reply of {(body_len + blob_len) / 2**20:.0f} MiB is over the {max_bytes / 2**20:.0f} MiB limit")
+        raise TooLarge(f"a reply of {_size(body_len + blob_len)} is over the {_size(max_bytes)} limit")
     if body_len > max_body:
-        raise WireError(f"a reply with {body_len / 2**20:.0f} MiB of JSON is over the {max_body / 2**20:.0f} MiB limit")
+        raise TooLarge(f"a reply with {_size(body_len)} of JSON is over the {_size(max_body)} limit")
     body = _read_exactly(sock, body_len, deadline)
     if max_values is not None and _values(body) > max_values:
         raise WireError(f"a reply with more than {max_values} values is over the limit (return tensors, not lists)")
@@ -333,7 +337,11 @@ def read_frame(sock: socket.socket, max_bytes: int, deadline: float | None = Non
         raise WireError(f"reply is not JSON: {str(error)[:200]}") from None
     if not isinstance(message, dict):
         raise WireError("reply is not a JSON object")
-    return message, _read_exactly(sock, blob_len, deadline)
+    return message, _read_exactly(sock, blob_len, deadline), HEADER.size + body_len + blob_len
+
+
+def _size(nbytes: float) -> str:
+    return f"{nbytes / 2**20:.0f} MiB" if nbytes >= 2**20 else f"{nbytes / 2**10:.0f} KiB"
 
 
 def _values(body: bytes | bytearray) -> int:

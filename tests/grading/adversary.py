@@ -54,7 +54,7 @@ class Adversary(WorkerSession):
     def stop(self, grace: float = 0.0):
         return None
 
-    def _exchange(self, frame, timeout, doing, max_bytes=wire.MAX_REPLY_BYTES) -> dict:
+    def _exchange(self, frame, timeout, doing, max_bytes=wire.MAX_REPLY_BYTES, exercise=None) -> dict:
         request = _body(frame)
         if request.get("op") == "parts":  # calls sent ahead (host.ahead): each frame of the blob answered apart,
             answers, size = [], 0  # within the reply's bound, as the grading process reads it

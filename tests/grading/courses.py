@@ -40,7 +40,7 @@ grading:
     bfloat16: {rtol: 0.02, atol: 0.01}
   devices: [cpu, cuda]
   limits: {call_seconds: 2, import_seconds: 5, submission_seconds: 300, memory_mb: 4096, cpu_seconds: 120, processes: 64,
-    file_size_mb: 16, open_files: 256, tmp_mb: 64}
+    file_size_mb: 16, open_files: 256, tmp_mb: 64, replies_mb: 16}
   intake: {max_file_mb: 1, max_total_mb: 20, max_files: 500, seconds: 10, memory_mb: 512}
 """
 

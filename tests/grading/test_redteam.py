@@ -24,7 +24,8 @@ from test_hostile import (  # noqa: F401  (fixtures used by name)
     zygote,
 )
 
-from grader.sandbox.host.strikes import Abandoned
+from grader.sandbox import wire
+from grader.sandbox.host.strikes import Abandoned, Shares
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not AVAILABLE, reason=f"no sandbox here: {WHY}")]
 
@@ -79,7 +80,8 @@ def test_a_reply_pins_no_more_than_its_own_frame_while_checks_fail(tmp_path):
     one frame per reply (SECURITY.md, "Where the boundary is" and the wire row of "What is isolated"): replies padded
     with 48 MiB of blob bytes no tensor claims (tests/grading/hostile/pinned_padding), each failing a check in another way,
     keep the grading process's peak within two such frames of plain zeros' (measured before such replies were refused:
-    three frames were held at once, the first failure of a hypothesis test, its replay and the last error pytest keeps)."""
+    three frames were held at once, the first failure of a hypothesis test, its replay and the last error pytest keeps;
+    a 48 MiB reply is now refused from its header, over the exercise's share of replies)."""
     pad = 48
     peaks = {trick: grading_peak_mib(hostile_submission(tmp_path, trick)) for trick in ("zeros", "pinned_padding")}
     assert peaks["pinned_padding"] <= peaks["zeros"] + 2 * pad, peaks
@@ -88,16 +90,47 @@ def test_a_reply_pins_no_more_than_its_own_frame_while_checks_fail(tmp_path):
 @pytest.mark.parametrize("claimed", [False, True], ids=["unclaimed", "claimed-where-unread"])
 def test_a_padded_reply_is_read_once_per_function(tmp_path, zygote, course, monkeypatch, claimed):  # noqa: F811
     """A reply the student's code changed is refused, and its function not called again (SECURITY.md, "What comes
-    back"): replies padded with 48 MiB no tensor claims, or that a tensor claims where no check reads
+    back"): replies padded with bytes no tensor claims, or that a tensor claims where no check reads
     (tests/grading/hostile/pinned_padding), passed every check the reference's code made, each call one more 48 MiB
-    read; now each padded reply fails its check, one per function."""
+    read; now each padded reply fails its check, one per function (here 1 MiB of padding, within the exercise's share
+    of replies, which refuses 48 MiB from the header)."""
     refused, forged = [], Abandoned.forged  # the functions of each reply refused
     monkeypatch.setattr(Abandoned, "forged",
                         lambda abandoned, labels: refused.extend(dict.fromkeys(labels)) or forged(abandoned, labels))
-    results = grade(hostile_submission(tmp_path, "pinned_padding", claimed=claimed), course, zygote)
+    results = grade(hostile_submission(tmp_path, "pinned_padding", claimed=claimed, pad_mib=1), course, zygote)
     assert refused and len(refused) == len(set(refused)), refused
     assert all(e["score"] < e["max_score"] for e in results["exercises"].values()), results["exercises"]
     assert "it held bytes that none of its values use" in outputs(results, "softmax")
+
+
+@pytest.mark.parametrize("blob", [False, True], ids=["json", "blob"])
+def test_replies_no_check_reads_cost_an_exercise_at_most_its_share(tmp_path, zygote, course, monkeypatch, blob):  # noqa: F811
+    """What the grading process reads for an exercise's checks is bounded (course.yaml's replies_mb), whether a check
+    reads it or not (SECURITY.md, "What comes back"): replies with 4 MiB of JSON no check reads, or with a 60 MiB tensor
+    as a result a check drops (tests/grading/hostile/reply_junk), kept full marks at 20 to 40 times a correct
+    submission's time (red team 15); now an exercise reads at most its share, then its remaining checks are not run."""
+    read, charge = {}, Shares.charge
+
+    def counted(shares, exercise, seconds=0.0, nbytes=0):
+        charge(shares, exercise, seconds, nbytes)
+        read[exercise] = max(read.get(exercise, 0), shares.read.get(exercise, 0))
+    monkeypatch.setattr(Shares, "charge", counted)
+    results = grade(hostile_submission(tmp_path, "reply_junk", blob=blob), course, zygote)
+    share = course.grading.limits.replies_mb << 20
+    assert read and max(read.values()) <= share + wire.HEADER.size, read
+    stopped = [e for e in course.modules if f"came to more than {share >> 20} MiB in all" in outputs(results, e)]
+    assert stopped and all(results["exercises"][e]["score"] < results["exercises"][e]["max_score"] for e in stopped)
+    assert not blob or "quiz" not in stopped  # a share is its own exercise's: quiz loads no parameters
+
+
+def test_a_padded_import_reply_costs_only_its_module(tmp_path, zygote, course):  # noqa: F811
+    """A start's, an import's and a sync's replies are held to 64 KiB (SECURITY.md, "What comes back"): quiz.py, whose
+    import pads every frame with 4 MiB of JSON (tests/grading/hostile/reply_junk), had every worker restart read and
+    parse 16 of them; now its own import's reply is refused, quiz.py is not used, and the other exercises, graded in a
+    worker without it, keep full marks."""
+    results = grade(hostile_submission(tmp_path, "reply_junk", everywhere=True), course, zygote)
+    assert "quiz: 0/" in results["output"] and "over the 64 KiB limit" in outputs(results), outputs(results)
+    assert all(e["score"] == e["max_score"] for name, e in results["exercises"].items() if name != "quiz")
 
 
 def test_an_infinite_gradient_is_no_right_gradient(tmp_path, zygote, course):  # noqa: F811

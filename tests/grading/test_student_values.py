@@ -119,7 +119,7 @@ def test_a_reply_whose_accounts_are_not_of_their_kind_is_unreadable(field, value
         def stop(self, grace: float = 0.0):
             return None
 
-        def _exchange(self, frame, timeout, doing, max_bytes=None) -> dict:
+        def _exchange(self, frame, timeout, doing, max_bytes=None, exercise=None) -> dict:
             self._blob = b""
             return {"ok": True, "replies": [{"ok": True, "value": None, "called": [], "ops": 1, field: value}]}
 

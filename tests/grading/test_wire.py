@@ -67,7 +67,7 @@ def through_socket(frame: bytes) -> tuple[dict, bytearray]:
     sender.start()
     try:
         with ours:
-            return wire.read_frame(ours, wire.MAX_REPLY_BYTES, deadline=time.monotonic() + 60)
+            return wire.read_frame(ours, wire.MAX_REPLY_BYTES, deadline=time.monotonic() + 60)[:2]
     finally:
         sender.join()
         theirs.close()
@@ -254,3 +254,17 @@ def test_the_worker_refuses_results_past_the_tensor_limit_itself():
         wire.encode({"value": many}, max_bytes=wire.MAX_REPLY_BYTES)
     message, blob = through_socket(wire.encode({"value": many[1:]}, max_bytes=wire.MAX_REPLY_BYTES))
     assert len(wire.Decoder(blob)(message["value"])) == wire.MAX_TENSORS
+
+
+def test_a_frame_is_read_with_its_size_and_a_frame_too_large_is_refused_from_its_header():
+    """Reading a frame says how many bytes it took (what an exercise's checks are charged); a frame over the bytes the
+    reader takes is refused as TooLarge before its JSON or blob is read."""
+    frame = wire.encode({"value": torch.arange(5.0)})
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        theirs.sendall(frame + frame)
+        message, blob, size = wire.read_frame(ours, wire.MAX_REPLY_BYTES)
+        assert size == len(frame) and len(blob) == 20
+        with pytest.raises(wire.TooLarge, match=r"a reply of \d+ KiB is over the \d+ KiB limit"):
+            wire.read_frame(ours, len(frame) - wire.HEADER.size - 1)
+        assert len(ours.recv(len(frame))) == len(frame) - wire.HEADER.size  # the rest was left unread

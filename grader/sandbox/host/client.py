@@ -33,7 +33,7 @@ from grader.sandbox.host.problems import (
     which_tensor,
 )
 from grader.sandbox.host.proxy import CallResult, RemoteObject, guarded, target_label
-from grader.sandbox.host.strikes import Abandoned
+from grader.sandbox.host.strikes import Abandoned, Shares
 from grader.sandbox.host.zygote import Zygote, ZygoteGone
 from grader.sandbox.jail.lifeline import describe_status
 from grader.sandbox.jail.uids import census
@@ -41,6 +41,9 @@ from grader.sandbox.limits import Limits
 from grader.text import clean
 
 MAX_REPLY_BYTES = wire.MAX_REPLY_BYTES
+# A start's, an import's or a sync's reply: a few KiB (an import error's message, 2,000 characters, and 8 frames of at
+# most 400); more is the student's code padding them, which every restart would read again (red team 15).
+CONTROL_REPLY_BYTES = 64 << 10
 HELLO_SECONDS = 60
 EXIT_GRACE_SECONDS = 2.0  # a worker that closed its socket gets this long to exit before it is killed
 TEARDOWN_SECONDS = 60.0  # a sandbox gets this long to be gone after SIGTERM (the kernel took 13 s for one that filled its limits)
@@ -78,11 +81,8 @@ class WorkerSession:
         self.fault: str | None = None  # set when the grader (not the submission) failed: do not score
         self.watch: list[str] = []  # the course's banned names: every call of a worker spawned from here on is
         # instrumented for all of them
-        # The exercise whose check is calling (set by the grading plugin), and each exercise's time in its calls: an
-        # exercise gets its share of submission_seconds (``exercise_seconds``), so that one whose calls are slow, each
-        # within call_seconds, costs its own remaining checks and never another exercise's (red team 17).
-        self.exercise: str | None = None
-        self.spent: dict[str, float] = {}
+        self.exercise: str | None = None  # the exercise whose check is calling (set by the grading plugin)
+        self.shares = Shares(limits, len(self.modules))  # of time and bytes read, per exercise
         self.stopped_by: str | None = None  # the exercise whose check ended the last worker: it pays the restart
         self._sources: dict[str, list[str]] = {}  # the lines of the submission's files, read once (student_line)
         self._unswept = 0  # bytes of replies read since the last garbage collection (SWEEP_BYTES)
@@ -139,7 +139,7 @@ class WorkerSession:
             raise
         self.generation += 1
         self.imported.clear()
-        hello = self._exchange(None, min(HELLO_SECONDS, self._remaining()), "while starting")
+        hello = self._exchange(None, min(HELLO_SECONDS, self._remaining()), "while starting", CONTROL_REPLY_BYTES)
         self.isolation = clean(hello.get("isolation", "unknown"), 300)
         self.cpu_cap = clean(hello.get("cpu", "unknown"), 300)
         if not hello.get("ok"):
@@ -156,8 +156,8 @@ class WorkerSession:
             if module in self.broken or module in self.imported:
                 continue
             try:
-                reply = self._exchange(wire.encode({"op": "import", "module": module}),
-                                       min(self.limits.import_seconds, self._remaining()), f"while importing {module}.py")
+                reply = self._exchange(wire.encode({"op": "import", "module": module}), min(
+                    self.limits.import_seconds, self._remaining()), f"while importing {module}.py", CONTROL_REPLY_BYTES)
                 if not reply.get("ok"):  # a re-import's message could hold the clock a crash was timed by, from an input
                     raise self._problem(reply, module, early=module not in self.loaded)
                 self._sync(f"after importing {module}.py")
@@ -194,7 +194,8 @@ class WorkerSession:
         """A round trip with a fresh nonce the worker echoes: a reply out of step (frames the student's code wrote
         on the socket, say) stops the worker and raises SubmissionProblem."""
         nonce = secrets.token_hex(8)
-        reply = self._exchange(wire.encode({"op": "sync", "nonce": nonce}), min(self.limits.call_seconds, self._remaining()), doing)
+        reply = self._exchange(wire.encode({"op": "sync", "nonce": nonce}), min(self.limits.call_seconds, self._remaining()),
+                               doing, CONTROL_REPLY_BYTES)
         if reply.get("nonce") != nonce:
             self.stop()
             raise SubmissionProblem("reply", f"{UNREADABLE} {doing}: does your code write to the worker's socket?")
@@ -207,28 +208,11 @@ class WorkerSession:
         """Whether the worker runs with resource limits only (``--allow-unsandboxed`` where no sandbox can be built)."""
         return self.isolation.startswith("rlimits only")
 
-    @property
-    def exercise_seconds(self) -> float:
-        """An exercise's share of the submission's time, spent in the calls of its checks and the restarts of the
-        worker they caused: one share more than the exercises is left for the start and the grading process's own
-        work, so that the exercises' shares, spent, never cut another's checks (red team 18, review 11)."""
-        return self.limits.submission_seconds / (len(self.modules) + 1)
-
-    def _charge(self, exercise: str | None, seconds: float) -> None:
-        if exercise:
-            self.spent[exercise] = self.spent.get(exercise, 0.0) + seconds
-
-    def _exercise_left(self) -> float:
-        return self.exercise_seconds - self.spent.get(self.exercise, 0.0) if self.exercise else float("inf")
-
-    def _exercise_spent(self) -> SubmissionProblem:
-        return SubmissionProblem("timeout", f"the checks of {self.exercise} took more than its "
-                                            f"{self.exercise_seconds:.0f} s of your code's time in all; its remaining "
-                                            "checks were not run")
-
-    def _exchange(self, frame: bytes | None, timeout: float, doing: str, max_bytes: int = MAX_REPLY_BYTES) -> dict:
-        """Send a frame (None: only read) and read the reply (at most ``max_bytes``) within ``timeout`` seconds in
-        all; on a hang, a death or a malformed reply, stop the worker and raise SubmissionProblem."""
+    def _exchange(self, frame: bytes | None, timeout: float, doing: str, max_bytes: float = MAX_REPLY_BYTES,
+                  exercise: str | None = None) -> dict:
+        """Send a frame (None: only read) and read the reply (at most ``max_bytes``, charged to ``exercise``) within
+        ``timeout`` seconds in all; on a hang, a death or a malformed reply, stop the worker and raise
+        SubmissionProblem (of kind "too large" for a reply over ``max_bytes``, left unread)."""
         timeout = max(timeout, 0.0)
         deadline = time.monotonic() + timeout
         self._blob = None  # the last reply's bytes are not held while the next one arrives
@@ -242,7 +226,7 @@ class WorkerSession:
                     self.sock.sendall(frame)
                 finally:
                     self.sock.settimeout(None)
-            message, blob = wire.read_frame(self.sock, max_bytes, deadline)
+            message, blob, size = wire.read_frame(self.sock, max_bytes, deadline)
         except TimeoutError:
             self.stop()
             if self._remaining() <= 0.05:
@@ -261,9 +245,13 @@ class WorkerSession:
                 raise GraderFault(self.fault) from None
             what = describe_status(status) if status is not None else "stopped"
             raise SubmissionProblem("crash", f"the worker running your code {what} {doing}") from None
+        except wire.TooLarge as error:
+            self.stop()
+            raise SubmissionProblem("too large", f"{UNREADABLE}: {error}") from None
         except wire.WireError:
             self.stop()
             raise SubmissionProblem("reply", UNREADABLE) from None
+        self.shares.charge(exercise, nbytes=size)
         self._blob = blob
         self._unswept += len(blob)
         return message
@@ -336,14 +324,15 @@ class WorkerSession:
         if self._remaining() <= 0:
             raise SubmissionProblem("timeout", f"grading your submission took more than {self.limits.submission_seconds:.0f} s "
                                                "in all; the remaining checks were not run")
-        if self._exercise_left() <= 0:
-            raise self._exercise_spent()
+        spent = self.shares.spent_problem(self.exercise)
+        if spent is not None:
+            raise spent
         if self.pid is None:
             started, owner = time.monotonic(), self.stopped_by
             try:
                 self._start()
             finally:  # a restart (its imports included) is paid by the exercise whose check ended the last worker
-                self._charge(owner, time.monotonic() - started)
+                self.shares.charge(owner, time.monotonic() - started)
                 self.stopped_by = None
             if module in self.broken:
                 raise self.broken[module].again()
@@ -351,19 +340,21 @@ class WorkerSession:
     def request(self, frame: bytes, module: str | None, calls: int = 1, max_bytes: int = MAX_REPLY_BYTES) -> dict:
         """Send one request (its frame) about ``module`` and return its reply (decode it with ``_decoder``)."""
         self._ensure(module)
-        left = self._exercise_left()
+        left, unread = self.shares.seconds_left(self.exercise), self.shares.bytes_left(self.exercise)
         timeout = min(self.limits.call_seconds * calls, self._remaining(), left)
         started = time.monotonic()
         try:
-            return self._exchange(frame, timeout, CHECK, max_bytes)
+            return self._exchange(frame, timeout, CHECK, min(max_bytes, unread), self.exercise)
         except SubmissionProblem as problem:
             if self.pid is None:  # the worker ended (a crash, a time-out): this exercise pays its restart
                 self.stopped_by = self.exercise
             if problem.kind == "timeout" and timeout == left and self._remaining() > 0.05:
-                raise self._exercise_spent() from None
+                raise self.shares.out_of_time(self.exercise) from None
+            if problem.kind == "too large" and unread < max_bytes:
+                raise self.shares.out_of_bytes(self.exercise) from None
             raise
         finally:
-            self._charge(self.exercise, time.monotonic() - started)
+            self.shares.charge(self.exercise, time.monotonic() - started)
 
     def run(self, target: dict, args=(), kwargs=None, **options) -> CallResult:
         """Call the object ``target`` names with ``args`` and ``kwargs``; options: seed, as_on_cpu (the call makes its

@@ -96,7 +96,8 @@ def _student_frames(tb) -> list[str]:
     lines = []
     for frame in traceback.extract_tb(tb):
         if frame.filename.startswith(SUBMISSION + "/"):
-            lines.append(f"{os.path.basename(frame.filename)}, line {frame.lineno}, in {frame.name}: {(frame.line or '').strip()}")
+            lines.append(f"{os.path.basename(frame.filename)}, line {frame.lineno}, in {frame.name[:100]}: "
+                         f"{(frame.line or '').strip()[:300]}")  # the grading process keeps 300 characters
     return lines[-8:]
 
 
@@ -336,7 +337,7 @@ def serve(sock: socket.socket, isolation: str, cpu_cap: str, device: str, watch:
     sock.sendall(wire.encode({"ok": True, "isolation": isolation, "cpu": cpu_cap}))
     while True:
         try:
-            message, blob = wire.read_frame(sock, MAX_REQUEST_BYTES, max_body=MAX_REQUEST_BYTES, max_values=None)
+            message, blob, _ = wire.read_frame(sock, MAX_REQUEST_BYTES, max_body=MAX_REQUEST_BYTES, max_values=None)
         except EOFError:
             return
         reply = worker.handle(message, blob) if message.get("op") != "parts" else None

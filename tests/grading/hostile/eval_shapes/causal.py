@@ -1,8 +1,9 @@
 """Hostile (the grading process converting results it did not check): CausalAttention whose every call returns an
-all-False bool vector of K = 16 Mi entries (PARAMS "k"), the same shape each time: the eval-mode dropout check
-compared its three results (one 48 MiB reply, under the 64 MiB cap) with each other once their shapes agreed,
-converting each to float64 (8x: 384 MB) before looking at what shape the result should have (with 32 Mi entries,
-1,986 MiB against 253 MiB for the references)."""
+all-False bool vector of K = 1 Mi entries (PARAMS "k") in eval mode, the same shape each time (one entry in training
+mode, so that the checks before it leave the exercise's share of replies to it): the eval-mode dropout check
+compared its three results (one 3 MiB reply, within the exercise's 16 MiB share of replies, which refuses the 48 MiB
+of K = 16 Mi) with each other once their shapes agreed, converting each to float64 (8x) before looking at what shape
+the result should have (with 32 Mi entries, 1,986 MiB against 253 MiB for the references)."""
 import torch
 from torch import nn
 
@@ -25,4 +26,4 @@ class CausalAttention(nn.Module):
     def forward(self, x):
         if x.shape[-2] > self.mask.shape[0]:
             raise ValueError(f"sequence length {x.shape[-2]} exceeds context_length {self.mask.shape[0]}")
-        return torch.zeros(PARAMS.get("k", 1 << 24), dtype=torch.bool)
+        return torch.zeros(PARAMS.get("k", 1 << 20) if not self.training else 1, dtype=torch.bool)

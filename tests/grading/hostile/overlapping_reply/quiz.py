@@ -8,9 +8,9 @@ import struct
 
 import torch
 
-BLOB = 48 << 20
-TENSORS = 120
 PARAMS = {}
+BLOB = PARAMS.get("blob_mib", 48) << 20
+TENSORS = 120
 
 
 def _forge():
