@@ -87,8 +87,8 @@ class Encoder:
         if device != "meta":
             nbytes = t.numel() * t.element_size()
             if self.max_bytes is not None and self.size + nbytes > self.max_bytes:
-                raise WireError(f"the result holds {(self.size + nbytes) / 2**20:.0f} MiB of tensor data, over the "
-                                f"{self.max_bytes / 2**20:.0f} MiB limit of a reply")
+                raise WireError(f"the result holds {_size(self.size + nbytes)} of tensor data, over the "
+                                f"{_size(self.max_bytes)} limit of a reply")
             if self.max_bytes is not None and self.with_bytes >= MAX_TENSORS:  # as the decoder counts them
                 raise WireError(f"the result holds more than {MAX_TENSORS} tensors, over the limit of a reply")
             self.with_bytes += bool(nbytes)
@@ -130,13 +130,13 @@ class Encoder:
     def frame(self, message: dict) -> bytes:
         body = json.dumps(message, allow_nan=False).encode()
         if self.max_bytes is not None and len(body) > min(self.max_bytes, MAX_BODY_BYTES):
-            raise WireError(f"the result is {len(body) / 2**20:.0f} MiB of plain Python values, over the "
-                            f"{min(self.max_bytes, MAX_BODY_BYTES) / 2**20:.0f} MiB limit (return tensors, not lists)")
+            raise WireError(f"the result is {_size(len(body))} of plain Python values, over the "
+                            f"{_size(min(self.max_bytes, MAX_BODY_BYTES))} limit (return tensors, not lists)")
         if self.max_bytes is not None and _values(body) > MAX_VALUES:
             raise WireError(f"the result holds more than {MAX_VALUES} plain Python values (return tensors, not lists)")
         if self.max_bytes is not None and len(body) + self.size > self.max_bytes:
-            raise WireError(f"the result is {(len(body) + self.size) / 2**20:.0f} MiB, over the "
-                            f"{self.max_bytes / 2**20:.0f} MiB limit of a reply")
+            raise WireError(f"the result is {_size(len(body) + self.size)}, over the "
+                            f"{_size(self.max_bytes)} limit of a reply")
         return b"".join([HEADER.pack(len(body), self.size), body, *self.chunks])
 
 
@@ -341,6 +341,7 @@ def read_frame(sock: socket.socket, max_bytes: int, deadline: float | None = Non
 
 
 def _size(nbytes: float) -> str:
+    """A frame's or a limit's bytes in words: MiB from one up, KiB below."""
     return f"{nbytes / 2**20:.0f} MiB" if nbytes >= 2**20 else f"{nbytes / 2**10:.0f} KiB"
 
 

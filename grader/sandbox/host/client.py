@@ -382,9 +382,7 @@ class WorkerSession:
         frame = wire.encode({"op": "batch", "requests": requests})
         if self.ahead.recording:
             self.ahead.record(frame, [c[0] for c in calls], labels)
-        for label in labels:
-            if label in self.abandoned:
-                raise self.abandoned[label].again()
+        self.abandoned.refuse(labels)
         for module in sorted({c[0].get("module") for c in calls} - {None}) or [None]:
             self._ensure(module, [c[0] for c in calls])
         answered = self.ahead.answer(frame)
@@ -445,8 +443,7 @@ class WorkerSession:
 
     def simple(self, op: str, target: dict, **fields):
         label = target_label(target)
-        if label in self.abandoned:
-            raise self.abandoned[label].again()
+        self.abandoned.refuse([label])
         self._ensure(target.get("module"), [target])
         reply = self.request(wire.encode({"op": op, "target": target, **fields}), target.get("module"))
         decode = self._decoder()

@@ -61,6 +61,12 @@ class Abandoned(dict):
         super().__init__()
         self.crashes: dict[str, int] = {}
 
+    def refuse(self, labels: list[str]) -> None:
+        """Raise, afresh, the problem of the first of ``labels`` not called again (``SubmissionProblem.again``)."""
+        for label in labels:
+            if label in self:
+                raise self[label].again()
+
     def failed(self, labels: list[str], problem: SubmissionProblem, time_left: bool) -> None:
         """A call of ``labels`` failed in the worker: a time-out (while the submission has time left) abandons them,
         a crash counts against each."""
